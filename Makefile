@@ -1,0 +1,65 @@
+# Headwater developer commands.  `make test` works from a fresh clone: it
+# installs the system packages (zookeeper, java, helm), a .venv with every
+# Python package, checks lint/types/layers, and runs the default test suite.
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/$(BIN):$(PATH)
+PYTEST_ARGS ?=
+
+.PHONY: test install system-deps venv check lint typecheck layers proto proto-check up down unit e2e bench clean
+
+test: install check
+	$(BIN)/pytest -m "not slow and not kind" $(PYTEST_ARGS)
+
+install: system-deps venv
+
+system-deps:
+	bash scripts/install-system-deps.sh
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	@echo "==> creating $(VENV) and installing headwater[all]"
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[all]'
+	touch $@
+
+check: lint typecheck layers proto-check
+
+lint: venv
+	$(BIN)/ruff check node operator spark tests bench
+	$(BIN)/ruff format --check node operator spark tests bench
+
+typecheck: venv
+	$(BIN)/mypy node/headwater
+
+layers: venv
+	$(BIN)/lint-imports
+
+proto: venv
+	bash scripts/gen-proto.sh node
+
+proto-check: venv
+	bash scripts/gen-proto.sh --check
+
+unit: venv
+	$(BIN)/pytest tests/unit $(PYTEST_ARGS)
+
+e2e: install
+	$(BIN)/pytest tests/e2e -m "not kind" $(PYTEST_ARGS)
+
+up: install
+	$(BIN)/headwater dev up --brokers 3 --data-dir .headwater-dev
+	$(BIN)/python scripts/demo.py --data-dir .headwater-dev
+
+down: venv
+	$(BIN)/headwater dev down --data-dir .headwater-dev
+
+bench: venv
+	$(BIN)/python bench/storage.py
+
+clean:
+	rm -rf $(VENV) .tools .mypy_cache .pytest_cache .ruff_cache .headwater-dev

@@ -1,0 +1,1 @@
+"""headwater.cli (see DESIGN.md)."""

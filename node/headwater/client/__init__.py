@@ -1,0 +1,1 @@
+"""headwater.client (see DESIGN.md)."""

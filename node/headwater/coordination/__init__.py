@@ -1,0 +1,1 @@
+"""headwater.coordination (see DESIGN.md)."""

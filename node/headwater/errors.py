@@ -1,0 +1,353 @@
+"""Kafka's error codes and the exceptions that carry them.
+
+Every layer raises these, and the wire carries the numeric code (the proto's
+``ErrorCode`` enum mirrors :class:`ErrorCode` number for number), so a user who
+knows Kafka's error names recognises every failure.  Codes keep Kafka's numbers
+so that a later Kafka-protocol front end can pass them through unchanged.
+
+Exceptions are looked up by code with :func:`for_code`; each one knows whether
+a client may retry it (Kafka's ``RetriableException``).
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class ErrorCode(enum.IntEnum):
+    """Kafka's protocol error codes, with Kafka's numbers."""
+
+    UNKNOWN_SERVER_ERROR = -1
+    NONE = 0
+    OFFSET_OUT_OF_RANGE = 1
+    CORRUPT_MESSAGE = 2
+    UNKNOWN_TOPIC_OR_PARTITION = 3
+    INVALID_FETCH_SIZE = 4
+    LEADER_NOT_AVAILABLE = 5
+    NOT_LEADER_OR_FOLLOWER = 6
+    REQUEST_TIMED_OUT = 7
+    BROKER_NOT_AVAILABLE = 8
+    REPLICA_NOT_AVAILABLE = 9
+    MESSAGE_TOO_LARGE = 10
+    STALE_CONTROLLER_EPOCH = 11
+    OFFSET_METADATA_TOO_LARGE = 12
+    NETWORK_EXCEPTION = 13
+    COORDINATOR_LOAD_IN_PROGRESS = 14
+    COORDINATOR_NOT_AVAILABLE = 15
+    NOT_COORDINATOR = 16
+    INVALID_TOPIC_EXCEPTION = 17
+    RECORD_LIST_TOO_LARGE = 18
+    NOT_ENOUGH_REPLICAS = 19
+    NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
+    INVALID_REQUIRED_ACKS = 21
+    ILLEGAL_GENERATION = 22
+    INCONSISTENT_GROUP_PROTOCOL = 23
+    INVALID_GROUP_ID = 24
+    UNKNOWN_MEMBER_ID = 25
+    INVALID_SESSION_TIMEOUT = 26
+    REBALANCE_IN_PROGRESS = 27
+    INVALID_COMMIT_OFFSET_SIZE = 28
+    INVALID_TIMESTAMP = 32
+    UNSUPPORTED_VERSION = 35
+    TOPIC_ALREADY_EXISTS = 36
+    INVALID_PARTITIONS = 37
+    INVALID_REPLICATION_FACTOR = 38
+    INVALID_REPLICA_ASSIGNMENT = 39
+    INVALID_CONFIG = 40
+    NOT_CONTROLLER = 41
+    INVALID_REQUEST = 42
+    POLICY_VIOLATION = 44
+    OUT_OF_ORDER_SEQUENCE_NUMBER = 45
+    DUPLICATE_SEQUENCE_NUMBER = 46
+    INVALID_PRODUCER_EPOCH = 47
+    KAFKA_STORAGE_ERROR = 56
+    LOG_DIR_NOT_FOUND = 57
+    UNKNOWN_PRODUCER_ID = 59
+    REASSIGNMENT_IN_PROGRESS = 60
+    NON_EMPTY_GROUP = 68
+    GROUP_ID_NOT_FOUND = 69
+    FENCED_LEADER_EPOCH = 74
+    UNKNOWN_LEADER_EPOCH = 75
+    UNSUPPORTED_COMPRESSION_TYPE = 76
+    STALE_BROKER_EPOCH = 77
+    OFFSET_NOT_AVAILABLE = 78
+    MEMBER_ID_REQUIRED = 79
+    PREFERRED_LEADER_NOT_AVAILABLE = 80
+    GROUP_MAX_SIZE_REACHED = 81
+    FENCED_INSTANCE_ID = 82
+    ELIGIBLE_LEADERS_NOT_AVAILABLE = 83
+    ELECTION_NOT_NEEDED = 84
+    INVALID_RECORD = 87
+    PRODUCER_FENCED = 90
+    RESOURCE_NOT_FOUND = 91
+
+
+class HeadwaterError(Exception):
+    """Base of every Headwater error; ``code`` is the Kafka error code."""
+
+    code: ErrorCode = ErrorCode.UNKNOWN_SERVER_ERROR
+    retriable: bool = False
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(message or self.code.name)
+        self.message = message or self.code.name
+
+    def __str__(self) -> str:
+        return (
+            f"{self.code.name}: {self.message}" if self.message != self.code.name else self.message
+        )
+
+
+class UnknownServerError(HeadwaterError):
+    code = ErrorCode.UNKNOWN_SERVER_ERROR
+
+
+class OffsetOutOfRangeError(HeadwaterError):
+    code = ErrorCode.OFFSET_OUT_OF_RANGE
+
+
+class CorruptRecordError(HeadwaterError):
+    """A batch failed validation: bad CRC, bad magic, impossible length (CORRUPT_MESSAGE)."""
+
+    code = ErrorCode.CORRUPT_MESSAGE
+
+
+class UnknownTopicOrPartitionError(HeadwaterError):
+    code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    retriable = True
+
+
+class LeaderNotAvailableError(HeadwaterError):
+    code = ErrorCode.LEADER_NOT_AVAILABLE
+    retriable = True
+
+
+class NotLeaderOrFollowerError(HeadwaterError):
+    code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+    retriable = True
+
+
+class RequestTimedOutError(HeadwaterError):
+    code = ErrorCode.REQUEST_TIMED_OUT
+    retriable = True
+
+
+class BrokerNotAvailableError(HeadwaterError):
+    code = ErrorCode.BROKER_NOT_AVAILABLE
+    retriable = True
+
+
+class MessageTooLargeError(HeadwaterError):
+    """A batch is larger than ``message.max.bytes`` / ``max.message.bytes``."""
+
+    code = ErrorCode.MESSAGE_TOO_LARGE
+
+
+class StaleControllerEpochError(HeadwaterError):
+    code = ErrorCode.STALE_CONTROLLER_EPOCH
+
+
+class NetworkError(HeadwaterError):
+    code = ErrorCode.NETWORK_EXCEPTION
+    retriable = True
+
+
+class CoordinatorLoadInProgressError(HeadwaterError):
+    code = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    retriable = True
+
+
+class CoordinatorNotAvailableError(HeadwaterError):
+    code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+    retriable = True
+
+
+class NotCoordinatorError(HeadwaterError):
+    code = ErrorCode.NOT_COORDINATOR
+    retriable = True
+
+
+class InvalidTopicError(HeadwaterError):
+    code = ErrorCode.INVALID_TOPIC_EXCEPTION
+
+
+class RecordListTooLargeError(HeadwaterError):
+    code = ErrorCode.RECORD_LIST_TOO_LARGE
+
+
+class NotEnoughReplicasError(HeadwaterError):
+    code = ErrorCode.NOT_ENOUGH_REPLICAS
+    retriable = True
+
+
+class NotEnoughReplicasAfterAppendError(HeadwaterError):
+    code = ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+    retriable = True
+
+
+class InvalidRequiredAcksError(HeadwaterError):
+    code = ErrorCode.INVALID_REQUIRED_ACKS
+
+
+class IllegalGenerationError(HeadwaterError):
+    code = ErrorCode.ILLEGAL_GENERATION
+
+
+class InconsistentGroupProtocolError(HeadwaterError):
+    code = ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+
+
+class InvalidGroupIdError(HeadwaterError):
+    code = ErrorCode.INVALID_GROUP_ID
+
+
+class UnknownMemberIdError(HeadwaterError):
+    code = ErrorCode.UNKNOWN_MEMBER_ID
+
+
+class InvalidSessionTimeoutError(HeadwaterError):
+    code = ErrorCode.INVALID_SESSION_TIMEOUT
+
+
+class RebalanceInProgressError(HeadwaterError):
+    code = ErrorCode.REBALANCE_IN_PROGRESS
+
+
+class InvalidTimestampError(HeadwaterError):
+    code = ErrorCode.INVALID_TIMESTAMP
+
+
+class UnsupportedVersionError(HeadwaterError):
+    code = ErrorCode.UNSUPPORTED_VERSION
+
+
+class TopicAlreadyExistsError(HeadwaterError):
+    code = ErrorCode.TOPIC_ALREADY_EXISTS
+
+
+class InvalidPartitionsError(HeadwaterError):
+    code = ErrorCode.INVALID_PARTITIONS
+
+
+class InvalidReplicationFactorError(HeadwaterError):
+    code = ErrorCode.INVALID_REPLICATION_FACTOR
+
+
+class InvalidReplicaAssignmentError(HeadwaterError):
+    code = ErrorCode.INVALID_REPLICA_ASSIGNMENT
+
+
+class InvalidConfigError(HeadwaterError):
+    code = ErrorCode.INVALID_CONFIG
+
+
+class NotControllerError(HeadwaterError):
+    code = ErrorCode.NOT_CONTROLLER
+    retriable = True
+
+
+class InvalidRequestError(HeadwaterError):
+    code = ErrorCode.INVALID_REQUEST
+
+
+class PolicyViolationError(HeadwaterError):
+    code = ErrorCode.POLICY_VIOLATION
+
+
+class OutOfOrderSequenceNumberError(HeadwaterError):
+    code = ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+
+
+class DuplicateSequenceNumberError(HeadwaterError):
+    code = ErrorCode.DUPLICATE_SEQUENCE_NUMBER
+
+
+class InvalidProducerEpochError(HeadwaterError):
+    code = ErrorCode.INVALID_PRODUCER_EPOCH
+
+
+class KafkaStorageError(HeadwaterError):
+    """A log directory failed (I/O error); the replica is offline on this broker."""
+
+    code = ErrorCode.KAFKA_STORAGE_ERROR
+    retriable = True
+
+
+class UnknownProducerIdError(HeadwaterError):
+    code = ErrorCode.UNKNOWN_PRODUCER_ID
+
+
+class NonEmptyGroupError(HeadwaterError):
+    code = ErrorCode.NON_EMPTY_GROUP
+
+
+class GroupIdNotFoundError(HeadwaterError):
+    code = ErrorCode.GROUP_ID_NOT_FOUND
+
+
+class FencedLeaderEpochError(HeadwaterError):
+    code = ErrorCode.FENCED_LEADER_EPOCH
+    retriable = True
+
+
+class UnknownLeaderEpochError(HeadwaterError):
+    code = ErrorCode.UNKNOWN_LEADER_EPOCH
+    retriable = True
+
+
+class UnsupportedCompressionTypeError(HeadwaterError):
+    code = ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
+
+
+class MemberIdRequiredError(HeadwaterError):
+    code = ErrorCode.MEMBER_ID_REQUIRED
+
+
+class FencedInstanceIdError(HeadwaterError):
+    code = ErrorCode.FENCED_INSTANCE_ID
+
+
+class EligibleLeadersNotAvailableError(HeadwaterError):
+    code = ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
+    retriable = True
+
+
+class InvalidRecordError(HeadwaterError):
+    """A record or append is invalid for a reason other than corruption.
+
+    Raised, for example, for a follower append whose offsets do not continue
+    the log (a gap or a non-monotonic offset).
+    """
+
+    code = ErrorCode.INVALID_RECORD
+
+
+class ProducerFencedError(HeadwaterError):
+    code = ErrorCode.PRODUCER_FENCED
+
+
+class NoOffsetForPartitionError(HeadwaterError):
+    """Client-side: no committed offset and ``auto_offset_reset="none"``."""
+
+    code = ErrorCode.OFFSET_OUT_OF_RANGE
+
+
+_BY_CODE: dict[ErrorCode, type[HeadwaterError]] = {}
+for _cls in list(globals().values()):
+    if (
+        isinstance(_cls, type)
+        and issubclass(_cls, HeadwaterError)
+        and _cls is not HeadwaterError
+        and _cls is not NoOffsetForPartitionError
+    ):
+        _BY_CODE.setdefault(_cls.code, _cls)
+
+
+def for_code(code: int, message: str = "") -> HeadwaterError:
+    """Return the exception for a Kafka error ``code`` (unknown codes: UnknownServerError)."""
+    try:
+        error_code = ErrorCode(code)
+    except ValueError:
+        return UnknownServerError(f"error code {code}: {message}")
+    cls = _BY_CODE.get(error_code, UnknownServerError)
+    return cls(message)

@@ -1,0 +1,1 @@
+"""headwater.groups (see DESIGN.md)."""

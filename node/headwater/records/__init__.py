@@ -1,0 +1,1 @@
+"""headwater.records (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""headwater.replication (see DESIGN.md)."""

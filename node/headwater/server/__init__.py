@@ -1,0 +1,1 @@
+"""headwater.server (see DESIGN.md)."""

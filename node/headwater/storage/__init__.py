@@ -1,0 +1,1 @@
+"""headwater.storage (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""headwater.testing (see DESIGN.md)."""

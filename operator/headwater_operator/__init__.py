@@ -1,0 +1,1 @@
+"""Headwater operator (kopf): Topic resources and safe rolling restarts."""

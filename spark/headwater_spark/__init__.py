@@ -1,0 +1,1 @@
+"""PySpark data source "headwater"."""

@@ -1,0 +1,26 @@
+"""headwater.errors: Kafka's codes and names, lookup by code."""
+
+from __future__ import annotations
+
+from headwater import errors
+
+
+def test_codes_keep_kafkas_numbers() -> None:
+    assert errors.ErrorCode.CORRUPT_MESSAGE == 2
+    assert errors.ErrorCode.NOT_LEADER_OR_FOLLOWER == 6
+    assert errors.ErrorCode.TOPIC_ALREADY_EXISTS == 36
+    assert errors.ErrorCode.FENCED_INSTANCE_ID == 82
+
+
+def test_for_code_returns_the_named_exception() -> None:
+    exc = errors.for_code(36, "topic t exists")
+    assert isinstance(exc, errors.TopicAlreadyExistsError)
+    assert str(exc) == "TOPIC_ALREADY_EXISTS: topic t exists"
+    assert not exc.retriable
+    assert errors.for_code(6).retriable
+
+
+def test_unknown_code_is_an_unknown_server_error() -> None:
+    exc = errors.for_code(9999, "boom")
+    assert isinstance(exc, errors.UnknownServerError)
+    assert "9999" in str(exc)
