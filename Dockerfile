@@ -1,5 +1,49 @@
-# Placeholder until the Kubernetes packaging issue: see issue "Kubernetes packaging".
-FROM python:3.11-slim
-COPY . /src
-RUN pip install --no-cache-dir /src
+# syntax=docker/dockerfile:1
+# The Headwater image: brokers (`headwater broker`), the operator (`headwater operator`) and
+# the command-line clients.  Two stages: the first builds wheels of the source tree and of
+# every dependency; the final one installs them offline, so no compiler, build frontend or
+# source tree ends up in the image, and it runs as an unprivileged user (uid 10001, which
+# the Helm chart's securityContext expects).
+#
+#   docker build -t headwater:0.1.0 .
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+
+FROM ${PYTHON_IMAGE} AS build
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
+WORKDIR /src
+# The wheel needs only the packaging metadata and the package folders (the generated
+# gRPC code is committed under node/headwater/v1, so no protoc runs here).
+COPY pyproject.toml README.md ./
+COPY node ./node
+COPY operator ./operator
+COPY spark ./spark
+RUN python -m pip wheel --wheel-dir /wheels ".[operator]"
+
+FROM ${PYTHON_IMAGE}
+ARG PYTHON_IMAGE
+ARG VERSION=0.1.0
+LABEL org.opencontainers.image.title="headwater" \
+      org.opencontainers.image.description="A Kafka-style distributed commit log in Python that runs on Kubernetes" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.vendor="Headwater" \
+      org.opencontainers.image.base.name="${PYTHON_IMAGE}"
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_NO_CACHE_DIR=1
+RUN groupadd --system --gid 10001 headwater \
+ && useradd --system --uid 10001 --gid 10001 --home-dir /var/lib/headwater --no-create-home \
+        --shell /usr/sbin/nologin headwater \
+ && mkdir -p /var/lib/headwater /etc/headwater \
+ && chown 10001:10001 /var/lib/headwater /etc/headwater
+# Install from the first stage's wheels only (--no-index): what was built is what ships.
+RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
+    python -m pip install --no-index --find-links=/wheels "headwater[operator]" \
+ && headwater --version
+USER 10001:10001
+WORKDIR /var/lib/headwater
+# 9092 gRPC listener, 9404 broker metrics, 9405 operator metrics, 8080 operator liveness.
+EXPOSE 9092 9404 9405 8080
 ENTRYPOINT ["headwater"]
+CMD ["--help"]

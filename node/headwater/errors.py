@@ -312,6 +312,21 @@ class EligibleLeadersNotAvailableError(HeadwaterError):
     retriable = True
 
 
+class StaleBrokerEpochError(HeadwaterError):
+    """A request carried a broker epoch older than the broker's registration."""
+
+    code = ErrorCode.STALE_BROKER_EPOCH
+
+
+class PreferredLeaderNotAvailableError(HeadwaterError):
+    code = ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
+    retriable = True
+
+
+class ElectionNotNeededError(HeadwaterError):
+    code = ErrorCode.ELECTION_NOT_NEEDED
+
+
 class InvalidRecordError(HeadwaterError):
     """A record or append is invalid for a reason other than corruption.
 

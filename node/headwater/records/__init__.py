@@ -1,1 +1,63 @@
-"""headwater.records (see DESIGN.md)."""
+"""Kafka RecordBatch v2, byte for byte: headers, records, compression, CRC-32C.
+
+Pure bytes in, bytes out (DESIGN.md, "Record format").  :mod:`.header` is the
+broker's hot path and never decodes records; :mod:`.batch` builds and reads
+whole batches for clients; :mod:`.compression` holds Kafka's codec framings
+and :mod:`.record_codec` the per-record varint format, each behind a Protocol
+so a native implementation can be swapped in.
+"""
+
+from headwater.records.batch import (
+    Batch,
+    build_batch,
+    read_batches,
+    record_codec,
+    set_record_codec,
+)
+from headwater.records.compression import CompressionCodec, register_codec
+from headwater.records.header import (
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MAGIC,
+    BatchHeader,
+    Compression,
+    TimestampType,
+    parse_header,
+    scan_batches,
+    set_base_offset,
+    set_log_append_time,
+    set_partition_leader_epoch,
+    validate_batches,
+    verify_crc,
+)
+from headwater.records.record import ConsumedRecord, Header, Record
+from headwater.records.record_codec import EncodedRecords, PythonRecordCodec, RecordCodec
+
+__all__ = [
+    "HEADER_SIZE",
+    "LOG_OVERHEAD",
+    "MAGIC",
+    "Batch",
+    "BatchHeader",
+    "Compression",
+    "CompressionCodec",
+    "ConsumedRecord",
+    "EncodedRecords",
+    "Header",
+    "PythonRecordCodec",
+    "Record",
+    "RecordCodec",
+    "TimestampType",
+    "build_batch",
+    "parse_header",
+    "read_batches",
+    "record_codec",
+    "register_codec",
+    "scan_batches",
+    "set_base_offset",
+    "set_log_append_time",
+    "set_partition_leader_epoch",
+    "set_record_codec",
+    "validate_batches",
+    "verify_crc",
+]

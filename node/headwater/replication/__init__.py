@@ -1,1 +1,46 @@
-"""headwater.replication (see DESIGN.md)."""
+"""Replication state machines: leader/follower roles, ISR, high watermark, leader epochs.
+
+Pure logic (DESIGN.md, "Layering"): events in, decisions out, the clock passed
+as a parameter.  :mod:`headwater.server` runs them against real logs, gRPC and
+ZooKeeper.
+"""
+
+from headwater.replication.longpoll import FetchWait
+from headwater.replication.partition import Partition
+from headwater.replication.state import (
+    ISR_TRANSITIONS,
+    ROLE_TRANSITIONS,
+    IllegalStateTransition,
+    IsrState,
+    PartitionRole,
+)
+from headwater.replication.values import (
+    NO_EPOCH,
+    BrokerId,
+    FollowerFetchResult,
+    FollowerState,
+    IsrChange,
+    LeaderEpoch,
+    Offset,
+    ProduceCompletion,
+    TopicPartition,
+)
+
+__all__ = [
+    "ISR_TRANSITIONS",
+    "NO_EPOCH",
+    "ROLE_TRANSITIONS",
+    "BrokerId",
+    "FetchWait",
+    "FollowerFetchResult",
+    "FollowerState",
+    "IllegalStateTransition",
+    "IsrChange",
+    "IsrState",
+    "LeaderEpoch",
+    "Offset",
+    "Partition",
+    "PartitionRole",
+    "ProduceCompletion",
+    "TopicPartition",
+]

@@ -1,0 +1,178 @@
+"""Client throughput and latency: the issue's four figures, printed.
+
+    .venv/bin/python bench/client.py [--bootstrap HOST:PORT] [--scale 1.0] [--profile]
+
+1. producer records/s for 100 B records (acks=1, batch_size 1 MiB, linger 5 ms)
+2. producer MB/s for 1 KiB records (same settings)
+3. consumer records/s for 100 B records (reading what 1. wrote)
+4. end-to-end p99 latency (send -> poll) at 1,000 records/s
+
+Targets: >= 300k records/s, >= 200 MB/s, >= 400k records/s, p99 <= 10 ms.
+
+Where it runs: ``--bootstrap`` names a running cluster; otherwise a
+``headwater.testing.Cluster(brokers=1)`` is started when that harness exists;
+otherwise the in-process fake broker of the client's unit tests is used, which
+measures the client alone (its broker appends to a list) and says so.
+``--profile`` prints the top functions of the producer's send path under
+cProfile, to show where a pure-Python client spends its time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import cProfile
+import os
+import pstats
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import headwater
+from headwater.cli.perf import percentiles
+
+MIB = 1024 * 1024
+
+
+@contextlib.contextmanager
+def target(bootstrap: str | None) -> Iterator[tuple[str, str, object]]:
+    """Yield (bootstrap, description, handle to create topics)."""
+    if bootstrap:
+        yield bootstrap, f"cluster at {bootstrap}", None
+        return
+    try:
+        from headwater.testing import Cluster  # type: ignore[attr-defined]
+    except ImportError:
+        Cluster = None
+    if Cluster is not None:
+        with Cluster(brokers=1) as cluster:
+            yield cluster.bootstrap, "local 1-broker headwater.testing.Cluster", None
+        return
+    from tests.unit.client.fake_broker import FakeBroker
+
+    fake = FakeBroker()
+    try:
+        yield fake.bootstrap, "in-process FAKE broker (client cost only)", fake
+    finally:
+        fake.stop()
+
+
+def create_topic(bootstrap: str, name: str, partitions: int) -> None:
+    with headwater.Admin(bootstrap) as admin:
+        admin.create_topic(name, partitions, 1)
+        for _ in range(100):  # wait until leaders are known
+            desc = admin.describe_topics([name])[name]
+            if all(p.leader >= 0 for p in desc.partitions):
+                return
+            time.sleep(0.05)
+
+
+def produce(bootstrap: str, topic: str, count: int, size: int) -> tuple[float, float]:
+    value = os.urandom(size)
+    with headwater.Producer(
+        bootstrap, acks=1, batch_size=MIB, linger_ms=5, buffer_memory=256 * MIB
+    ) as p:
+        start = time.perf_counter()
+        for _ in range(count):
+            p.send(topic, value)
+        p.flush()
+        elapsed = time.perf_counter() - start
+    return count / elapsed, count * size / elapsed / 1e6
+
+
+def consume(bootstrap: str, topic: str, count: int) -> float:
+    with headwater.Consumer(
+        bootstrap_servers=bootstrap, auto_offset_reset="earliest", max_poll_records=100_000
+    ) as c:
+        c.assign([headwater.TopicPartition(topic, 0)])
+        c.position(headwater.TopicPartition(topic, 0))
+        got = 0
+        start = time.perf_counter()
+        deadline = start + 120
+        while got < count and time.perf_counter() < deadline:
+            got += len(c.poll(1000))
+        elapsed = time.perf_counter() - start
+    return got / elapsed
+
+
+def end_to_end(bootstrap: str, topic: str, rate: int, seconds: float) -> dict[str, float]:
+    latencies: list[float] = []
+    n = int(rate * seconds)
+    with headwater.Consumer(
+        bootstrap_servers=bootstrap, auto_offset_reset="latest", fetch_max_wait_ms=500
+    ) as c:
+        tp = headwater.TopicPartition(topic, 0)
+        c.assign([tp])
+        c.position(tp)
+        done = threading.Event()
+
+        def reader() -> None:
+            while len(latencies) < n and not done.is_set():
+                for r in c.poll(200):
+                    sent = int.from_bytes((r.value or b"")[:8], "big")
+                    latencies.append((time.perf_counter_ns() - sent) / 1e6)
+
+        t = threading.Thread(target=reader)
+        t.start()
+        with headwater.Producer(bootstrap, acks=1, linger_ms=0) as p:
+            start = time.perf_counter()
+            for i in range(n):
+                while time.perf_counter() < start + i / rate:
+                    time.sleep(0.0002)
+                p.send(topic, time.perf_counter_ns().to_bytes(8, "big") + b"x" * 92)
+            p.flush()
+        t.join(10)
+        done.set()
+        t.join()
+    return percentiles(latencies)
+
+
+def profile_send(bootstrap: str, topic: str, count: int) -> None:
+    prof = cProfile.Profile()
+    with headwater.Producer(bootstrap, acks=1, batch_size=MIB, linger_ms=5) as p:
+        value = os.urandom(100)
+        prof.enable()
+        for _ in range(count):
+            p.send(topic, value)
+        p.flush()
+        prof.disable()
+    print("\nproducer send path, cProfile (this thread only; top 12 by tottime):")
+    pstats.Stats(prof).sort_stats("tottime").print_stats(12)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bootstrap")
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply record counts")
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args()
+    n_small = int(200_000 * args.scale)
+    n_large = int(50_000 * args.scale)
+    with target(args.bootstrap) as (bootstrap, where, _handle):
+        print(f"target: {where}")
+        run = uuid.uuid4().hex[:6]
+        small, large, e2e = f"bench-small-{run}", f"bench-large-{run}", f"bench-e2e-{run}"
+        for name in (small, large, e2e):
+            create_topic(bootstrap, name, 1)
+        rps, _ = produce(bootstrap, small, n_small, 100)
+        print(f"producer 100 B : {rps:12,.0f} records/s   (target >= 300,000)")
+        _, mbps = produce(bootstrap, large, n_large, 1024)
+        print(f"producer 1 KiB : {mbps:12,.1f} MB/s        (target >= 200)")
+        crps = consume(bootstrap, small, n_small)
+        print(f"consumer 100 B : {crps:12,.0f} records/s   (target >= 400,000)")
+        lat = end_to_end(bootstrap, e2e, 1000, 3.0 * args.scale)
+        print(
+            f"end-to-end @1k/s: p50 {lat['p50']:.2f} ms, p99 {lat['p99']:.2f} ms, "
+            f"max {lat['max']:.2f} ms (target p99 <= 10)"
+        )
+        if args.profile:
+            profile_send(bootstrap, small, 100_000)
+
+
+if __name__ == "__main__":
+    main()

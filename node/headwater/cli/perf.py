@@ -1,0 +1,205 @@
+"""``headwater perf produce|consume``: throughput and latency figures, like Kafka's
+``kafka-producer-perf-test`` / ``kafka-consumer-perf-test``.
+
+``perf produce`` sends ``--num-records`` records of ``--record-size`` bytes as
+fast as the producer accepts them and measures each record's latency from
+``send`` to acknowledgement.  ``perf consume`` reads ``--messages`` records from
+the beginning of every partition and measures, per record, the time from its
+timestamp to its arrival.  Both print a progress line every
+``--reporting-interval-ms`` on stderr and a summary (records/s, MB/s, latency
+percentiles) on stdout, or one JSON object with ``--output json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import Any
+
+from headwater.cli._common import CliError, add_output_option, print_json
+from headwater.cli.topics import add_bootstrap_option, admin_for, client_errors
+from headwater.client.consumer import Consumer
+from headwater.client.producer import Producer
+from headwater.client.settings import COMPRESSION_TYPES
+from headwater.client.types import RecordMetadata, TopicPartition
+
+
+def register(sub: Any) -> None:
+    perf = sub.add_parser("perf", help="measure producer and consumer throughput")
+    psub = perf.add_subparsers(dest="perf_command", metavar="ACTION", required=True)
+
+    p = psub.add_parser("produce", help="producer throughput and latency")
+    p.add_argument("--topic", required=True)
+    p.add_argument("--num-records", type=int, required=True)
+    p.add_argument("--record-size", type=int, required=True, help="value bytes")
+    p.add_argument("--acks", default="1", choices=("all", "-1", "0", "1"))
+    p.add_argument("--batch-size", type=int, default=1024 * 1024)
+    p.add_argument("--linger-ms", type=int, default=5)
+    p.add_argument("--compression", default="none", choices=COMPRESSION_TYPES)
+    p.add_argument("--reporting-interval-ms", type=int, default=1000)
+    add_bootstrap_option(p)
+    add_output_option(p)
+    p.set_defaults(func=_produce)
+
+    p = psub.add_parser("consume", help="consumer throughput")
+    p.add_argument("--topic", required=True)
+    p.add_argument("--messages", type=int, required=True)
+    p.add_argument(
+        "--timeout-ms", type=int, default=10000, help="give up after this long without a record"
+    )
+    p.add_argument("--reporting-interval-ms", type=int, default=1000)
+    add_bootstrap_option(p)
+    add_output_option(p)
+    p.set_defaults(func=_consume)
+
+
+def percentiles(latencies_ms: list[float]) -> dict[str, float]:
+    """avg, p50, p95, p99, p99.9 and max of ``latencies_ms`` (zeros when empty)."""
+    if not latencies_ms:
+        return dict.fromkeys(("avg", "p50", "p95", "p99", "p999", "max"), 0.0)
+    s = sorted(latencies_ms)
+
+    def pick(q: float) -> float:
+        return s[min(len(s) - 1, int(q * len(s)))]
+
+    return {
+        "avg": sum(s) / len(s),
+        "p50": pick(0.50),
+        "p95": pick(0.95),
+        "p99": pick(0.99),
+        "p999": pick(0.999),
+        "max": s[-1],
+    }
+
+
+def _summary(count: int, total_bytes: int, elapsed_s: float, lat: list[float]) -> dict[str, Any]:
+    elapsed_s = max(elapsed_s, 1e-9)
+    return {
+        "records": count,
+        "seconds": round(elapsed_s, 3),
+        "records_per_s": round(count / elapsed_s, 1),
+        "mb_per_s": round(total_bytes / elapsed_s / 1e6, 2),
+        "latency_ms": {k: round(v, 2) for k, v in percentiles(lat).items()},
+    }
+
+
+def _print_summary(summary: dict[str, Any], output: str) -> None:
+    if output == "json":
+        print_json(summary)
+        return
+    lat = summary["latency_ms"]
+    print(
+        f"{summary['records']} records in {summary['seconds']} s: "
+        f"{summary['records_per_s']:.1f} records/s ({summary['mb_per_s']:.2f} MB/s), "
+        f"latency avg {lat['avg']:.2f} ms, p50 {lat['p50']:.2f}, p95 {lat['p95']:.2f}, "
+        f"p99 {lat['p99']:.2f}, p99.9 {lat['p999']:.2f}, max {lat['max']:.2f} ms"
+    )
+
+
+def _progress(count: int, nbytes: int, window_s: float) -> None:
+    print(
+        f"{count} records sent/read, {count / window_s:.1f} records/s "
+        f"({nbytes / window_s / 1e6:.2f} MB/s)",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def _produce(args: argparse.Namespace) -> int:
+    if args.num_records <= 0 or args.record_size < 0:
+        raise CliError("--num-records must be > 0 and --record-size >= 0", exit_code=2)
+    value = os.urandom(args.record_size)
+    latencies: list[float] = []
+    errors_seen: list[BaseException] = []
+    with client_errors():
+        with admin_for(args) as admin:
+            admin.describe_topics([args.topic])
+        producer = Producer(
+            args.bootstrap,
+            acks=args.acks,
+            batch_size=args.batch_size,
+            linger_ms=args.linger_ms,
+            compression_type=args.compression,
+            buffer_memory=max(64 * 1024 * 1024, 4 * args.batch_size),
+        )
+        try:
+            start = window_start = time.perf_counter()
+            window_count = 0
+            for i in range(args.num_records):
+                sent = time.perf_counter()
+
+                def done(
+                    md: RecordMetadata | None, exc: BaseException | None, sent: float = sent
+                ) -> None:
+                    if exc is not None:
+                        errors_seen.append(exc)
+                    else:
+                        latencies.append((time.perf_counter() - sent) * 1000.0)
+
+                producer.send(args.topic, value, callback=done)
+                window_count += 1
+                now = time.perf_counter()
+                if (now - window_start) * 1000 >= args.reporting_interval_ms:
+                    _progress(i + 1, window_count * args.record_size, now - window_start)
+                    window_start, window_count = now, 0
+            producer.flush()
+            elapsed = time.perf_counter() - start
+        finally:
+            producer.close(timeout=5.0)
+    if errors_seen:
+        raise CliError(f"{len(errors_seen)} records failed; first: {errors_seen[0]}")
+    _print_summary(
+        _summary(args.num_records, args.num_records * args.record_size, elapsed, latencies),
+        args.output,
+    )
+    return 0
+
+
+def _consume(args: argparse.Namespace) -> int:
+    if args.messages <= 0:
+        raise CliError("--messages must be > 0", exit_code=2)
+    latencies: list[float] = []
+    count = nbytes = 0
+    with client_errors():
+        with admin_for(args) as admin:
+            desc = admin.describe_topics([args.topic])[args.topic]
+        consumer = Consumer(
+            bootstrap_servers=args.bootstrap,
+            auto_offset_reset="earliest",
+            max_poll_records=10000,
+            default_api_timeout_ms=args.request_timeout_ms,
+        )
+        try:
+            consumer.assign([TopicPartition(args.topic, p.partition) for p in desc.partitions])
+            start = window_start = time.perf_counter()
+            last_record = start
+            window_bytes = 0
+            while count < args.messages:
+                recs = consumer.poll(500)
+                now = time.perf_counter()
+                if not recs:
+                    if (now - last_record) * 1000 >= args.timeout_ms:
+                        break
+                    continue
+                last_record = now
+                wall_ms = time.time() * 1000.0
+                for r in recs[: args.messages - count]:
+                    size = len(r.value or b"") + len(r.key or b"")
+                    nbytes += size
+                    window_bytes += size
+                    latencies.append(wall_ms - r.timestamp_ms)
+                count = min(args.messages, count + len(recs))
+                if (now - window_start) * 1000 >= args.reporting_interval_ms:
+                    _progress(count, window_bytes, now - window_start)
+                    window_start, window_bytes = now, 0
+            elapsed = time.perf_counter() - start
+        finally:
+            consumer.close()
+    if count < args.messages:
+        raise CliError(
+            f"only {count} of {args.messages} records arrived within --timeout-ms={args.timeout_ms}"
+        )
+    _print_summary(_summary(count, nbytes, elapsed, latencies), args.output)
+    return 0

@@ -1,0 +1,332 @@
+"""The producer's record accumulator: per-partition batches waiting to be sent.
+
+``send`` appends records here from the user's threads; the sender thread
+drains whole batches.  A partition's batch is *ready* when it is full
+(``batch_size`` bytes), has waited ``linger_ms``, a flush or close is under
+way, or it is a retry whose backoff has passed.
+
+Ordering is kept per partition across retries by sending at most one batch per
+partition at a time: a partition is *muted* from drain until its in-flight
+batch is acknowledged or put back for a retry, and a retried batch goes back
+to the head of its queue, keeping its original sequence numbers.  Requests to
+a broker still carry every ready partition and several requests may be in
+flight per broker (``max_in_flight_requests_per_connection``), so throughput
+comes from batching across partitions rather than pipelining within one.
+
+Memory is bounded: every queued record reserves its estimated size from
+``buffer_memory``; an append that would exceed it blocks for at most
+``max_block_ms`` (then fails with :class:`BufferExhaustedError`) until the
+sender releases acknowledged batches.
+
+Thread-safety: every method takes the accumulator's lock; ``clock`` gives
+monotonic milliseconds and ``wait`` blocks on the condition (both injectable,
+so tests drive time).
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import threading
+from collections.abc import Callable, Iterable
+from typing import NamedTuple
+
+from headwater import errors
+from headwater.client.futures import BatchResult, RecordFuture
+from headwater.client.retry import Clock, monotonic_ms
+from headwater.client.types import TopicPartition
+from headwater.records import Record
+
+RECORD_OVERHEAD_BYTES = 21
+"""Upper estimate of a record's framing in a batch (length, attributes, deltas, counts)."""
+BATCH_OVERHEAD_BYTES = 61
+"""A RecordBatch v2 header."""
+
+
+class BufferExhaustedError(errors.HeadwaterError):
+    """``send`` waited ``max_block_ms`` for ``buffer_memory`` to free up (Kafka's
+    ``BufferExhaustedException``, a ``TimeoutException``)."""
+
+    code = errors.ErrorCode.REQUEST_TIMED_OUT
+
+
+def estimate_size(record: Record) -> int:
+    """Bytes ``record`` will take in a batch (before compression), slightly over."""
+    size = RECORD_OVERHEAD_BYTES
+    if record.key is not None:
+        size += len(record.key)
+    if record.value is not None:
+        size += len(record.value)
+    for hkey, hvalue in record.headers:
+        size += len(hkey) + (len(hvalue) if hvalue is not None else 0) + 10
+    return size
+
+
+@dataclasses.dataclass(eq=False)
+class ProducerBatch:
+    """Records bound for one partition, sent and acknowledged together.
+
+    Owned by the accumulator while queued and by the sender while in flight;
+    ``base_sequence`` and ``encoded`` are set on the first drain and reused on
+    every retry, so a retry is byte-for-byte the original request.
+    """
+
+    tp: TopicPartition
+    created_ms: float
+    records: list[Record] = dataclasses.field(default_factory=list)
+    size_bytes: int = BATCH_OVERHEAD_BYTES
+    attempts: int = 0
+    retry_after_ms: float = 0.0
+    base_sequence: int = -1
+    encoded: bytes | None = None
+    producer: tuple[int, int] = (-1, -1)
+    """Producer id and epoch ``encoded`` was built with (idempotence)."""
+    closed: bool = False
+    """No more appends (it filled up, or it has been drained once)."""
+    result: BatchResult = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        self.result = BatchResult(self.tp)
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def complete(self, *, base_offset: int, timestamp_ms: int | None) -> None:
+        """Resolve every record's future; record ``i`` is at ``base_offset + i``.
+
+        ``timestamp_ms`` is the broker's LogAppendTime, or None to report each
+        record's own (create) timestamp.
+        """
+        self.result.set(base_offset=base_offset, timestamp_ms=timestamp_ms, error=None)
+
+    def fail(self, exc: BaseException) -> None:
+        self.result.set(base_offset=-1, timestamp_ms=None, error=exc)
+
+
+class AppendResult(NamedTuple):
+    future: RecordFuture
+    """Resolves when the record's batch is acknowledged or fails."""
+    batch_full: bool
+    """The partition's newest batch cannot take more records: time to send it."""
+    new_batch: bool
+    """This append started a new batch (the linger timer started)."""
+
+
+class ReadyCheck(NamedTuple):
+    ready: list[TopicPartition]
+    """Partitions whose head batch should be sent now, in queue order."""
+    next_check_ms: float
+    """How long until another partition may become ready (for the sender's wait)."""
+
+
+class RecordAccumulator:
+    """Per-partition queues of :class:`ProducerBatch` (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        batch_size: int,
+        linger_ms: int,
+        buffer_memory: int,
+        delivery_timeout_ms: int,
+        clock: Clock = monotonic_ms,
+        wait: Callable[[threading.Condition, float], object] | None = None,
+    ) -> None:
+        self.batch_size = batch_size
+        self.linger_ms = linger_ms
+        self.buffer_memory = buffer_memory
+        self.delivery_timeout_ms = delivery_timeout_ms
+        self._clock = clock
+        self._cond = threading.Condition()
+        self._wait = wait or (lambda cond, timeout_ms: cond.wait(timeout_ms / 1000.0))
+        self._queues: dict[TopicPartition, collections.deque[ProducerBatch]] = {}
+        self._muted: set[TopicPartition] = set()
+        self._incomplete: set[ProducerBatch] = set()
+        self._used_bytes = 0
+        self._flushes = 0
+        self._closed = False
+
+    # -- user threads ---------------------------------------------------------------
+
+    def append(
+        self,
+        tp: TopicPartition,
+        record: Record,
+        *,
+        max_block_ms: float,
+        size: int | None = None,
+    ) -> AppendResult:
+        """Queue ``record`` (timestamped) for ``tp``; blocks up to ``max_block_ms`` for space."""
+        if size is None:
+            size = estimate_size(record)
+        with self._cond:
+            self._reserve(size, max_block_ms)
+            queue = self._queues.get(tp)
+            if queue is None:
+                queue = self._queues[tp] = collections.deque()
+            last = queue[-1] if queue else None
+            new_batch = False
+            if (
+                last is None
+                or last.closed
+                or (last.records and last.size_bytes + size > self.batch_size)
+            ):
+                if last is not None:
+                    last.closed = True
+                last = ProducerBatch(tp, created_ms=self._clock())
+                queue.append(last)
+                self._incomplete.add(last)
+                new_batch = True
+            future = RecordFuture(last.result, len(last.records), record.timestamp_ms or -1)
+            last.records.append(record)
+            last.size_bytes += size
+            full = last.size_bytes >= self.batch_size
+            if full:
+                last.closed = True
+            return AppendResult(
+                future=future,
+                batch_full=full or (new_batch and len(queue) > 1),
+                new_batch=new_batch,
+            )
+
+    def _reserve(self, size: int, max_block_ms: float) -> None:
+        if self._closed:
+            raise errors.HeadwaterError("producer is closed")
+        if size > self.buffer_memory:
+            raise errors.RecordListTooLargeError(
+                f"record of ~{size} bytes is larger than buffer_memory={self.buffer_memory}"
+            )
+        if self._used_bytes + size > self.buffer_memory:
+            self._block_for(size, max_block_ms)
+        self._used_bytes += size
+
+    def _block_for(self, size: int, max_block_ms: float) -> None:
+        deadline = self._clock() + max_block_ms
+        while self._used_bytes + size > self.buffer_memory:
+            remaining = deadline - self._clock()
+            if remaining <= 0:
+                raise BufferExhaustedError(
+                    f"failed to allocate {size} bytes within max_block_ms={max_block_ms:g} "
+                    f"(buffer_memory={self.buffer_memory} in use)"
+                )
+            self._wait(self._cond, remaining)
+            if self._closed:
+                raise errors.HeadwaterError("producer is closed")
+
+    @property
+    def used_bytes(self) -> int:
+        return self._used_bytes
+
+    # -- sender thread --------------------------------------------------------------
+
+    def ready(self, now_ms: float) -> ReadyCheck:
+        """Which partitions to drain now, and how long until the next may be ready."""
+        ready: list[TopicPartition] = []
+        next_check = float(self.linger_ms) if self.linger_ms else 1000.0
+        with self._cond:
+            flushing = self._flushes > 0 or self._closed
+            for tp, queue in self._queues.items():
+                if not queue or tp in self._muted:
+                    continue
+                head = queue[0]
+                if head.attempts > 0:
+                    wait = head.retry_after_ms - now_ms
+                else:
+                    wait = self.linger_ms - (now_ms - head.created_ms)
+                    if head.closed or len(queue) > 1 or flushing:
+                        wait = 0.0
+                if wait <= 0:
+                    ready.append(tp)
+                else:
+                    next_check = min(next_check, wait)
+        return ReadyCheck(ready, next_check)
+
+    def drain(self, tps: Iterable[TopicPartition]) -> list[ProducerBatch]:
+        """Take the head batch of each of ``tps`` (muting them) for sending."""
+        out: list[ProducerBatch] = []
+        with self._cond:
+            for tp in tps:
+                queue = self._queues.get(tp)
+                if not queue or tp in self._muted:
+                    continue
+                batch = queue.popleft()
+                batch.closed = True
+                self._muted.add(tp)
+                out.append(batch)
+        return out
+
+    def reenqueue(self, batch: ProducerBatch, *, retry_after_ms: float) -> None:
+        """Put an unacknowledged batch back at the head of its queue for a retry."""
+        with self._cond:
+            batch.retry_after_ms = retry_after_ms
+            self._queues.setdefault(batch.tp, collections.deque()).appendleft(batch)
+            self._muted.discard(batch.tp)
+
+    def unmute(self, tp: TopicPartition) -> None:
+        with self._cond:
+            self._muted.discard(tp)
+
+    def done(self, batch: ProducerBatch) -> None:
+        """``batch`` is finished (acknowledged or failed): release its memory."""
+        with self._cond:
+            if batch in self._incomplete:
+                self._incomplete.discard(batch)
+                self._used_bytes -= batch.size_bytes - BATCH_OVERHEAD_BYTES
+            self._muted.discard(batch.tp)
+            self._cond.notify_all()
+
+    def expire(self, now_ms: float) -> list[ProducerBatch]:
+        """Remove and return queued batches older than ``delivery_timeout_ms``."""
+        expired: list[ProducerBatch] = []
+        with self._cond:
+            for queue in self._queues.values():
+                while queue and now_ms - queue[0].created_ms >= self.delivery_timeout_ms:
+                    expired.append(queue.popleft())
+        return expired
+
+    def abort_all(self) -> list[ProducerBatch]:
+        """Remove and return every queued batch (a forced close)."""
+        with self._cond:
+            batches = [b for q in self._queues.values() for b in q]
+            for q in self._queues.values():
+                q.clear()
+        return batches
+
+    # -- flush and close ------------------------------------------------------------
+
+    def begin_flush(self) -> None:
+        with self._cond:
+            self._flushes += 1
+
+    def end_flush(self) -> None:
+        with self._cond:
+            self._flushes -= 1
+
+    def close(self) -> None:
+        """Refuse new appends and make every queued batch ready."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    def has_incomplete(self) -> bool:
+        with self._cond:
+            return bool(self._incomplete)
+
+    def has_queued(self) -> bool:
+        with self._cond:
+            return any(self._queues.values())
+
+    def await_incomplete(self, *, timeout_ms: float | None) -> bool:
+        """Block until every batch appended so far is finished; False on timeout."""
+        with self._cond:
+            pending = set(self._incomplete)
+            deadline = None if timeout_ms is None else self._clock() + timeout_ms
+            while pending & self._incomplete:
+                if deadline is None:
+                    self._cond.wait(1.0)
+                    continue
+                remaining = deadline - self._clock()
+                if remaining <= 0:
+                    return False
+                self._wait(self._cond, remaining)
+            return True

@@ -1,0 +1,365 @@
+"""``headwater.Consumer``: Kafka's consumer API over Headwater's gRPC Fetch RPC.
+
+A background :class:`~headwater.client.fetcher.Fetcher` keeps one long-poll
+fetch in flight per broker and buffers decoded records; ``poll`` hands them
+out (at most ``max_poll_records``), advancing each partition's position.
+Positions start from the committed offset (the :class:`CommittedOffsets`
+hook, which a consumer group will provide) or, lacking one, from
+``auto_offset_reset``.
+
+Consumer groups (``group_id`` with coordinated assignment and commits) are a
+later piece: today a consumer with a ``group_id`` reads every partition of its
+subscription itself and has no committed offsets.  The seams for them are
+:meth:`SubscriptionState.assign_from_subscription` (a rebalance's result) and
+the ``committed_offsets`` hook.
+
+    with headwater.Consumer("orders", bootstrap_servers="127.0.0.1:9092",
+                            auto_offset_reset="earliest") as c:
+        for record in c.poll(timeout_ms=1000):
+            print(record.offset, record.value)
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from types import TracebackType
+
+from headwater import errors
+from headwater.client import connection, offsets
+from headwater.client.fetcher import Fetcher
+from headwater.client.metadata import MetadataManager
+from headwater.client.retry import Clock, RetryPolicy, monotonic_ms
+from headwater.client.settings import ConsumerSettings, parse_bootstrap
+from headwater.client.subscription import (
+    EARLIEST,
+    CommittedOffsets,
+    NoCommittedOffsets,
+    SubscriptionState,
+)
+from headwater.client.types import ConsumerRecord, OffsetAndTimestamp, TopicPartition
+
+log = logging.getLogger(__name__)
+
+
+class Consumer:
+    """Reads records from assigned or subscribed partitions.
+
+    Not thread-safe, like Kafka's consumer: use it from one thread (its
+    fetcher runs on its own background thread).
+    """
+
+    def __init__(
+        self,
+        *topics: str,
+        bootstrap_servers: str | list[str] | tuple[str, ...] = "127.0.0.1:9092",
+        group_id: str | None = None,
+        auto_offset_reset: str = "latest",
+        enable_auto_commit: bool = True,
+        auto_commit_interval_ms: int = 5000,
+        fetch_min_bytes: int = 1,
+        fetch_max_wait_ms: int = 500,
+        max_partition_fetch_bytes: int = 1024 * 1024,
+        fetch_max_bytes: int = 50 * 1024 * 1024,
+        max_poll_records: int = 500,
+        request_timeout_ms: int = 30000,
+        retry_backoff_ms: int = 100,
+        retry_backoff_max_ms: int = 1000,
+        metadata_max_age_ms: int = 300000,
+        consumer_timeout_ms: float | None = None,
+        default_api_timeout_ms: int = 60000,
+        committed_offsets: CommittedOffsets | None = None,
+        clock: Clock = monotonic_ms,
+    ) -> None:
+        self.settings = ConsumerSettings(
+            bootstrap_servers=parse_bootstrap(bootstrap_servers),
+            group_id=group_id,
+            auto_offset_reset=auto_offset_reset,
+            enable_auto_commit=enable_auto_commit,
+            auto_commit_interval_ms=auto_commit_interval_ms,
+            fetch_min_bytes=fetch_min_bytes,
+            fetch_max_wait_ms=fetch_max_wait_ms,
+            max_partition_fetch_bytes=max_partition_fetch_bytes,
+            fetch_max_bytes=fetch_max_bytes,
+            max_poll_records=max_poll_records,
+            request_timeout_ms=request_timeout_ms,
+            metadata_max_age_ms=metadata_max_age_ms,
+            retry=RetryPolicy(
+                retry_backoff_ms=retry_backoff_ms,
+                retry_backoff_max_ms=max(retry_backoff_ms, retry_backoff_max_ms),
+            ),
+        )
+        s = self.settings
+        self.consumer_timeout_ms = consumer_timeout_ms
+        self.default_api_timeout_ms = default_api_timeout_ms
+        self._clock = clock
+        self._channels = connection.Channels()
+        self._metadata = MetadataManager(
+            bootstrap=s.bootstrap_servers,
+            channels=self._channels,
+            retry=s.retry,
+            request_timeout_ms=s.request_timeout_ms,
+            max_age_ms=s.metadata_max_age_ms,
+            clock=clock,
+        )
+        self._subs = SubscriptionState(default_reset=s.auto_offset_reset)
+        self._committed = committed_offsets or NoCommittedOffsets()
+        self._fetcher = Fetcher(
+            settings=s,
+            subscriptions=self._subs,
+            metadata=self._metadata,
+            channels=self._channels,
+            clock=clock,
+        )
+        self._thread = threading.Thread(
+            target=self._fetcher.run, name="headwater-consumer-fetcher", daemon=True
+        )
+        self._closed = False
+        self._subscribed_metadata: object = None
+        self._thread.start()
+        if group_id is not None:
+            log.warning(
+                "group_id=%r: consumer groups are not available yet; this consumer reads "
+                "every partition of its subscription and commits nothing",
+                group_id,
+            )
+        if topics:
+            self.subscribe(topics)
+
+    # -- what to read ---------------------------------------------------------------
+
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        """Read exactly these partitions (no group management)."""
+        tps = [TopicPartition(*tp) for tp in partitions]
+        before = self._subs.assignment()
+        self._subs.assign(tps)
+        self._metadata.add_topics({tp.topic for tp in tps})
+        self._fetcher.clear(before - set(tps))
+        self._fetcher.wakeup()
+
+    def assignment(self) -> set[TopicPartition]:
+        return self._subs.assignment()
+
+    def subscribe(
+        self, topics: Iterable[str] = (), *, pattern: str | re.Pattern[str] | None = None
+    ) -> None:
+        """Read every partition of ``topics`` (or of topics matching ``pattern``)."""
+        if isinstance(topics, str):
+            topics = [topics]
+        self._subs.subscribe(topics, pattern=pattern)
+        self._metadata.add_topics(self._subs.subscription())
+        self._subscribed_metadata = None
+
+    def subscription(self) -> set[str]:
+        return self._subs.subscription()
+
+    def unsubscribe(self) -> None:
+        self._subs.unsubscribe()
+        self._fetcher.clear()
+
+    def _update_assignment_from_subscription(self) -> None:
+        if not self._subs.is_subscribed:
+            return
+        if self._subs.pattern is not None:
+            if self._metadata.needs_update() or self._subscribed_metadata is None:
+                self._metadata.fetch(None)
+        else:
+            self._metadata.maybe_refresh()
+        meta = self._metadata.current
+        if meta is self._subscribed_metadata:
+            return
+        self._subscribed_metadata = meta
+        tps = [
+            TopicPartition(topic, p.partition)
+            for topic, parts in sorted(meta.partitions.items())
+            if self._subs.matches(topic) and topic not in meta.internal_topics
+            for p in parts
+        ]
+        before = self._subs.assignment()
+        if set(tps) != before:
+            self._subs.assign_from_subscription(tps)
+            self._fetcher.clear(before - set(tps))
+            self._fetcher.wakeup()
+
+    # -- reading --------------------------------------------------------------------
+
+    def poll(
+        self, timeout_ms: float = 0, *, max_records: int | None = None
+    ) -> list[ConsumerRecord]:
+        """Records that have arrived, waiting up to ``timeout_ms`` for the first ones."""
+        self._check_open()
+        limit = max_records or self.settings.max_poll_records
+        deadline = self._clock() + timeout_ms
+        while True:
+            self._update_assignment_from_subscription()
+            self._update_positions(timeout_ms=self.default_api_timeout_ms)
+            recs = self._fetcher.take(limit, paused=self._subs.is_paused)
+            if recs:
+                return recs
+            remaining = deadline - self._clock()
+            if remaining <= 0:
+                return []
+            self._fetcher.wakeup()
+            self._fetcher.wait_for_data(min(remaining, 1000.0) / 1000.0)
+
+    def __iter__(self) -> Iterator[ConsumerRecord]:
+        """Records forever, or until ``consumer_timeout_ms`` pass without one."""
+        while True:
+            wait = self.consumer_timeout_ms if self.consumer_timeout_ms is not None else 1000.0
+            recs = self.poll(wait)
+            if not recs and self.consumer_timeout_ms is not None:
+                return
+            yield from recs
+
+    def _update_positions(self, *, timeout_ms: float) -> None:
+        missing = self._subs.missing_positions()
+        if not missing:
+            return
+        need_reset: dict[TopicPartition, str] = {}
+        no_reset = [tp for tp in missing if self._subs.pending_reset(tp) is None]
+        committed = self._committed.committed(no_reset) if no_reset else {}
+        for tp in missing:
+            pending = self._subs.pending_reset(tp)
+            offset = committed.get(tp)
+            if pending is None and offset is not None:
+                self._subs.seek(tp, offset)
+                continue
+            strategy = pending or self.settings.auto_offset_reset
+            if strategy == "none":
+                raise errors.NoOffsetForPartitionError(
+                    f"no committed offset for {tp} and auto_offset_reset='none'"
+                )
+            need_reset[tp] = strategy
+        if need_reset:
+            found = self._list_offsets(
+                {
+                    tp: offsets.EARLIEST_TIMESTAMP if s == EARLIEST else offsets.LATEST_TIMESTAMP
+                    for tp, s in need_reset.items()
+                },
+                timeout_ms=timeout_ms,
+            )
+            for tp, ot in found.items():
+                if self._subs.is_assigned(tp) and self._subs.position(tp) is None:
+                    self._subs.seek(tp, ot.offset if ot is not None else 0)
+        self._fetcher.wakeup()
+
+    # -- positions ------------------------------------------------------------------
+
+    def seek(self, partition: TopicPartition, offset: int) -> None:
+        """The next ``poll`` returns records of ``partition`` from ``offset`` on."""
+        self._subs.seek(partition, offset)
+        self._fetcher.clear([partition])
+
+    def seek_to_beginning(self, *partitions: TopicPartition) -> None:
+        tps = list(partitions) or self._subs.assigned_list()
+        self._subs.request_reset(tps, "earliest")
+        self._fetcher.clear(tps)
+
+    def seek_to_end(self, *partitions: TopicPartition) -> None:
+        tps = list(partitions) or self._subs.assigned_list()
+        self._subs.request_reset(tps, "latest")
+        self._fetcher.clear(tps)
+
+    def position(self, partition: TopicPartition, timeout_ms: float | None = None) -> int:
+        """The offset of the next record ``poll`` will return for ``partition``."""
+        pos = self._subs.position(partition)
+        if pos is None:
+            self._update_positions(timeout_ms=timeout_ms or self.default_api_timeout_ms)
+            pos = self._subs.position(partition)
+        assert pos is not None
+        return pos
+
+    def committed(self, partition: TopicPartition) -> int | None:
+        """The committed offset (always None until consumer groups exist)."""
+        return self._committed.committed([partition]).get(partition)
+
+    def highwater(self, partition: TopicPartition) -> int | None:
+        """The last high watermark a fetch reported for ``partition`` (None: none yet)."""
+        st = self._subs.state(partition)
+        return st.high_watermark if st is not None and st.high_watermark >= 0 else None
+
+    def _list_offsets(
+        self, query: Mapping[TopicPartition, int], *, timeout_ms: float
+    ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+        return offsets.list_offsets(
+            query,
+            metadata=self._metadata,
+            channels=self._channels,
+            retry=self.settings.retry,
+            request_timeout_ms=self.settings.request_timeout_ms,
+            timeout_ms=timeout_ms,
+        )
+
+    def offsets_for_times(
+        self, timestamps: Mapping[TopicPartition, int], timeout_ms: float | None = None
+    ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+        """The first offset at or after each timestamp (None: no such record)."""
+        for tp, ts in timestamps.items():
+            if ts < 0:
+                raise ValueError(f"timestamp for {tp} must be >= 0, not {ts}")
+        return self._list_offsets(timestamps, timeout_ms=timeout_ms or self.default_api_timeout_ms)
+
+    def beginning_offsets(
+        self, partitions: Iterable[TopicPartition], timeout_ms: float | None = None
+    ) -> dict[TopicPartition, int]:
+        return self._offsets(partitions, offsets.EARLIEST_TIMESTAMP, timeout_ms)
+
+    def end_offsets(
+        self, partitions: Iterable[TopicPartition], timeout_ms: float | None = None
+    ) -> dict[TopicPartition, int]:
+        """The high watermark of each partition (the offset the next record will get)."""
+        return self._offsets(partitions, offsets.LATEST_TIMESTAMP, timeout_ms)
+
+    def _offsets(
+        self, partitions: Iterable[TopicPartition], which: int, timeout_ms: float | None
+    ) -> dict[TopicPartition, int]:
+        found = self._list_offsets(
+            dict.fromkeys(partitions, which),
+            timeout_ms=timeout_ms or self.default_api_timeout_ms,
+        )
+        return {tp: (ot.offset if ot is not None else 0) for tp, ot in found.items()}
+
+    def partitions_for_topic(self, topic: str) -> set[int]:
+        parts = self._metadata.wait_for_topic(topic, timeout_ms=self.default_api_timeout_ms)
+        return {p.partition for p in parts}
+
+    # -- flow control ---------------------------------------------------------------
+
+    def pause(self, *partitions: TopicPartition) -> None:
+        """Stop fetching and returning these partitions until :meth:`resume`."""
+        self._subs.pause(partitions)
+
+    def resume(self, *partitions: TopicPartition) -> None:
+        self._subs.resume(partitions)
+        self._fetcher.wakeup()
+
+    def paused(self) -> set[TopicPartition]:
+        return self._subs.paused()
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise errors.HeadwaterError("the consumer is closed")
+
+    def close(self) -> None:
+        """Stop the fetcher and close connections; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._fetcher.close()
+        self._thread.join(5.0)
+        self._channels.close()
+
+    def __enter__(self) -> Consumer:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,267 @@
+"""``headwater.Producer``: Kafka's producer API over Headwater's gRPC Produce RPC.
+
+``send`` runs on the caller's thread: it picks a partition (murmur2 of the key,
+or the sticky partition), stamps the record and appends it to the
+:class:`~headwater.client.accumulator.RecordAccumulator`, returning a future at
+once.  One background :class:`~headwater.client.sender.Sender` thread per
+producer batches, sends, retries and acknowledges (see those modules).
+
+    with headwater.Producer(bootstrap_servers="127.0.0.1:9092") as p:
+        p.send("orders", b"hello", key=b"k").result()
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from types import TracebackType
+
+from headwater import errors
+from headwater.client import connection
+from headwater.client.accumulator import RecordAccumulator, estimate_size
+from headwater.client.futures import RecordFuture, failed_future
+from headwater.client.metadata import MetadataManager
+from headwater.client.partitioner import DefaultPartitioner, Partitioner
+from headwater.client.retry import Clock, RetryPolicy, monotonic_ms
+from headwater.client.sender import Sender
+from headwater.client.settings import ProducerSettings, parse_acks, parse_bootstrap
+from headwater.client.types import RecordMetadata, TopicPartition
+from headwater.records import Record
+
+Callback = Callable[[RecordMetadata | None, BaseException | None], object]
+"""Called as ``callback(metadata, None)`` on success, ``callback(None, error)`` on failure."""
+
+HeadersArg = Mapping[str, bytes | None] | Iterable[tuple[str, bytes | None]] | None
+
+
+class Producer:
+    """Sends records to topics; thread-safe (any thread may call ``send``)."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str | list[str] | tuple[str, ...] = "127.0.0.1:9092",
+        *,
+        acks: str | int = "all",
+        linger_ms: int = 5,
+        batch_size: int = 16384,
+        buffer_memory: int = 32 * 1024 * 1024,
+        max_block_ms: int = 60000,
+        compression_type: str = "none",
+        max_in_flight_requests_per_connection: int = 5,
+        retries: int = 2**31 - 1,
+        retry_backoff_ms: int = 100,
+        retry_backoff_max_ms: int = 1000,
+        delivery_timeout_ms: int = 120000,
+        request_timeout_ms: int = 30000,
+        enable_idempotence: bool | None = None,
+        max_request_size: int = 1024 * 1024,
+        metadata_max_age_ms: int = 300000,
+        partitioner: Partitioner | None = None,
+        clock: Clock = monotonic_ms,
+    ) -> None:
+        acks_value = parse_acks(acks)
+        if enable_idempotence is None:
+            # Kafka's default is idempotence on, silently off when the other settings
+            # conflict with it; an explicit True with acks != all is an error.
+            enable_idempotence = acks_value == -1 and max_in_flight_requests_per_connection <= 5
+        self.settings = ProducerSettings(
+            bootstrap_servers=parse_bootstrap(bootstrap_servers),
+            acks=acks_value,
+            linger_ms=linger_ms,
+            batch_size=batch_size,
+            buffer_memory=buffer_memory,
+            max_block_ms=max_block_ms,
+            compression_type=compression_type,
+            max_in_flight_requests_per_connection=max_in_flight_requests_per_connection,
+            delivery_timeout_ms=delivery_timeout_ms,
+            request_timeout_ms=request_timeout_ms,
+            enable_idempotence=enable_idempotence,
+            max_request_size=max_request_size,
+            metadata_max_age_ms=metadata_max_age_ms,
+            retry=RetryPolicy(
+                retries=retries,
+                retry_backoff_ms=retry_backoff_ms,
+                retry_backoff_max_ms=max(retry_backoff_ms, retry_backoff_max_ms),
+            ),
+        )
+        s = self.settings
+        self._clock = clock
+        self._channels = connection.Channels()
+        self._metadata = MetadataManager(
+            bootstrap=s.bootstrap_servers,
+            channels=self._channels,
+            retry=s.retry,
+            request_timeout_ms=s.request_timeout_ms,
+            max_age_ms=s.metadata_max_age_ms,
+            clock=clock,
+        )
+        self._accumulator = RecordAccumulator(
+            batch_size=s.batch_size,
+            linger_ms=s.linger_ms,
+            buffer_memory=s.buffer_memory,
+            delivery_timeout_ms=s.delivery_timeout_ms,
+            clock=clock,
+        )
+        self._partitioner = partitioner or DefaultPartitioner()
+        self._partition_lock = threading.Lock()
+        self._sender = Sender(
+            settings=s,
+            accumulator=self._accumulator,
+            metadata=self._metadata,
+            channels=self._channels,
+            clock=clock,
+        )
+        self._thread = threading.Thread(
+            target=self._sender.run, name="headwater-producer-sender", daemon=True
+        )
+        self._closed = False
+        self._thread.start()
+
+    # -- sending --------------------------------------------------------------------
+
+    def send(
+        self,
+        topic: str,
+        value: bytes | None = None,
+        key: bytes | None = None,
+        headers: HeadersArg = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        *,
+        callback: Callback | None = None,
+    ) -> RecordFuture:
+        """Queue one record; the future resolves to its :class:`RecordMetadata`.
+
+        Blocks at most ``max_block_ms`` (for the topic's metadata or buffer
+        space).  Errors that concern this record alone (too large, unknown
+        partition) are reported through the future.
+        """
+        if self._closed:
+            raise errors.HeadwaterError("cannot send: the producer is closed")
+        if timestamp_ms is None:
+            timestamp_ms = time.time_ns() // 1_000_000
+        hdrs = _headers(headers)
+        record = Record(key, value, hdrs, timestamp_ms)
+        size = estimate_size(record)
+        try:
+            if size > self.settings.max_request_size:
+                raise errors.MessageTooLargeError(
+                    f"record of ~{size} bytes exceeds "
+                    f"max_request_size={self.settings.max_request_size}"
+                )
+            count = self._metadata.current.partition_count(topic)
+            if count is not None and partition is None:
+                with self._partition_lock:  # the fast path: metadata known, no partition
+                    tp = TopicPartition(topic, self._partitioner.partition(topic, key, count))
+                max_block_ms: float = self.settings.max_block_ms
+            else:
+                start = self._clock()
+                tp = self._choose_partition(topic, key, partition)
+                max_block_ms = max(0.0, self.settings.max_block_ms - (self._clock() - start))
+            result = self._accumulator.append(tp, record, max_block_ms=max_block_ms, size=size)
+        except errors.HeadwaterError as exc:
+            if isinstance(exc, errors.UnknownTopicOrPartitionError | errors.NetworkError):
+                raise  # the topic or the cluster is not there: the caller must know now
+            fut = failed_future(TopicPartition(topic, partition or 0), exc)
+            if callback is not None:
+                _attach(fut, callback)
+            return fut
+        if result.batch_full:
+            with self._partition_lock:
+                count = self._metadata.current.partition_count(topic) or 1
+                self._partitioner.on_batch_full(topic, tp.partition, count)
+        if result.batch_full or result.new_batch:
+            self._sender.wakeup()
+        if callback is not None:
+            _attach(result.future, callback)
+        return result.future
+
+    def _choose_partition(
+        self, topic: str, key: bytes | None, partition: int | None
+    ) -> TopicPartition:
+        count = self._metadata.current.partition_count(topic)
+        if count is None:
+            parts = self._metadata.wait_for_topic(topic, timeout_ms=self.settings.max_block_ms)
+            count = len(parts)
+        if partition is not None:
+            if not 0 <= partition < count:
+                raise errors.UnknownTopicOrPartitionError(
+                    f"partition {partition} of topic {topic!r} does not exist "
+                    f"(it has {count} partitions)"
+                )
+            return TopicPartition(topic, partition)
+        with self._partition_lock:
+            return TopicPartition(topic, self._partitioner.partition(topic, key, count))
+
+    def partitions_for(self, topic: str) -> list[int]:
+        """The topic's partition numbers (fetching metadata if needed)."""
+        parts = self._metadata.wait_for_topic(topic, timeout_ms=self.settings.max_block_ms)
+        return [p.partition for p in parts]
+
+    # -- flush and close ------------------------------------------------------------
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Send everything queued now and wait for the answers (``timeout`` in seconds)."""
+        self._accumulator.begin_flush()
+        try:
+            self._sender.wakeup()
+            ok = self._accumulator.await_incomplete(
+                timeout_ms=None if timeout is None else timeout * 1000.0
+            )
+        finally:
+            self._accumulator.end_flush()
+        if not ok:
+            raise errors.RequestTimedOutError(f"flush did not complete within {timeout} s")
+
+    def close(self, timeout: float | None = None) -> None:
+        """Send what is queued (for up to ``timeout`` seconds), then stop; idempotent.
+
+        Records still unsent when the timeout passes fail with an error.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        self._accumulator.close()
+        self._sender.initiate_close()
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            self._sender.force_close()
+            self._thread.join(5.0)
+        self._channels.close()
+
+    def __enter__(self) -> Producer:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def _headers(headers: HeadersArg) -> tuple[tuple[str, bytes | None], ...]:
+    if not headers:
+        return ()
+    items = headers.items() if isinstance(headers, Mapping) else headers
+    out = []
+    for k, v in items:
+        if not isinstance(k, str):
+            raise TypeError(f"header keys are str, not {type(k).__name__}")
+        if v is not None and not isinstance(v, bytes | bytearray):
+            raise TypeError(f"header values are bytes or None, not {type(v).__name__}")
+        out.append((k, None if v is None else bytes(v)))
+    return tuple(out)
+
+
+def _attach(fut: RecordFuture, callback: Callback) -> None:
+    def done(f: RecordFuture) -> None:
+        error = f.exception()
+        if error is None:
+            callback(f.result(), None)
+        else:
+            callback(None, error)
+
+    fut.add_done_callback(done)

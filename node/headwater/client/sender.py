@@ -1,0 +1,321 @@
+"""The producer's background I/O thread: drain ready batches, send, handle answers.
+
+One thread per producer owns all mutable sending state (in-flight counts,
+sequence numbers, the producer id); gRPC completion callbacks only put the
+answer on a queue and wake the thread, so no lock guards that state.  Each loop:
+
+1. refresh metadata if requested or stale; obtain a producer id if idempotent;
+2. handle finished requests (acknowledge, retry with backoff, or fail);
+3. fail queued batches older than ``delivery_timeout_ms``;
+4. group the ready partitions by leader and send **one request per broker**
+   carrying every ready partition, while that broker has fewer than
+   ``max_in_flight_requests_per_connection`` requests outstanding;
+5. sleep until the next batch may be ready, a request finishes or ``send``
+   wakes it.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections import defaultdict
+from typing import Any, NamedTuple
+
+from headwater import errors, records
+from headwater.client import connection
+from headwater.client.accumulator import ProducerBatch, RecordAccumulator
+from headwater.client.idempotence import IdempotenceState, ProducerIdAndEpoch
+from headwater.client.metadata import MetadataManager
+from headwater.client.retry import Clock, monotonic_ms
+from headwater.client.settings import ProducerSettings
+from headwater.client.types import TopicPartition
+from headwater.v1 import broker_pb2
+
+log = logging.getLogger(__name__)
+
+_IDLE_WAIT_MS = 100.0
+
+
+class _Finished(NamedTuple):
+    address: str
+    batches: list[ProducerBatch]
+    response: Any
+    error: errors.HeadwaterError | None
+
+
+class Sender:
+    """Runs :meth:`run` on its own thread; other threads call only :meth:`wakeup`
+    and :meth:`initiate_close`/:meth:`force_close`."""
+
+    def __init__(
+        self,
+        *,
+        settings: ProducerSettings,
+        accumulator: RecordAccumulator,
+        metadata: MetadataManager,
+        channels: connection.Channels,
+        clock: Clock = monotonic_ms,
+    ) -> None:
+        self._settings = settings
+        self._acc = accumulator
+        self._metadata = metadata
+        self._channels = channels
+        self._clock = clock
+        self._wakeup = threading.Event()
+        self._finished: queue.SimpleQueue[_Finished] = queue.SimpleQueue()
+        self._in_flight: dict[str, int] = defaultdict(int)
+        self._idempotence = IdempotenceState() if settings.enable_idempotence else None
+        self._running = True
+        self._forced = False
+        self._pid_retry_after_ms = 0.0
+        self._pid_attempts = 0
+
+    def wakeup(self) -> None:
+        self._wakeup.set()
+
+    def initiate_close(self) -> None:
+        """Send what is queued, then stop."""
+        self._running = False
+        self.wakeup()
+
+    def force_close(self) -> None:
+        """Stop now, failing whatever is unsent."""
+        self._forced = True
+        self._running = False
+        self.wakeup()
+
+    # -- the loop -------------------------------------------------------------------
+
+    def run(self) -> None:
+        try:
+            while self._running:
+                self.run_once()
+            while not self._forced and (self._acc.has_incomplete() or self._pending()):
+                self.run_once()
+        except Exception:
+            log.exception("producer sender thread failed")
+            self._forced = True
+        if self._forced:
+            self._abort(errors.HeadwaterError("producer closed before the record was sent"))
+
+    def _pending(self) -> bool:
+        return any(self._in_flight.values())
+
+    def run_once(self) -> None:
+        self._metadata.maybe_refresh()
+        self._handle_finished()
+        now = self._clock()
+        for batch in self._acc.expire(now):
+            self._fail(
+                batch,
+                errors.RequestTimedOutError(
+                    f"{len(batch)} record(s) for {batch.tp} expired: not acknowledged within "
+                    f"delivery_timeout_ms={self._settings.delivery_timeout_ms}"
+                ),
+            )
+        wait_ms = self._send_ready(now)
+        if self._wakeup.wait(max(0.0, wait_ms) / 1000.0):
+            self._wakeup.clear()
+
+    def _send_ready(self, now: float) -> float:
+        check = self._acc.ready(now)
+        wait_ms = min(check.next_check_ms, _IDLE_WAIT_MS)
+        if not check.ready:
+            return wait_ms
+        if self._idempotence is not None and not self._ensure_producer_id(now):
+            return min(wait_ms, max(1.0, self._pid_retry_after_ms - now))
+        meta = self._metadata.current
+        by_broker: dict[str, list[TopicPartition]] = defaultdict(list)
+        for tp in check.ready:
+            leader = meta.leader(tp)
+            if leader is None:
+                self._metadata.request_update()
+                wait_ms = min(wait_ms, float(self._settings.retry.retry_backoff_ms))
+                continue
+            by_broker[leader.address].append(tp)
+        for address, tps in by_broker.items():
+            if self._in_flight[address] >= self._settings.max_in_flight_requests_per_connection:
+                continue
+            batches = self._acc.drain(tps)
+            if batches:
+                self._send(address, batches, now)
+        return wait_ms
+
+    # -- producing ------------------------------------------------------------------
+
+    def _encode(self, batch: ProducerBatch) -> bytes:
+        producer_id, epoch, base_sequence = -1, -1, -1
+        if self._idempotence is not None:
+            state = self._idempotence
+            if batch.encoded is not None and batch.producer == state.producer:
+                return batch.encoded
+            producer_id, epoch = state.producer
+            base_sequence = state.assign(batch.tp, len(batch))
+            batch.producer = state.producer
+        elif batch.encoded is not None:
+            return batch.encoded
+        batch.base_sequence = base_sequence
+        batch.encoded = records.build_batch(
+            batch.records,
+            compression=self._settings.compression_type,
+            producer_id=producer_id,
+            producer_epoch=epoch,
+            base_sequence=base_sequence,
+        )
+        return batch.encoded
+
+    def _send(self, address: str, batches: list[ProducerBatch], now: float) -> None:
+        acks = self._settings.acks
+        try:
+            request = broker_pb2.ProduceRequest(
+                acks=acks,
+                timeout_ms=self._settings.request_timeout_ms,
+                partitions=[
+                    broker_pb2.ProducePartitionData(
+                        topic=b.tp.topic, partition=b.tp.partition, records=self._encode(b)
+                    )
+                    for b in batches
+                ],
+            )
+        except Exception as exc:  # an encoding failure fails these records, not the thread
+            for b in batches:
+                self._fail(b, exc)
+            return
+        for b in batches:
+            b.attempts += 1
+        self._in_flight[address] += 1
+        try:
+            call = self._channels.broker(address).Produce.future(
+                request, timeout=self._settings.request_timeout_ms / 1000.0
+            )
+        except errors.HeadwaterError as exc:
+            self._finished.put(_Finished(address, batches, None, exc))
+            return
+        if acks == 0:
+            for b in batches:
+                b.complete(base_offset=-1, timestamp_ms=None)
+
+        def done(fut: Any) -> None:
+            try:
+                resp, err = fut.result(), None
+            except Exception as exc:
+                resp, err = None, _as_error(exc, address)
+            self._finished.put(_Finished(address, batches, resp, err))
+            self._wakeup.set()
+
+        call.add_done_callback(done)
+
+    def _handle_finished(self) -> None:
+        while True:
+            try:
+                fin = self._finished.get_nowait()
+            except queue.Empty:
+                return
+            self._in_flight[fin.address] -= 1
+            if fin.error is not None:
+                self._channels_failed(fin)
+                for b in fin.batches:
+                    self._retry_or_fail(b, fin.error)
+                continue
+            answers = {(p.topic, p.partition): p for p in fin.response.partitions}
+            for b in fin.batches:
+                p = answers.get(b.tp)
+                if p is None:
+                    self._retry_or_fail(b, errors.UnknownServerError(f"no answer for {b.tp}"))
+                elif p.error == 0 or (
+                    self._idempotence is not None and self._idempotence.is_duplicate(p.error)
+                ):
+                    log_append = p.log_append_time_ms if p.log_append_time_ms >= 0 else None
+                    b.complete(base_offset=p.base_offset, timestamp_ms=log_append)
+                    self._acc.done(b)
+                else:
+                    self._retry_or_fail(
+                        b, errors.for_code(p.error, p.error_message or f"producing to {b.tp}")
+                    )
+
+    def _channels_failed(self, fin: _Finished) -> None:
+        if isinstance(fin.error, errors.NetworkError):
+            self._metadata.request_update()
+
+    def _retry_or_fail(self, batch: ProducerBatch, error: errors.HeadwaterError) -> None:
+        now = self._clock()
+        deadline = batch.created_ms + self._settings.delivery_timeout_ms
+        if self._settings.acks != 0 and self._settings.retry.should_retry(
+            error, attempt=batch.attempts, now_ms=now, deadline_ms=deadline
+        ):
+            if isinstance(
+                error,
+                errors.NotLeaderOrFollowerError
+                | errors.NetworkError
+                | errors.UnknownTopicOrPartitionError
+                | errors.LeaderNotAvailableError
+                | errors.FencedLeaderEpochError,
+            ):
+                self._metadata.request_update()
+            log.debug("retrying %s after %s (attempt %d)", batch.tp, error, batch.attempts)
+            self._acc.reenqueue(
+                batch, retry_after_ms=now + self._settings.retry.backoff_ms(batch.attempts)
+            )
+            return
+        self._fail(batch, error)
+
+    def _fail(self, batch: ProducerBatch, error: BaseException) -> None:
+        if self._idempotence is not None and batch.base_sequence >= 0:
+            self._idempotence.batch_failed(error)
+        batch.fail(error)
+        self._acc.done(batch)
+
+    def _abort(self, error: BaseException) -> None:
+        for batch in self._acc.abort_all():
+            batch.fail(error)
+            self._acc.done(batch)
+
+    # -- producer id ----------------------------------------------------------------
+
+    def _ensure_producer_id(self, now: float) -> bool:
+        state = self._idempotence
+        assert state is not None
+        if state.has_producer_id:
+            return True
+        if self._pending() or now < self._pid_retry_after_ms:
+            return False  # let in-flight batches finish under the old epoch first
+        current = state.producer
+        request = broker_pb2.InitProducerIdRequest(
+            producer_id=current.producer_id, producer_epoch=current.epoch
+        )
+        meta = self._metadata.current
+        addresses = [b.address for b in meta.brokers.values()] or list(
+            self._settings.bootstrap_servers
+        )
+        self._pid_attempts += 1
+        for address in addresses:
+            try:
+                resp = connection.call(
+                    self._channels.broker(address).InitProducerId,
+                    request,
+                    address=address,
+                    timeout_ms=self._settings.request_timeout_ms,
+                )
+            except errors.HeadwaterError as exc:
+                log.debug("InitProducerId via %s failed: %s", address, exc)
+                continue
+            if resp.error:
+                log.debug("InitProducerId refused: %s", errors.for_code(resp.error))
+                break
+            state.set_producer_id(ProducerIdAndEpoch(resp.producer_id, resp.producer_epoch))
+            self._pid_attempts = 0
+            return True
+        self._metadata.request_update()
+        self._pid_retry_after_ms = now + self._settings.retry.backoff_ms(self._pid_attempts)
+        return False
+
+
+def _as_error(exc: BaseException, address: str) -> errors.HeadwaterError:
+    if isinstance(exc, errors.HeadwaterError):
+        return exc
+    import grpc
+
+    if isinstance(exc, grpc.RpcError):
+        return connection.translate_rpc_error(exc, address)
+    return errors.UnknownServerError(f"{type(exc).__name__}: {exc}")

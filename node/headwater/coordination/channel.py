@@ -1,0 +1,160 @@
+"""How the controller talks to brokers: a Protocol, and per-broker send queues.
+
+The controller never blocks on a broker.  Like Kafka's
+``ControllerChannelManager``, each live broker has its own queue and sender
+thread; the controller thread only enqueues.  A dead or slow broker therefore
+delays only its own requests, never the controller's event loop.  A failed
+send is retried a few times with a backoff while the broker is still live, then
+dropped with a log line: the next relevant event (the broker re-registering,
+a leader change) sends it fresh state, and broker-side epochs make a late or
+repeated request harmless.
+
+The :class:`ControllerChannel` implementation (gRPC, in ``headwater.server``)
+must bound each call with a timeout and raise on failure.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from headwater.coordination.model import BrokerRegistration, PartitionState
+
+log = logging.getLogger(__name__)
+
+
+class ControllerChannel(Protocol):
+    """Controller -> broker requests; called from a per-broker sender thread."""
+
+    def send_leader_and_isr(
+        self,
+        broker: BrokerRegistration,
+        *,
+        controller_epoch: int,
+        states: Sequence[PartitionState],
+        live_leaders: Sequence[BrokerRegistration],
+    ) -> None: ...
+
+    def send_stop_replica(
+        self,
+        broker: BrokerRegistration,
+        *,
+        controller_epoch: int,
+        partitions: Sequence[tuple[str, int]],
+        delete: bool,
+    ) -> None: ...
+
+    def send_update_metadata(
+        self,
+        broker: BrokerRegistration,
+        *,
+        controller_epoch: int,
+        states: Sequence[PartitionState],
+        live_brokers: Sequence[BrokerRegistration],
+        deleted_topics: Sequence[str],
+    ) -> None: ...
+
+
+Request = Callable[[ControllerChannel, BrokerRegistration], None]
+
+_STOP = object()
+
+
+class _BrokerSender:
+    """One broker's queue and the thread that drains it in order."""
+
+    def __init__(
+        self,
+        broker: BrokerRegistration,
+        channel: ControllerChannel,
+        *,
+        max_attempts: int,
+        backoff_s: float,
+    ) -> None:
+        self.broker = broker
+        self._channel = channel
+        self._queue: queue.Queue[object] = queue.Queue()
+        self._max_attempts = max_attempts
+        self._backoff_s = backoff_s
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, name=f"controller-send-{broker.broker_id}", daemon=True
+        )
+        self._thread.start()
+
+    def enqueue(self, request: Request) -> None:
+        self._queue.put(request)
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._queue.put(_STOP)
+
+    def join(self, timeout_s: float) -> None:
+        self._thread.join(timeout_s)
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is _STOP or self._stopped.is_set():
+                return
+            request: Request = item  # type: ignore[assignment]
+            for attempt in range(1, self._max_attempts + 1):
+                try:
+                    request(self._channel, self.broker)
+                    break
+                except Exception as e:  # a broker failure must not kill the sender
+                    if attempt == self._max_attempts or self._stopped.wait(
+                        self._backoff_s * attempt
+                    ):
+                        log.warning(
+                            "controller request to broker %d dropped after %d attempts: %s",
+                            self.broker.broker_id,
+                            attempt,
+                            e,
+                        )
+                        break
+
+
+class ControllerChannelManager:
+    """Per-broker senders; all methods are called from the controller thread only."""
+
+    def __init__(
+        self, channel: ControllerChannel, *, max_attempts: int = 3, backoff_s: float = 0.2
+    ) -> None:
+        self._channel = channel
+        self._max_attempts = max_attempts
+        self._backoff_s = backoff_s
+        self._senders: dict[int, _BrokerSender] = {}
+
+    def add_broker(self, broker: BrokerRegistration) -> None:
+        current = self._senders.get(broker.broker_id)
+        if current is not None and current.broker == broker:
+            return
+        if current is not None:
+            current.stop()
+        self._senders[broker.broker_id] = _BrokerSender(
+            broker, self._channel, max_attempts=self._max_attempts, backoff_s=self._backoff_s
+        )
+
+    def remove_broker(self, broker_id: int) -> None:
+        sender = self._senders.pop(broker_id, None)
+        if sender is not None:
+            sender.stop()
+
+    def send(self, broker_id: int, request: Request) -> None:
+        sender = self._senders.get(broker_id)
+        if sender is None:
+            log.debug("no sender for broker %d; request dropped", broker_id)
+            return
+        sender.enqueue(request)
+
+    def shutdown(self, timeout_s: float = 2.0) -> None:
+        senders = list(self._senders.values())
+        self._senders.clear()
+        for s in senders:
+            s.stop()
+        for s in senders:
+            s.join(timeout_s)

@@ -1,0 +1,249 @@
+"""Values kept in ZooKeeper, and their JSON codecs (Kafka ZK mode's formats).
+
+Every znode Headwater writes holds JSON in the shape Kafka's ZooKeeper mode
+uses (``/brokers/ids/<id>``, ``/brokers/topics/<topic>``, ``.../state``), so
+an operator who knows Kafka's layout can read a Headwater ensemble with
+``zkCli.sh``.  The codecs are pure functions from values to bytes and back;
+the ZooKeeper-facing store (:mod:`headwater.coordination.store`) adds what only
+the znode's stat knows: a broker's epoch (its registration's ``czxid``) and a
+partition state's ``zk_version``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, NewType
+
+from headwater import errors
+
+BrokerId = NewType("BrokerId", int)
+LeaderEpoch = NewType("LeaderEpoch", int)
+
+NO_LEADER = -1
+"""Kafka's ``LeaderAndIsr.NoLeader``: the partition is offline."""
+
+INITIAL_LEADER_EPOCH = 0
+INITIAL_CONTROLLER_EPOCH = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class BrokerRegistration:
+    """A live broker as registered under ``/brokers/ids/<id>``.
+
+    ``epoch`` is the registration znode's ``czxid``: it changes every time the
+    broker registers again (a restart or a session expiry), which is how the
+    controller notices a bounce even when it missed the deletion.
+    """
+
+    broker_id: int
+    host: str
+    port: int
+    rack: str | None = None
+    version: str = ""
+    protocol_version: str = ""
+    epoch: int = -1
+
+    @property
+    def listeners(self) -> list[str]:
+        return [f"PLAINTEXT://{self.host}:{self.port}"]
+
+
+@dataclasses.dataclass(frozen=True)
+class LeaderAndIsr:
+    """A partition's leader, leader epoch and in-sync replicas, as in its ``state`` znode.
+
+    ``zk_version`` is the state znode's version when it was read (Kafka's
+    "partition epoch"); conditional writes pass it back.
+    """
+
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    controller_epoch: int
+    zk_version: int = -1
+
+    def new_leader(self, leader: int, isr: Sequence[int]) -> LeaderAndIsr:
+        """A copy with a new leader and ISR and the leader epoch bumped."""
+        return dataclasses.replace(
+            self, leader=leader, isr=tuple(isr), leader_epoch=self.leader_epoch + 1
+        )
+
+    def with_isr(self, isr: Sequence[int]) -> LeaderAndIsr:
+        """A copy with a new ISR (same leader and leader epoch, as Kafka's ISR shrink/expand)."""
+        return dataclasses.replace(self, isr=tuple(isr))
+
+
+@dataclasses.dataclass(frozen=True)
+class PartitionState:
+    """What the controller tells brokers about one partition."""
+
+    topic: str
+    partition: int
+    leader_and_isr: LeaderAndIsr
+    replicas: tuple[int, ...]
+
+    @property
+    def leader(self) -> int:
+        return self.leader_and_isr.leader
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.topic, self.partition)
+
+
+@dataclasses.dataclass(frozen=True)
+class TopicAssignment:
+    """A topic's replica assignment: partition -> replicas, preferred leader first."""
+
+    topic: str
+    partitions: Mapping[int, tuple[int, ...]]
+
+    @property
+    def num_partitions(self) -> int:
+        return len(self.partitions)
+
+    @property
+    def replication_factor(self) -> int:
+        return len(next(iter(self.partitions.values()))) if self.partitions else 0
+
+
+def _loads(data: bytes, what: str) -> dict[str, Any]:
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise errors.UnknownServerError(f"corrupt {what} znode: {e}") from e
+    if not isinstance(value, dict):
+        raise errors.UnknownServerError(f"corrupt {what} znode: not a JSON object")
+    return value
+
+
+def _dumps(value: Mapping[str, Any]) -> bytes:
+    return json.dumps(value, separators=(",", ":"), sort_keys=True).encode("utf-8")
+
+
+def encode_broker(reg: BrokerRegistration) -> bytes:
+    return _dumps(
+        {
+            "version": 5,
+            "host": reg.host,
+            "port": reg.port,
+            "rack": reg.rack,
+            "listeners": reg.listeners,
+            "software_version": reg.version,
+            "protocol_version": reg.protocol_version,
+            "jmx_port": -1,
+        }
+    )
+
+
+def decode_broker(broker_id: int, data: bytes, *, epoch: int) -> BrokerRegistration:
+    v = _loads(data, "broker registration")
+    return BrokerRegistration(
+        broker_id=broker_id,
+        host=str(v["host"]),
+        port=int(v["port"]),
+        rack=v.get("rack"),
+        version=str(v.get("software_version", "")),
+        protocol_version=str(v.get("protocol_version", "")),
+        epoch=epoch,
+    )
+
+
+def encode_leader_and_isr(lai: LeaderAndIsr) -> bytes:
+    return _dumps(
+        {
+            "version": 1,
+            "leader": lai.leader,
+            "leader_epoch": lai.leader_epoch,
+            "isr": list(lai.isr),
+            "controller_epoch": lai.controller_epoch,
+        }
+    )
+
+
+def decode_leader_and_isr(data: bytes, *, zk_version: int) -> LeaderAndIsr:
+    v = _loads(data, "partition state")
+    return LeaderAndIsr(
+        leader=int(v["leader"]),
+        leader_epoch=int(v["leader_epoch"]),
+        isr=tuple(int(b) for b in v["isr"]),
+        controller_epoch=int(v["controller_epoch"]),
+        zk_version=zk_version,
+    )
+
+
+def encode_assignment(partitions: Mapping[int, Sequence[int]]) -> bytes:
+    return _dumps(
+        {
+            "version": 2,
+            "partitions": {str(p): list(r) for p, r in sorted(partitions.items())},
+            "adding_replicas": {},
+            "removing_replicas": {},
+        }
+    )
+
+
+def decode_assignment(topic: str, data: bytes) -> TopicAssignment:
+    v = _loads(data, "topic assignment")
+    parts = v.get("partitions", {})
+    return TopicAssignment(
+        topic=topic,
+        partitions={int(p): tuple(int(b) for b in r) for p, r in sorted(parts.items(), key=_pkey)},
+    )
+
+
+def _pkey(item: tuple[str, Any]) -> int:
+    return int(item[0])
+
+
+def encode_config(config: Mapping[str, str]) -> bytes:
+    return _dumps({"version": 1, "config": dict(config)})
+
+
+def decode_config(data: bytes) -> dict[str, str]:
+    if not data:
+        return {}
+    v = _loads(data, "config")
+    return {str(k): str(val) for k, val in dict(v.get("config", {})).items()}
+
+
+def encode_controller(broker_id: int, timestamp_ms: int) -> bytes:
+    return _dumps({"version": 1, "brokerid": broker_id, "timestamp": str(timestamp_ms)})
+
+
+def decode_controller(data: bytes) -> int:
+    return int(_loads(data, "controller")["brokerid"])
+
+
+def encode_int(value: int) -> bytes:
+    return str(value).encode("ascii")
+
+
+def decode_int(data: bytes) -> int:
+    try:
+        return int(data.decode("ascii"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise errors.UnknownServerError(f"corrupt integer znode: {data!r}") from e
+
+
+def encode_cluster_id(cluster_id: str) -> bytes:
+    return _dumps({"version": "1", "id": cluster_id})
+
+
+def decode_cluster_id(data: bytes) -> str:
+    return str(_loads(data, "cluster id")["id"])
+
+
+def encode_partitions_list(partitions: Sequence[tuple[str, int]]) -> bytes:
+    return _dumps(
+        {"version": 1, "partitions": [{"topic": t, "partition": p} for t, p in partitions]}
+    )
+
+
+def decode_partitions_list(data: bytes) -> list[tuple[str, int]]:
+    if not data:
+        return []
+    v = _loads(data, "partition list")
+    return [(str(e["topic"]), int(e["partition"])) for e in v.get("partitions", [])]

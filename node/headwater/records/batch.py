@@ -1,0 +1,280 @@
+"""Building and reading whole RecordBatch v2 batches (the client's view).
+
+Producers call :func:`build_batch` once per batch; consumers call
+:func:`read_batches` on a fetch response and :meth:`Batch.records` on each
+batch.  The broker never comes here: it uses :mod:`headwater.records.header`.
+
+A batch's bytes are assembled as ``prefix + tail + records`` where the CRC-32C
+is computed incrementally over ``tail`` and the (possibly compressed) records,
+so a 1 MiB batch is never copied just to checksum it.
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+from collections.abc import Iterable, Iterator, Sequence
+
+from crc32c import crc32c
+
+from headwater.errors import CorruptRecordError
+from headwater.records import compression as _compression
+from headwater.records.header import (
+    COMPRESSION_MASK,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    TIMESTAMP_TYPE_MASK,
+    BatchHeader,
+    Buffer,
+    Compression,
+    TimestampType,
+    scan_batches,
+    verify_crc,
+)
+from headwater.records.record import ConsumedRecord, Record
+from headwater.records.record_codec import PythonRecordCodec, RecordCodec
+
+__all__ = ["Batch", "build_batch", "read_batches", "record_codec", "set_record_codec"]
+
+_PREFIX = struct.Struct(
+    ">"
+    "q"  # 0   baseOffset            int64
+    "i"  # 8   batchLength           int32
+    "i"  # 12  partitionLeaderEpoch  int32 (-1: the leader fills it in)
+    "b"  # 16  magic                 int8 = 2
+    "I"  # 17  crc                   uint32, CRC-32C of tail + records
+)
+_TAIL = struct.Struct(
+    ">"
+    "h"  # 21  attributes            int16
+    "i"  # 23  lastOffsetDelta       int32
+    "q"  # 27  baseTimestamp         int64
+    "q"  # 35  maxTimestamp          int64
+    "q"  # 43  producerId            int64
+    "h"  # 51  producerEpoch         int16
+    "i"  # 53  baseSequence          int32
+    "i"  # 57  recordsCount          int32
+)
+assert _PREFIX.size + _TAIL.size == HEADER_SIZE
+
+NO_PARTITION_LEADER_EPOCH = -1
+_MAX_RECORDS = (1 << 31) - 1
+
+_codec: RecordCodec = PythonRecordCodec()
+
+
+def record_codec() -> RecordCodec:
+    """The record codec in use (pure Python unless a native one was installed)."""
+    return _codec
+
+
+def set_record_codec(codec: RecordCodec) -> None:
+    """Install a faster :class:`RecordCodec` (e.g. a native extension) process-wide."""
+    global _codec
+    _codec = codec
+
+
+def build_batch(
+    records: Iterable[Record],
+    *,
+    base_offset: int = 0,
+    compression: str | Compression = "none",
+    timestamp_ms: int | None = None,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+) -> bytes:
+    """Encode ``records`` as one RecordBatch v2 with offset deltas 0..n-1.
+
+    Records without a timestamp get ``timestamp_ms``, or the current wall
+    clock when that is None too.  ``compression`` is Kafka's
+    ``compression.type`` name ("none", "gzip", "snappy", "lz4", "zstd") or a
+    :class:`Compression`.  ``partitionLeaderEpoch`` is written as -1; the
+    leader patches it and ``baseOffset`` on append.
+    """
+    codec_id = Compression.parse(compression)
+    if not isinstance(records, Sequence):
+        records = list(records)
+    count = len(records)
+    if count == 0:
+        raise ValueError("a record batch needs at least one record")
+    if count > _MAX_RECORDS:
+        raise ValueError(f"{count} records do not fit one batch")
+    if timestamp_ms is None:
+        timestamp_ms = time.time_ns() // 1_000_000
+    encoded = _codec.encode(records, default_timestamp_ms=timestamp_ms)
+    payload = encoded.data
+    if codec_id is not Compression.NONE:
+        payload = _compression.compress(codec_id, payload)
+    tail = _TAIL.pack(
+        codec_id.value,
+        count - 1,
+        encoded.base_timestamp,
+        encoded.max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        count,
+    )
+    crc = crc32c(payload, crc32c(tail))
+    batch_length = HEADER_SIZE - LOG_OVERHEAD + len(payload)
+    prefix = _PREFIX.pack(base_offset, batch_length, NO_PARTITION_LEADER_EPOCH, 2, crc)
+    return b"".join((prefix, tail, payload))
+
+
+class Batch:
+    """One complete, CRC-checked batch inside a larger buffer, decoded lazily.
+
+    Header fields are read once (one ``struct`` unpack); records are decoded
+    (and decompressed) only when :meth:`records` is called, each call anew.
+    The batch keeps a reference to the buffer it was read from.
+    """
+
+    __slots__ = ("_buf", "_pos", "header")
+
+    def __init__(self, header: BatchHeader, buf: Buffer, pos: int) -> None:
+        self.header = header
+        self._buf = buf
+        self._pos = pos
+
+    def __repr__(self) -> str:
+        h = self.header
+        return (
+            f"Batch(base_offset={h.base_offset}, records_count={h.records_count}, "
+            f"size_in_bytes={h.size_in_bytes}, compression={self.compression.name.lower()})"
+        )
+
+    # Header fields, in wire order.
+    @property
+    def base_offset(self) -> int:
+        return self.header.base_offset
+
+    @property
+    def batch_length(self) -> int:
+        return self.header.batch_length
+
+    @property
+    def partition_leader_epoch(self) -> int:
+        return self.header.partition_leader_epoch
+
+    @property
+    def magic(self) -> int:
+        return self.header.magic
+
+    @property
+    def crc(self) -> int:
+        return self.header.crc
+
+    @property
+    def attributes(self) -> int:
+        return self.header.attributes
+
+    @property
+    def last_offset_delta(self) -> int:
+        return self.header.last_offset_delta
+
+    @property
+    def base_timestamp(self) -> int:
+        return self.header.base_timestamp
+
+    @property
+    def max_timestamp(self) -> int:
+        return self.header.max_timestamp
+
+    @property
+    def producer_id(self) -> int:
+        return self.header.producer_id
+
+    @property
+    def producer_epoch(self) -> int:
+        return self.header.producer_epoch
+
+    @property
+    def base_sequence(self) -> int:
+        return self.header.base_sequence
+
+    @property
+    def records_count(self) -> int:
+        return self.header.records_count
+
+    # Derived values.
+    @property
+    def last_offset(self) -> int:
+        return self.header.last_offset
+
+    @property
+    def next_offset(self) -> int:
+        return self.header.next_offset
+
+    @property
+    def size_in_bytes(self) -> int:
+        return self.header.size_in_bytes
+
+    @property
+    def compression(self) -> Compression:
+        return self.header.compression
+
+    @property
+    def timestamp_type(self) -> TimestampType:
+        return self.header.timestamp_type
+
+    @property
+    def is_transactional(self) -> bool:
+        return self.header.is_transactional
+
+    @property
+    def is_control(self) -> bool:
+        return self.header.is_control
+
+    def raw(self) -> bytes:
+        """The batch's bytes exactly as read (header included)."""
+        with memoryview(self._buf) as view:
+            return bytes(view[self._pos : self._pos + self.header.size_in_bytes])
+
+    def records(self) -> Iterator[ConsumedRecord]:
+        """Decode the records; raises CorruptRecordError if they do not match the header."""
+        return iter(self.record_list())
+
+    def record_list(self) -> list[ConsumedRecord]:
+        """Like :meth:`records` but as a list (what it decodes into anyway)."""
+        h = self.header
+        start = self._pos + HEADER_SIZE
+        end = self._pos + h.size_in_bytes
+        codec_id = h.compression
+        with memoryview(self._buf) as view:
+            section = view[start:end]
+            if codec_id is Compression.NONE:
+                data = bytes(section)
+            else:
+                data = _compression.decompress(
+                    codec_id, section, where=f"batch at offset {h.base_offset}"
+                )
+            section.release()
+        try:
+            return _codec.decode(
+                data,
+                count=h.records_count,
+                base_offset=h.base_offset,
+                base_timestamp=h.base_timestamp,
+                log_append_time=h.max_timestamp if h.attributes & TIMESTAMP_TYPE_MASK else None,
+            )
+        except CorruptRecordError as e:
+            raise CorruptRecordError(f"batch at offset {h.base_offset}: {e.message}") from None
+
+
+def read_batches(data: Buffer) -> Iterator[Batch]:
+    """Yield each complete batch in ``data`` after checking its CRC.
+
+    A trailing partial batch (fetch responses may cut the last one) is
+    silently ignored.  Bad magic, an impossible length or a CRC mismatch
+    raises CorruptRecordError naming the batch's position and base offset.
+    """
+    for pos, header in scan_batches(data):
+        verify_crc(data, pos, header)
+        codec_id = header.attributes & COMPRESSION_MASK
+        if codec_id > Compression.ZSTD:
+            raise CorruptRecordError(
+                f"batch at position {pos} (base offset {header.base_offset}): "
+                f"unknown compression codec id {codec_id}"
+            )
+        yield Batch(header, data, pos)

@@ -1,0 +1,60 @@
+"""Small typed values shared by the replication state machines (STYLE.md 4)."""
+
+from __future__ import annotations
+
+from typing import NamedTuple, NewType
+
+BrokerId = NewType("BrokerId", int)
+Offset = NewType("Offset", int)
+LeaderEpoch = NewType("LeaderEpoch", int)
+
+NO_EPOCH = -1
+"""A leader epoch field left unset (``current_leader_epoch=-1``: do not check)."""
+
+
+class TopicPartition(NamedTuple):
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+class IsrChange(NamedTuple):
+    """A decision: ask ZooKeeper to set the ISR to ``new_isr``.
+
+    The runtime performs the conditional write with ``expected_zk_version`` and
+    reports back with :meth:`Partition.isr_change_committed` or
+    :meth:`Partition.isr_change_failed`.
+    """
+
+    topic_partition: TopicPartition
+    leader: int
+    leader_epoch: int
+    new_isr: tuple[int, ...]
+    expected_zk_version: int
+    is_expand: bool
+
+
+class FollowerState(NamedTuple):
+    """What the leader knows about one follower (Kafka's ``Replica`` state)."""
+
+    log_end_offset: int
+    last_caught_up_time_ms: int
+    last_fetch_time_ms: int
+    last_fetch_leader_log_end_offset: int
+
+
+class ProduceCompletion(NamedTuple):
+    """A delayed ``acks=all`` produce is done: answer ``produce_id`` with ``error``."""
+
+    produce_id: int
+    error: int
+    """An :class:`headwater.errors.ErrorCode` value (NONE on success)."""
+
+
+class FollowerFetchResult(NamedTuple):
+    """What a follower's fetch changed on the leader."""
+
+    high_watermark_changed: bool
+    isr_change: IsrChange | None

@@ -1,0 +1,296 @@
+"""The Admin gRPC service: validates and writes ZooKeeper through the coordinator.
+
+Any broker accepts these (DESIGN.md): the coordinator writes the znodes, the
+controller notices and acts.  CreateTopics and CreatePartitions then wait,
+bounded by the request's ``timeout_ms``, until this broker's metadata cache
+shows a leader for every new partition, so a client can produce right after.
+Blocking ZooKeeper calls run in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+
+from headwater import errors
+from headwater.coordination.admin import NewTopic
+from headwater.coordination.broker import BrokerCoordinator
+from headwater.errors import ErrorCode
+from headwater.server.broker_service import Timer
+from headwater.server.config import BrokerConfig
+from headwater.server.convert import Context, broker_to_proto, pb_error
+from headwater.server.metadata_cache import MetadataCache
+from headwater.server.metrics import BrokerMetrics
+from headwater.storage import LogConfig
+from headwater.v1 import admin_pb2, admin_pb2_grpc, common_pb2
+
+DEFAULT_TIMEOUT_MS = 30000
+
+
+class AdminService(admin_pb2_grpc.AdminServicer):
+    def __init__(
+        self,
+        *,
+        coordinator: Callable[[], BrokerCoordinator | None],
+        metadata: MetadataCache,
+        metadata_changed: asyncio.Condition,
+        metrics: BrokerMetrics,
+        config: BrokerConfig,
+    ) -> None:
+        self._coordinator = coordinator
+        self._metadata = metadata
+        self._changed = metadata_changed
+        self._metrics = metrics
+        self._config = config
+
+    def _coord(self) -> BrokerCoordinator:
+        coordinator = self._coordinator()
+        if coordinator is None:
+            raise errors.BrokerNotAvailableError("the broker is not connected to ZooKeeper")
+        return coordinator
+
+    async def _wait_for(self, predicate: Callable[[], bool], timeout_ms: int) -> bool:
+        timeout = (timeout_ms if timeout_ms > 0 else DEFAULT_TIMEOUT_MS) / 1000.0
+        async with self._changed:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait_for(predicate), timeout)
+        return predicate()
+
+    async def CreateTopics(
+        self, request: admin_pb2.CreateTopicsRequest, context: Context
+    ) -> admin_pb2.CreateTopicsResponse:
+        timer = Timer(self._metrics, "CreateTopics")
+        coordinator = self._coord()
+        topics = [
+            NewTopic(
+                name=t.name,
+                num_partitions=t.num_partitions if t.num_partitions != 0 else -1,
+                replication_factor=t.replication_factor if t.replication_factor != 0 else -1,
+                assignments={a.partition: tuple(a.broker_ids) for a in t.assignments} or None,
+                configs=dict(t.configs),
+            )
+            for t in request.topics
+        ]
+        results = await asyncio.to_thread(
+            coordinator.create_topics, topics, validate_only=request.validate_only
+        )
+        if not request.validate_only:
+            created = [(r.name, r.num_partitions) for r in results if r.error is None]
+            await self._wait_for(
+                lambda: all(self._metadata.topic_has_leaders(n, k) for n, k in created),
+                request.timeout_ms,
+            )
+        timer.done()
+        return admin_pb2.CreateTopicsResponse(
+            topics=[
+                admin_pb2.CreatableTopicResult(
+                    name=r.name,
+                    error=pb_error(r.error.code if r.error is not None else ErrorCode.NONE),
+                    error_message=str(r.error) if r.error is not None else "",
+                    num_partitions=r.num_partitions,
+                    replication_factor=r.replication_factor,
+                )
+                for r in results
+            ]
+        )
+
+    async def DeleteTopics(
+        self, request: admin_pb2.DeleteTopicsRequest, context: Context
+    ) -> admin_pb2.DeleteTopicsResponse:
+        timer = Timer(self._metrics, "DeleteTopics")
+        coordinator = self._coord()
+        out = []
+        deleted = []
+        for name in request.topics:
+            try:
+                if name not in await asyncio.to_thread(coordinator.get_topics):
+                    raise errors.UnknownTopicOrPartitionError(f"Topic '{name}' does not exist.")
+                await asyncio.to_thread(coordinator.delete_topic, name)
+                deleted.append(name)
+                out.append(admin_pb2.TopicResult(name=name, error=pb_error(ErrorCode.NONE)))
+            except errors.HeadwaterError as exc:
+                out.append(
+                    admin_pb2.TopicResult(
+                        name=name, error=pb_error(exc.code), error_message=str(exc)
+                    )
+                )
+        if deleted:
+            await self._wait_for(
+                lambda: all(n not in self._metadata.topics for n in deleted), request.timeout_ms
+            )
+        timer.done()
+        return admin_pb2.DeleteTopicsResponse(topics=out)
+
+    async def CreatePartitions(
+        self, request: admin_pb2.CreatePartitionsRequest, context: Context
+    ) -> admin_pb2.CreatePartitionsResponse:
+        timer = Timer(self._metrics, "CreatePartitions")
+        coordinator = self._coord()
+        out = []
+        grown = []
+        for t in request.topics:
+            try:
+                await asyncio.to_thread(
+                    coordinator.create_partitions,
+                    t.name,
+                    t.count,
+                    assignments={i: tuple(a.broker_ids) for i, a in enumerate(t.assignments)}
+                    or None,
+                    validate_only=request.validate_only,
+                )
+                grown.append((t.name, t.count))
+                out.append(admin_pb2.TopicResult(name=t.name, error=pb_error(ErrorCode.NONE)))
+            except errors.HeadwaterError as exc:
+                out.append(
+                    admin_pb2.TopicResult(
+                        name=t.name, error=pb_error(exc.code), error_message=str(exc)
+                    )
+                )
+        if grown and not request.validate_only:
+            await self._wait_for(
+                lambda: all(self._metadata.topic_has_leaders(n, k) for n, k in grown),
+                request.timeout_ms,
+            )
+        timer.done()
+        return admin_pb2.CreatePartitionsResponse(topics=out)
+
+    async def DescribeConfigs(
+        self, request: admin_pb2.DescribeConfigsRequest, context: Context
+    ) -> admin_pb2.DescribeConfigsResponse:
+        timer = Timer(self._metrics, "DescribeConfigs")
+        results = []
+        for res in request.resources:
+            try:
+                entries = await self._describe(res)
+                results.append(
+                    admin_pb2.DescribeConfigsResult(
+                        error=pb_error(ErrorCode.NONE),
+                        type=res.type,
+                        name=res.name,
+                        entries=entries,
+                    )
+                )
+            except errors.HeadwaterError as exc:
+                results.append(
+                    admin_pb2.DescribeConfigsResult(
+                        error=pb_error(exc.code),
+                        error_message=str(exc),
+                        type=res.type,
+                        name=res.name,
+                    )
+                )
+        timer.done()
+        return admin_pb2.DescribeConfigsResponse(results=results)
+
+    async def _describe(self, res: admin_pb2.ConfigResource) -> list[admin_pb2.ConfigEntry]:
+        keys = set(res.keys)
+        entries = []
+        if res.type == admin_pb2.TOPIC:
+            coordinator = self._coord()
+            if res.name not in await asyncio.to_thread(coordinator.get_topics):
+                raise errors.UnknownTopicOrPartitionError(f"Topic '{res.name}' does not exist.")
+            overrides = await asyncio.to_thread(coordinator.get_topic_config, res.name)
+            defaults = LogConfig.from_properties(self._config.log_config_properties())
+            merged = LogConfig.from_properties(overrides, defaults=defaults).to_properties()
+            for key, value in sorted(merged.items()):
+                if keys and key not in keys:
+                    continue
+                source = (
+                    admin_pb2.DYNAMIC_TOPIC_CONFIG
+                    if key in overrides
+                    else admin_pb2.STATIC_BROKER_CONFIG
+                )
+                entries.append(admin_pb2.ConfigEntry(name=key, value=value, source=source))
+        elif res.type == admin_pb2.BROKER:
+            if res.name not in ("", str(self._config.broker_id)):
+                raise errors.InvalidRequestError(
+                    f"broker {res.name} is not this broker ({self._config.broker_id})"
+                )
+            for key, value in sorted(self._config.to_properties().items()):
+                if not keys or key in keys:
+                    entries.append(
+                        admin_pb2.ConfigEntry(
+                            name=key,
+                            value=value,
+                            read_only=True,
+                            source=admin_pb2.STATIC_BROKER_CONFIG,
+                        )
+                    )
+        else:
+            raise errors.InvalidRequestError(f"unsupported resource type {res.type}")
+        return entries
+
+    async def AlterConfigs(
+        self, request: admin_pb2.AlterConfigsRequest, context: Context
+    ) -> admin_pb2.AlterConfigsResponse:
+        timer = Timer(self._metrics, "AlterConfigs")
+        results = []
+        for res in request.resources:
+            try:
+                if res.type != admin_pb2.TOPIC:
+                    raise errors.InvalidRequestError("only topic configs can be altered")
+                set_ = {c.name: c.value for c in res.configs if c.op == admin_pb2.SET}
+                delete = [c.name for c in res.configs if c.op == admin_pb2.DELETE]
+                coordinator = self._coord()
+                if request.validate_only:
+                    LogConfig.from_properties(set_)
+                else:
+                    await asyncio.to_thread(coordinator.alter_topic_config, res.name, set_, delete)
+                code, message = ErrorCode.NONE, ""
+            except errors.HeadwaterError as exc:
+                code, message = exc.code, str(exc)
+            results.append(
+                admin_pb2.AlterConfigsResult(
+                    error=pb_error(code), error_message=message, type=res.type, name=res.name
+                )
+            )
+        timer.done()
+        return admin_pb2.AlterConfigsResponse(results=results)
+
+    async def DescribeCluster(
+        self, request: admin_pb2.DescribeClusterRequest, context: Context
+    ) -> admin_pb2.DescribeClusterResponse:
+        timer = Timer(self._metrics, "DescribeCluster")
+        description = await asyncio.to_thread(self._coord().describe_cluster)
+        timer.done()
+        return admin_pb2.DescribeClusterResponse(
+            cluster_id=description.cluster_id,
+            controller_id=description.controller_id
+            if description.controller_id is not None
+            else -1,
+            brokers=[broker_to_proto(b) for b in description.brokers],
+        )
+
+    async def ElectLeaders(
+        self, request: admin_pb2.ElectLeadersRequest, context: Context
+    ) -> admin_pb2.ElectLeadersResponse:
+        timer = Timer(self._metrics, "ElectLeaders")
+        if request.election_type != admin_pb2.PREFERRED:
+            timer.done("unsupported")
+            return admin_pb2.ElectLeadersResponse(
+                results=[
+                    common_pb2.PartitionError(
+                        topic=p.topic,
+                        partition=p.partition,
+                        error=pb_error(ErrorCode.INVALID_REQUEST),
+                        error_message="only preferred leader elections are supported",
+                    )
+                    for p in request.partitions
+                ]
+            )
+        partitions = [(p.topic, p.partition) for p in request.partitions] or None
+        timeout_s = (request.timeout_ms or DEFAULT_TIMEOUT_MS) / 1000.0
+        try:
+            outcome = await asyncio.to_thread(
+                self._coord().elect_preferred_leaders, partitions, timeout_s=timeout_s
+            )
+        except errors.HeadwaterError as exc:
+            outcome = {tp: exc.code for tp in partitions or []}
+        timer.done()
+        return admin_pb2.ElectLeadersResponse(
+            results=[
+                common_pb2.PartitionError(topic=t, partition=p, error=pb_error(code))
+                for (t, p), code in sorted(outcome.items())
+            ]
+        )

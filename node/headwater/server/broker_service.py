@@ -1,0 +1,254 @@
+"""The Broker gRPC service (data plane): protobuf in, domain calls, protobuf out.
+
+Thin by design (STYLE.md 8): every decision lives in :class:`ReplicaManager`
+and the replication state machines; this module only converts.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable
+
+from headwater import errors
+from headwater.coordination import names
+from headwater.errors import ErrorCode
+from headwater.replication import TopicPartition
+from headwater.server import replica_manager as rm
+from headwater.server.convert import Context, broker_to_proto, pb_error
+from headwater.server.metadata_cache import MetadataCache
+from headwater.server.metrics import BrokerMetrics
+from headwater.v1 import broker_pb2, broker_pb2_grpc
+
+PRODUCER_ID_BITS = 40
+"""Producer ids are ``broker_id << 40 | counter``: unique per broker without ZooKeeper.
+
+The counter starts from the broker's start time in milliseconds (mod 2^40), so
+a restarted broker does not hand out ids it gave out before (clocks permitting).
+"""
+
+
+class ProducerIdAllocator:
+    """Per-broker producer id blocks (see :data:`PRODUCER_ID_BITS`)."""
+
+    def __init__(self, broker_id: int, *, start_ms: int) -> None:
+        self._base = broker_id << PRODUCER_ID_BITS
+        self._counter = itertools.count(start_ms % (1 << PRODUCER_ID_BITS))
+
+    def next_id(self) -> int:
+        return self._base | (next(self._counter) % (1 << PRODUCER_ID_BITS))
+
+
+class Timer:
+    """Counts and times one RPC into the broker metrics."""
+
+    def __init__(self, metrics: BrokerMetrics, rpc: str) -> None:
+        self._metrics = metrics
+        self._rpc = rpc
+        self._start = time.perf_counter()
+
+    def done(self, outcome: str = "ok") -> None:
+        self._metrics.latency.labels(self._rpc).observe(time.perf_counter() - self._start)
+        self._metrics.requests.labels(self._rpc, outcome).inc()
+
+
+class BrokerService(broker_pb2_grpc.BrokerServicer):
+    def __init__(
+        self,
+        *,
+        replicas: rm.ReplicaManager,
+        metadata: MetadataCache,
+        metrics: BrokerMetrics,
+        producer_ids: ProducerIdAllocator,
+        auto_create: Callable[[str], None] | None = None,
+    ) -> None:
+        self._replicas = replicas
+        self._metadata = metadata
+        self._metrics = metrics
+        self._producer_ids = producer_ids
+        self._auto_create = auto_create
+
+    async def Metadata(
+        self, request: broker_pb2.MetadataRequest, context: Context
+    ) -> broker_pb2.MetadataResponse:
+        timer = Timer(self._metrics, "Metadata")
+        cache = self._metadata
+        wanted = (
+            sorted(cache.topics) if request.all_topics or not request.topics else request.topics
+        )
+        topics = []
+        for name in wanted:
+            parts = cache.topics.get(name)
+            if parts is None:
+                code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                try:
+                    names.validate_topic_name(name)
+                except errors.InvalidTopicError:
+                    code = ErrorCode.INVALID_TOPIC_EXCEPTION
+                if code is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and self._auto_create is not None:
+                    self._auto_create(name)
+                    code = ErrorCode.LEADER_NOT_AVAILABLE
+                topics.append(broker_pb2.TopicMetadata(error=pb_error(code), name=name))
+                continue
+            partitions = []
+            for p in sorted(parts):
+                ps = parts[p]
+                lai = ps.leader_and_isr
+                leader = lai.leader if lai.leader in cache.brokers else -1
+                partitions.append(
+                    broker_pb2.PartitionMetadata(
+                        error=pb_error(
+                            ErrorCode.NONE if leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE
+                        ),
+                        partition=p,
+                        leader=leader,
+                        leader_epoch=lai.leader_epoch,
+                        replicas=list(ps.replicas),
+                        isr=list(lai.isr),
+                        offline_replicas=cache.offline_replicas(ps),
+                    )
+                )
+            topics.append(
+                broker_pb2.TopicMetadata(
+                    name=name, internal=names.is_internal(name), partitions=partitions
+                )
+            )
+        timer.done()
+        return broker_pb2.MetadataResponse(
+            brokers=[broker_to_proto(b) for b in cache.brokers.values()],
+            controller_id=cache.controller_id,
+            cluster_id=cache.cluster_id,
+            topics=topics,
+        )
+
+    async def Produce(
+        self, request: broker_pb2.ProduceRequest, context: Context
+    ) -> broker_pb2.ProduceResponse:
+        timer = Timer(self._metrics, "Produce")
+        results = await self._replicas.append_records(
+            acks=request.acks,
+            timeout_ms=request.timeout_ms,
+            entries=[(TopicPartition(p.topic, p.partition), p.records) for p in request.partitions],
+        )
+        timer.done()
+        return broker_pb2.ProduceResponse(
+            partitions=[
+                broker_pb2.ProducePartitionResponse(
+                    topic=r.topic_partition.topic,
+                    partition=r.topic_partition.partition,
+                    error=pb_error(r.error),
+                    error_message=r.message,
+                    base_offset=r.base_offset,
+                    log_append_time_ms=-1,
+                    log_start_offset=r.log_start_offset,
+                )
+                for r in results
+            ]
+        )
+
+    async def Fetch(
+        self, request: broker_pb2.FetchRequest, context: Context
+    ) -> broker_pb2.FetchResponse:
+        timer = Timer(self._metrics, "Fetch" if request.replica_id < 0 else "FollowerFetch")
+        results = await self._replicas.fetch(
+            replica_id=request.replica_id,
+            max_wait_ms=request.max_wait_ms,
+            min_bytes=request.min_bytes,
+            max_bytes=request.max_bytes,
+            specs=[
+                rm.FetchSpec(
+                    TopicPartition(p.topic, p.partition),
+                    p.fetch_offset,
+                    p.current_leader_epoch,
+                    p.partition_max_bytes,
+                )
+                for p in request.partitions
+            ],
+        )
+        timer.done()
+        return broker_pb2.FetchResponse(
+            partitions=[
+                broker_pb2.FetchedPartition(
+                    topic=r.topic_partition.topic,
+                    partition=r.topic_partition.partition,
+                    error=pb_error(r.error),
+                    error_message=r.message,
+                    high_watermark=r.high_watermark,
+                    last_stable_offset=r.high_watermark,
+                    log_start_offset=r.log_start_offset,
+                    records=r.records,
+                    preferred_read_replica=-1,
+                    log_end_offset=r.log_end_offset,
+                )
+                for r in results
+            ]
+        )
+
+    async def ListOffsets(
+        self, request: broker_pb2.ListOffsetsRequest, context: Context
+    ) -> broker_pb2.ListOffsetsResponse:
+        timer = Timer(self._metrics, "ListOffsets")
+        out = []
+        for p in request.partitions:
+            r = rm.list_offset(
+                self._replicas,
+                TopicPartition(p.topic, p.partition),
+                timestamp=p.timestamp,
+                current_leader_epoch=p.current_leader_epoch,
+                replica_id=request.replica_id,
+            )
+            out.append(
+                broker_pb2.ListOffsetsPartitionResponse(
+                    topic=p.topic,
+                    partition=p.partition,
+                    error=pb_error(r.error),
+                    error_message=r.message,
+                    timestamp=r.timestamp,
+                    offset=r.offset,
+                    leader_epoch=r.leader_epoch,
+                )
+            )
+        timer.done()
+        return broker_pb2.ListOffsetsResponse(partitions=out)
+
+    async def OffsetsForLeaderEpoch(
+        self, request: broker_pb2.OffsetsForLeaderEpochRequest, context: Context
+    ) -> broker_pb2.OffsetsForLeaderEpochResponse:
+        timer = Timer(self._metrics, "OffsetsForLeaderEpoch")
+        out = []
+        for p in request.partitions:
+            code, epoch, end = rm.offset_for_leader_epoch(
+                self._replicas,
+                TopicPartition(p.topic, p.partition),
+                current_leader_epoch=p.current_leader_epoch,
+                leader_epoch=p.leader_epoch,
+            )
+            out.append(
+                broker_pb2.EpochEndOffsetResult(
+                    topic=p.topic,
+                    partition=p.partition,
+                    error=pb_error(code),
+                    leader_epoch=epoch,
+                    end_offset=end,
+                )
+            )
+        timer.done()
+        return broker_pb2.OffsetsForLeaderEpochResponse(partitions=out)
+
+    async def InitProducerId(
+        self, request: broker_pb2.InitProducerIdRequest, context: Context
+    ) -> broker_pb2.InitProducerIdResponse:
+        timer = Timer(self._metrics, "InitProducerId")
+        if request.producer_id >= 0:
+            # Bumping an existing producer's epoch (Kafka KIP-360).
+            epoch = request.producer_epoch + 1
+            if epoch > 32767:
+                pid, epoch = self._producer_ids.next_id(), 0
+            else:
+                pid = request.producer_id
+        else:
+            pid, epoch = self._producer_ids.next_id(), 0
+        timer.done()
+        return broker_pb2.InitProducerIdResponse(
+            error=pb_error(ErrorCode.NONE), producer_id=pid, producer_epoch=epoch
+        )

@@ -1,0 +1,354 @@
+"""Broker configuration: Kafka's names, read from a properties file, env and flags.
+
+Users bring their Kafka habits (DESIGN.md, "Configuration"), so every setting
+has its Kafka ``server.properties`` name and meaning.  Sources, later winning:
+
+1. a Java-properties file (``--config``);
+2. ``HEADWATER_*`` environment variables: ``HEADWATER_BROKER_ID`` sets
+   ``broker.id`` (upper-case, dots as underscores), as container images do;
+3. ``--override key=value`` flags.
+
+``${NAME}`` in any value is replaced by the environment variable ``NAME`` (the
+Helm chart sets ``advertised.listeners=PLAINTEXT://${HOSTNAME}.<svc>:9092``).
+Unknown keys, bad values and undefined variables raise one
+:class:`ConfigError` naming the key, so a typo never silently falls back to
+a default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+ENV_PREFIX = "HEADWATER_"
+DEFAULT_CHROOT = "/headwater"
+
+
+class ConfigError(ValueError):
+    """A configuration problem the user can fix; the message names the key."""
+
+
+class Listener(NamedTuple):
+    """``PLAINTEXT://host:port``; an empty host means all interfaces."""
+
+    protocol: str
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"{self.protocol}://{self.host}:{self.port}"
+
+
+def _key(name: str, default: Any, doc: str) -> Any:
+    return dataclasses.field(default=default, metadata={"key": name, "doc": doc})
+
+
+@dataclasses.dataclass(frozen=True)
+class BrokerConfig:
+    """One broker's static configuration (Kafka names in each field's ``key``)."""
+
+    broker_id: int = _key("broker.id", -1, "This broker's id, unique in the cluster (>= 0).")
+    listeners: str = _key(
+        "listeners", "PLAINTEXT://127.0.0.1:9092", "Where the gRPC server listens."
+    )
+    advertised_listeners: str = _key(
+        "advertised.listeners", "", "What clients are told to connect to; default: listeners."
+    )
+    log_dirs: str = _key(
+        "log.dirs", "/tmp/headwater-logs", "Comma-separated directories holding partition logs."
+    )
+    zookeeper_connect: str = _key(
+        "zookeeper.connect",
+        "127.0.0.1:2181",
+        "ZooKeeper hosts, optionally with a chroot (default chroot /headwater).",
+    )
+    zookeeper_session_timeout_ms: int = _key(
+        "zookeeper.session.timeout.ms", 18000, "ZooKeeper session timeout."
+    )
+    zookeeper_connection_timeout_ms: int = _key(
+        "zookeeper.connection.timeout.ms", 18000, "How long startup waits for ZooKeeper."
+    )
+    leader_imbalance_check_interval_seconds: int = _key(
+        "leader.imbalance.check.interval.seconds", 300, "How often the controller rebalances."
+    )
+    delete_topic_enable: bool = _key("delete.topic.enable", True, "Allow deleting topics.")
+    num_partitions: int = _key("num.partitions", 1, "Partitions of a topic created without it.")
+    default_replication_factor: int = _key(
+        "default.replication.factor", 1, "Replication factor of a topic created without it."
+    )
+    min_insync_replicas: int = _key(
+        "min.insync.replicas", 1, "Smallest ISR that may acknowledge an acks=all produce."
+    )
+    replica_lag_time_max_ms: int = _key(
+        "replica.lag.time.max.ms", 30000, "A follower not caught up for this long leaves the ISR."
+    )
+    replica_fetch_max_bytes: int = _key(
+        "replica.fetch.max.bytes", 1048576, "Bytes a follower asks for per partition."
+    )
+    replica_fetch_wait_max_ms: int = _key(
+        "replica.fetch.wait.max.ms", 500, "Longest a follower fetch waits for data."
+    )
+    replica_fetch_backoff_ms: int = _key(
+        "replica.fetch.backoff.ms", 1000, "Pause after a failed follower fetch."
+    )
+    unclean_leader_election_enable: bool = _key(
+        "unclean.leader.election.enable", False, "Elect an out-of-sync replica as last resort."
+    )
+    auto_create_topics_enable: bool = _key(
+        "auto.create.topics.enable", False, "Create unknown topics on metadata requests."
+    )
+    message_max_bytes: int = _key(
+        "message.max.bytes", 1048588, "Largest record batch accepted (topic: max.message.bytes)."
+    )
+    log_segment_bytes: int = _key("log.segment.bytes", 1 << 30, "Segment size before rolling.")
+    log_retention_hours: int = _key("log.retention.hours", 168, "Time retention in hours.")
+    log_retention_ms: int | None = _key(
+        "log.retention.ms", None, "Time retention in ms; wins over log.retention.hours."
+    )
+    log_retention_bytes: int = _key(
+        "log.retention.bytes", -1, "Size retention per partition (-1: unlimited)."
+    )
+    log_retention_check_interval_ms: int = _key(
+        "log.retention.check.interval.ms", 300000, "How often retention runs."
+    )
+    inter_broker_protocol_version: str = _key(
+        "inter.broker.protocol.version", "1", "Protocol version brokers speak to each other."
+    )
+    controlled_shutdown_enable: bool = _key(
+        "controlled.shutdown.enable", True, "Move leaderships away before stopping."
+    )
+    controlled_shutdown_max_retries: int = _key(
+        "controlled.shutdown.max.retries", 3, "Attempts at controlled shutdown."
+    )
+    controlled_shutdown_retry_backoff_ms: int = _key(
+        "controlled.shutdown.retry.backoff.ms", 1000, "Pause between attempts."
+    )
+    controller_socket_timeout_ms: int = _key(
+        "controller.socket.timeout.ms", 30000, "Timeout of controller-to-broker calls."
+    )
+    auto_leader_rebalance_enable: bool = _key(
+        "auto.leader.rebalance.enable", True, "Move leadership back to preferred replicas."
+    )
+    broker_rack: str = _key("broker.rack", "", "Rack (zone) of this broker, for placement.")
+    metrics_port: int = _key("metrics.port", 0, "Prometheus HTTP port (0: off).")
+    grpc_max_message_bytes: int = _key(
+        "grpc.max.message.bytes", 128 << 20, "Largest gRPC message sent or received."
+    )
+
+    # -- derived views ------------------------------------------------------------------
+
+    @property
+    def listener(self) -> Listener:
+        return parse_listener(self.listeners, key="listeners")
+
+    @property
+    def advertised_listener(self) -> Listener:
+        if self.advertised_listeners:
+            return parse_listener(self.advertised_listeners, key="advertised.listeners")
+        own = self.listener
+        return own._replace(host=own.host or "127.0.0.1")
+
+    @property
+    def log_dir_list(self) -> list[Path]:
+        return [Path(d.strip()) for d in self.log_dirs.split(",") if d.strip()]
+
+    @property
+    def retention_ms(self) -> int:
+        if self.log_retention_ms is not None:
+            return self.log_retention_ms
+        return self.log_retention_hours * 3600 * 1000
+
+    @property
+    def zookeeper_hosts(self) -> str:
+        """``zookeeper.connect`` without its chroot."""
+        return self.zookeeper_connect.split("/", 1)[0]
+
+    @property
+    def zookeeper_chroot(self) -> str:
+        if "/" in self.zookeeper_connect:
+            chroot = "/" + self.zookeeper_connect.split("/", 1)[1].strip("/")
+            return chroot if chroot != "/" else ""
+        return DEFAULT_CHROOT
+
+    def log_config_properties(self) -> dict[str, str]:
+        """Broker defaults as topic-level properties (``headwater.storage.LogConfig``)."""
+        return {
+            "segment.bytes": str(self.log_segment_bytes),
+            "retention.ms": str(self.retention_ms),
+            "retention.bytes": str(self.log_retention_bytes),
+            "max.message.bytes": str(self.message_max_bytes),
+            "min.insync.replicas": str(self.min_insync_replicas),
+            "unclean.leader.election.enable": str(self.unclean_leader_election_enable).lower(),
+        }
+
+    def to_properties(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if value is None:
+                continue
+            out[field.metadata["key"]] = (
+                str(value).lower() if isinstance(value, bool) else str(value)
+            )
+        return out
+
+    # -- loading --------------------------------------------------------------------------
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str]) -> BrokerConfig:
+        """Build from string properties; raises ConfigError naming the first bad key."""
+        fields = {f.metadata["key"]: f for f in dataclasses.fields(cls)}
+        values: dict[str, Any] = {}
+        for key, raw in props.items():
+            field = fields.get(key)
+            if field is None:
+                raise ConfigError(f"unknown broker config {key!r}")
+            values[field.name] = _parse_value(key, raw.strip(), field.type)
+        config = cls(**values)
+        config.validate()
+        return config
+
+    @classmethod
+    def load(
+        cls,
+        *,
+        config_file: Path | None = None,
+        environ: Mapping[str, str] | None = None,
+        overrides: Sequence[str] = (),
+        broker_id_from_hostname: bool = False,
+    ) -> BrokerConfig:
+        """File, then ``HEADWATER_*`` env, then ``key=value`` overrides; ``${ENV}`` expanded."""
+        env = dict(os.environ if environ is None else environ)
+        props: dict[str, str] = {}
+        if config_file is not None:
+            try:
+                text = config_file.read_text(encoding="utf-8")
+            except OSError as exc:
+                raise ConfigError(f"cannot read config file {config_file}: {exc}") from None
+            props.update(parse_properties(text))
+        props.update(properties_from_env(env))
+        for item in overrides:
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip():
+                raise ConfigError(f"--override {item!r}: expected key=value")
+            props[key.strip()] = value
+        if broker_id_from_hostname:
+            props["broker.id"] = str(broker_id_from(env.get("HOSTNAME", "")))
+        expanded = {k: expand_env(k, v, env) for k, v in props.items()}
+        return cls.from_properties(expanded)
+
+    def validate(self) -> None:
+        checks: list[tuple[str, bool, str]] = [
+            ("broker.id", self.broker_id >= 0, "must be set to an integer >= 0"),
+            ("num.partitions", self.num_partitions >= 1, "must be >= 1"),
+            ("default.replication.factor", self.default_replication_factor >= 1, "must be >= 1"),
+            ("min.insync.replicas", self.min_insync_replicas >= 1, "must be >= 1"),
+            ("replica.lag.time.max.ms", self.replica_lag_time_max_ms > 0, "must be > 0"),
+            ("message.max.bytes", self.message_max_bytes > 0, "must be > 0"),
+            ("zookeeper.session.timeout.ms", self.zookeeper_session_timeout_ms > 0, "must be > 0"),
+            ("metrics.port", 0 <= self.metrics_port < 65536, "must be a port number or 0"),
+            ("log.dirs", bool(self.log_dir_list), "must name at least one directory"),
+            ("zookeeper.connect", bool(self.zookeeper_hosts.strip()), "must name a host"),
+        ]
+        for key, ok, why in checks:
+            if not ok:
+                raise ConfigError(f"{key}: {why}")
+        parse_listener(self.listeners, key="listeners")
+        if self.advertised_listeners:
+            parse_listener(self.advertised_listeners, key="advertised.listeners")
+
+
+def _parse_value(key: str, raw: str, type_name: Any) -> Any:
+    kind = str(type_name)
+    parse: Callable[[str], Any]
+    if kind.startswith("int"):
+        if raw == "" and "None" in kind:
+            return None
+        parse = int
+    elif kind == "bool":
+        parse = _bool
+    else:
+        return raw
+    try:
+        return parse(raw)
+    except ValueError:
+        expected = "true or false" if kind == "bool" else "an integer"
+        raise ConfigError(f"{key}: invalid value {raw!r}, expected {expected}") from None
+
+
+def _bool(raw: str) -> bool:
+    lowered = raw.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    raise ValueError(raw)
+
+
+def parse_listener(value: str, *, key: str) -> Listener:
+    first = value.split(",")[0].strip()
+    match = re.fullmatch(r"([A-Za-z_]+)://([^:/]*):(\d+)", first)
+    if match is None:
+        raise ConfigError(f"{key}: {value!r} is not PROTOCOL://host:port")
+    protocol, host, port = match.group(1).upper(), match.group(2), int(match.group(3))
+    if protocol != "PLAINTEXT":
+        raise ConfigError(f"{key}: protocol {protocol} is not supported (only PLAINTEXT)")
+    if not 0 <= port < 65536:
+        raise ConfigError(f"{key}: port {port} out of range")
+    return Listener(protocol, host, port)
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Java ``.properties``: ``key=value``, ``key: value`` or ``key value``; ``#``/``!`` comments.
+
+    Lines ending in an odd number of backslashes continue on the next line.
+    """
+    props: dict[str, str] = {}
+    logical = ""
+    for line in text.splitlines():
+        stripped = line.lstrip()
+        if not logical and (not stripped or stripped[0] in "#!"):
+            continue
+        trailing = len(stripped) - len(stripped.rstrip("\\"))
+        if trailing % 2 == 1:
+            logical += stripped[:-1]
+            continue
+        logical += stripped
+        match = re.match(r"((?:\\.|[^=:\s])+)\s*[=:\s]\s*(.*)$", logical)
+        if match is not None:
+            props[match.group(1).replace("\\", "")] = match.group(2).rstrip()
+        elif logical.strip():
+            props[logical.strip()] = ""
+        logical = ""
+    return props
+
+
+def properties_from_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """``HEADWATER_LOG_DIRS=/data`` -> ``{"log.dirs": "/data"}``."""
+    return {
+        name[len(ENV_PREFIX) :].lower().replace("_", "."): value
+        for name, value in environ.items()
+        if name.startswith(ENV_PREFIX) and len(name) > len(ENV_PREFIX)
+    }
+
+
+def expand_env(key: str, value: str, environ: Mapping[str, str]) -> str:
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in environ:
+            raise ConfigError(f"{key}: environment variable ${{{name}}} is not set")
+        return environ[name]
+
+    return re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", replace, value)
+
+
+def broker_id_from(hostname: str) -> int:
+    """The StatefulSet ordinal: ``hw-broker-2`` -> 2."""
+    match = re.search(r"(\d+)$", hostname)
+    if match is None:
+        raise ConfigError(
+            f"--broker-id-from-hostname: HOSTNAME {hostname!r} does not end in an integer"
+        )
+    return int(match.group(1))

@@ -1,0 +1,150 @@
+"""The Control gRPC service: what the controller tells this broker, and ControlledShutdown.
+
+Every request carries the controller epoch; a request from an older epoch
+than one already seen is refused with STALE_CONTROLLER_EPOCH and changes
+nothing (Kafka's fencing of deposed controllers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+
+from headwater import errors
+from headwater.coordination.broker import BrokerCoordinator
+from headwater.coordination.model import BrokerRegistration
+from headwater.errors import ErrorCode
+from headwater.replication import TopicPartition
+from headwater.server.broker_service import Timer
+from headwater.server.convert import (
+    Context,
+    broker_from_proto,
+    partition_states_from_proto,
+    pb_error,
+)
+from headwater.server.metadata_cache import MetadataCache
+from headwater.server.metrics import BrokerMetrics
+from headwater.server.replica_manager import ReplicaManager
+from headwater.v1 import common_pb2, control_pb2, control_pb2_grpc
+
+
+class ControlService(control_pb2_grpc.ControlServicer):
+    def __init__(
+        self,
+        *,
+        replicas: ReplicaManager,
+        metadata: MetadataCache,
+        metadata_changed: asyncio.Condition,
+        metrics: BrokerMetrics,
+        coordinator: Callable[[], BrokerCoordinator | None],
+        on_leaders: Callable[[Mapping[int, BrokerRegistration]], None],
+    ) -> None:
+        self._replicas = replicas
+        self._metadata = metadata
+        self._changed = metadata_changed
+        self._metrics = metrics
+        self._coordinator = coordinator
+        self._on_leaders = on_leaders
+
+    def _stale_broker_epoch(self, broker_epoch: int) -> bool:
+        coordinator = self._coordinator()
+        return (
+            coordinator is not None
+            and broker_epoch >= 0
+            and coordinator.broker_epoch >= 0
+            and broker_epoch < coordinator.broker_epoch
+        )
+
+    async def LeaderAndIsr(
+        self, request: control_pb2.LeaderAndIsrRequest, context: Context
+    ) -> control_pb2.LeaderAndIsrResponse:
+        timer = Timer(self._metrics, "LeaderAndIsr")
+        if self._stale_broker_epoch(request.broker_epoch):
+            timer.done("stale")
+            return control_pb2.LeaderAndIsrResponse(error=pb_error(ErrorCode.STALE_BROKER_EPOCH))
+        self._on_leaders({b.id: broker_from_proto(b) for b in request.live_leaders})
+        error, results = self._replicas.become_leader_or_follower(
+            controller_epoch=request.controller_epoch,
+            states=partition_states_from_proto(request.partition_states),
+        )
+        timer.done()
+        return control_pb2.LeaderAndIsrResponse(
+            error=pb_error(error),
+            partitions=[
+                common_pb2.PartitionError(topic=tp.topic, partition=tp.partition, error=pb_error(c))
+                for tp, c in results
+            ],
+        )
+
+    async def StopReplica(
+        self, request: control_pb2.StopReplicaRequest, context: Context
+    ) -> control_pb2.StopReplicaResponse:
+        timer = Timer(self._metrics, "StopReplica")
+        if self._stale_broker_epoch(request.broker_epoch):
+            timer.done("stale")
+            return control_pb2.StopReplicaResponse(error=pb_error(ErrorCode.STALE_BROKER_EPOCH))
+        error, results = self._replicas.stop_replicas(
+            controller_epoch=request.controller_epoch,
+            partitions=[
+                (TopicPartition(p.topic, p.partition), p.delete_partition)
+                for p in request.partitions
+            ],
+        )
+        timer.done()
+        return control_pb2.StopReplicaResponse(
+            error=pb_error(error),
+            partitions=[
+                common_pb2.PartitionError(topic=tp.topic, partition=tp.partition, error=pb_error(c))
+                for tp, c in results
+            ],
+        )
+
+    async def UpdateMetadata(
+        self, request: control_pb2.UpdateMetadataRequest, context: Context
+    ) -> control_pb2.UpdateMetadataResponse:
+        timer = Timer(self._metrics, "UpdateMetadata")
+        applied = self._metadata.update(
+            controller_id=request.controller_id,
+            controller_epoch=request.controller_epoch,
+            states=partition_states_from_proto(request.partition_states),
+            live_brokers=[broker_from_proto(b) for b in request.live_brokers] or None,
+            deleted_topics=request.deleted_topics,
+            cluster_id=request.cluster_id,
+        )
+        if not applied:
+            timer.done("stale")
+            return control_pb2.UpdateMetadataResponse(
+                error=pb_error(ErrorCode.STALE_CONTROLLER_EPOCH)
+            )
+        async with self._changed:
+            self._changed.notify_all()
+        timer.done()
+        return control_pb2.UpdateMetadataResponse(error=pb_error(ErrorCode.NONE))
+
+    async def ControlledShutdown(
+        self, request: control_pb2.ControlledShutdownRequest, context: Context
+    ) -> control_pb2.ControlledShutdownResponse:
+        timer = Timer(self._metrics, "ControlledShutdown")
+        coordinator = self._coordinator()
+        if coordinator is None or not coordinator.is_controller:
+            timer.done("not_controller")
+            return control_pb2.ControlledShutdownResponse(
+                error=pb_error(ErrorCode.NOT_CONTROLLER),
+                error_message="this broker is not the active controller",
+            )
+        try:
+            remaining = await asyncio.to_thread(
+                coordinator.controller.controlled_shutdown, request.broker_id, request.broker_epoch
+            )
+        except errors.HeadwaterError as exc:
+            timer.done("error")
+            return control_pb2.ControlledShutdownResponse(
+                error=pb_error(exc.code), error_message=str(exc)
+            )
+        timer.done()
+        return control_pb2.ControlledShutdownResponse(
+            error=pb_error(ErrorCode.NONE),
+            remaining_partitions=[
+                common_pb2.TopicPartition(topic=t, partition=p) for t, p in remaining
+            ],
+        )

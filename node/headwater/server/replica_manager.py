@@ -1,0 +1,599 @@
+"""ReplicaManager: the asyncio runtime around the replication state machines.
+
+It owns, for every partition hosted on this broker, the pure
+:class:`headwater.replication.Partition` and the storage ``Log``, and turns
+their decisions into actions: appends, ISR writes to ZooKeeper (in a worker
+thread), completing delayed ``acks=all`` produces and waking long-poll fetches.
+
+Waiting is event driven (DESIGN.md, "Fetch is a long poll"): a waiting fetch
+registers an :class:`asyncio.Event` with each partition it reads; an append, a
+high-watermark advance or a role change sets those events.  A delayed produce
+is an :class:`asyncio.Future` resolved when the partition reports completion.
+The only periodic work is the ISR-shrink check, run every half
+``replica.lag.time.max.ms`` as in Kafka.
+
+Thread model: every method runs on the broker's event loop.  Log calls are
+synchronous and short (page-cache writes); ZooKeeper calls go to a thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import itertools
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+from headwater import errors
+from headwater.coordination.model import LeaderAndIsr, PartitionState
+from headwater.errors import ErrorCode
+from headwater.replication import FetchWait, IsrChange, Partition, ProduceCompletion, TopicPartition
+from headwater.server.metrics import BrokerMetrics, PartitionSnapshot
+from headwater.storage import Log, LogConfig, LogManager
+
+log = logging.getLogger(__name__)
+
+
+def monotonic_ms() -> float:
+    return time.monotonic() * 1000.0
+
+
+def wall_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class ProduceResult(NamedTuple):
+    topic_partition: TopicPartition
+    error: ErrorCode
+    message: str = ""
+    base_offset: int = -1
+    log_start_offset: int = -1
+
+
+class FetchSpec(NamedTuple):
+    topic_partition: TopicPartition
+    fetch_offset: int
+    current_leader_epoch: int
+    partition_max_bytes: int
+
+
+class FetchResult(NamedTuple):
+    topic_partition: TopicPartition
+    error: ErrorCode
+    message: str = ""
+    high_watermark: int = -1
+    log_start_offset: int = -1
+    log_end_offset: int = -1
+    records: bytes = b""
+
+
+@dataclasses.dataclass(eq=False)
+class HostedPartition:
+    """A partition on this broker: its state machine, its log and who waits on it."""
+
+    state: Partition
+    log: Log
+    watchers: set[asyncio.Event] = dataclasses.field(default_factory=set)
+
+    def wake(self) -> None:
+        for event in self.watchers:
+            event.set()
+
+
+class ReplicaManager:
+    """Hosted partitions and the produce/fetch/role-change paths (see module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        broker_id: int,
+        log_manager: LogManager,
+        isr_store: Any,
+        metrics: BrokerMetrics,
+        min_insync_replicas: int,
+        replica_lag_time_max_ms: int,
+        default_log_properties: Mapping[str, str],
+        is_known_partition: Callable[[TopicPartition], bool],
+    ) -> None:
+        self.broker_id = broker_id
+        self._log_manager = log_manager
+        self._isr_store = isr_store
+        self._metrics = metrics
+        self._min_isr = min_insync_replicas
+        self._lag_ms = replica_lag_time_max_ms
+        self._default_props = dict(default_log_properties)
+        self._is_known = is_known_partition
+        self.partitions: dict[TopicPartition, HostedPartition] = {}
+        self.controller_epoch = -1
+        self._produce_ids = itertools.count(1)
+        self._waiting_produces: dict[int, asyncio.Future[int]] = {}
+        self._background: set[asyncio.Task[None]] = set()
+        self.on_follower_change: Callable[[dict[TopicPartition, tuple[int, int]]], None] = (
+            lambda _changes: None
+        )
+        self.on_stop_follower: Callable[[Iterable[TopicPartition]], None] = lambda _tps: None
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _missing_error(self, tp: TopicPartition) -> ErrorCode:
+        return (
+            ErrorCode.NOT_LEADER_OR_FOLLOWER
+            if self._is_known(tp)
+            else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        )
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    def _apply_completions(self, completions: Iterable[ProduceCompletion]) -> None:
+        for completion in completions:
+            future = self._waiting_produces.pop(completion.produce_id, None)
+            if future is not None and not future.done():
+                future.set_result(completion.error)
+
+    def _high_watermark_moved(self, hosted: HostedPartition) -> None:
+        hosted.log.high_watermark = hosted.state.high_watermark
+        self._apply_completions(hosted.state.complete_delayed_produces())
+        hosted.wake()
+
+    def snapshots(self) -> list[PartitionSnapshot]:
+        out = []
+        for tp, hosted in self.partitions.items():
+            st = hosted.state
+            try:
+                size = int(hosted.log.size_in_bytes)
+            except Exception:  # a metric must never break a scrape
+                size = 0
+            out.append(
+                PartitionSnapshot(
+                    tp.topic,
+                    tp.partition,
+                    st.is_leader,
+                    st.is_under_replicated,
+                    st.leader_id is None or st.leader_id < 0,
+                    size,
+                )
+            )
+        return out
+
+    # -- produce ----------------------------------------------------------------------------
+
+    async def append_records(
+        self,
+        *,
+        acks: int,
+        timeout_ms: int,
+        entries: Sequence[tuple[TopicPartition, bytes]],
+    ) -> list[ProduceResult]:
+        """Validate, append and (for acks=-1) wait for the ISR; one result per entry."""
+        if acks not in (0, 1, -1):
+            return [
+                ProduceResult(tp, ErrorCode.INVALID_REQUIRED_ACKS, f"acks={acks} is not 0, 1 or -1")
+                for tp, _ in entries
+            ]
+        results: list[ProduceResult] = []
+        waits: list[tuple[int, int, asyncio.Future[int]]] = []
+        loop = asyncio.get_running_loop()
+        for tp, records in entries:
+            result, produce_id = self._append_one(tp, records, acks=acks)
+            if produce_id is not None:
+                future: asyncio.Future[int] = loop.create_future()
+                self._waiting_produces[produce_id] = future
+                hosted = self.partitions[tp]
+                done = hosted.state.add_delayed_produce(
+                    produce_id, required_offset=hosted.state.log_end_offset
+                )
+                if done is not None:
+                    self._apply_completions([done])
+                waits.append((len(results), produce_id, future))
+            results.append(result)
+        if waits:
+            futures = [f for _, _, f in waits]
+            await asyncio.wait(futures, timeout=max(timeout_ms, 0) / 1000.0)
+            for index, produce_id, future in waits:
+                if not future.done():
+                    hosted_tp = results[index].topic_partition
+                    hosted_or_none = self.partitions.get(hosted_tp)
+                    if hosted_or_none is not None:
+                        hosted_or_none.state.expire_delayed_produce(produce_id)
+                    self._waiting_produces.pop(produce_id, None)
+                    future.cancel()
+                    code = ErrorCode.REQUEST_TIMED_OUT
+                else:
+                    code = ErrorCode(future.result())
+                if code is not ErrorCode.NONE:
+                    results[index] = results[index]._replace(
+                        error=code, message=f"{code.name} while waiting for the ISR"
+                    )
+        return results
+
+    def _append_one(
+        self, tp: TopicPartition, records: bytes, *, acks: int
+    ) -> tuple[ProduceResult, int | None]:
+        hosted = self.partitions.get(tp)
+        if hosted is None:
+            code = self._missing_error(tp)
+            return ProduceResult(tp, code, f"{code.name}: {tp} is not led by this broker"), None
+        state = hosted.state
+        admission = state.check_produce(acks)
+        if admission is not ErrorCode.NONE:
+            why = (
+                f"ISR {list(state.isr)} is smaller than min.insync.replicas="
+                f"{state.min_insync_replicas}"
+                if admission is ErrorCode.NOT_ENOUGH_REPLICAS
+                else f"broker {self.broker_id} is not the leader of {tp}"
+            )
+            return ProduceResult(tp, admission, why), None
+        try:
+            info = hosted.log.append_as_leader(
+                records, leader_epoch=state.leader_epoch, now_ms=wall_ms()
+            )
+        except errors.HeadwaterError as exc:
+            return ProduceResult(tp, exc.code, str(exc)), None
+        base_offset = int(info.first_offset)
+        self._metrics.bytes_in.labels(tp.topic).inc(len(records))
+        self._metrics.messages_in.labels(tp.topic).inc(info.num_records)
+        if state.on_leader_append(hosted.log.log_end_offset):
+            self._high_watermark_moved(hosted)
+        else:
+            hosted.wake()
+        result = ProduceResult(
+            tp,
+            ErrorCode.NONE,
+            base_offset=base_offset,
+            log_start_offset=hosted.log.log_start_offset,
+        )
+        return result, (next(self._produce_ids) if acks == -1 else None)
+
+    # -- fetch -------------------------------------------------------------------------------
+
+    async def fetch(
+        self,
+        *,
+        replica_id: int,
+        max_wait_ms: int,
+        min_bytes: int,
+        max_bytes: int,
+        specs: Sequence[FetchSpec],
+    ) -> list[FetchResult]:
+        """Read ``specs``, holding the call until ``min_bytes`` or ``max_wait_ms`` (long poll)."""
+        wait = FetchWait.start(now_ms=monotonic_ms(), max_wait_ms=max_wait_ms, min_bytes=min_bytes)
+        event = asyncio.Event()
+        watched = [
+            self.partitions[s.topic_partition]
+            for s in specs
+            if s.topic_partition in self.partitions
+        ]
+        for hosted in watched:
+            hosted.watchers.add(event)
+        try:
+            while True:
+                event.clear()
+                results = self._read_all(replica_id=replica_id, max_bytes=max_bytes, specs=specs)
+                available = sum(len(r.records) for r in results)
+                has_error = any(r.error is not ErrorCode.NONE for r in results)
+                now = monotonic_ms()
+                if wait.is_satisfied(available_bytes=available, has_error=has_error, now_ms=now):
+                    break
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(event.wait(), wait.remaining_ms(now) / 1000.0)
+        finally:
+            for hosted in watched:
+                hosted.watchers.discard(event)
+        for r in results:
+            if r.records:
+                self._metrics.bytes_out.labels(r.topic_partition.topic).inc(len(r.records))
+        return results
+
+    def _read_all(
+        self, *, replica_id: int, max_bytes: int, specs: Sequence[FetchSpec]
+    ) -> list[FetchResult]:
+        budget = max_bytes if max_bytes > 0 else 1 << 30
+        out = []
+        first = True
+        for spec in specs:
+            result = self._read_one(spec, replica_id=replica_id, budget=budget, min_one_batch=first)
+            if result.records:
+                budget = max(budget - len(result.records), 0)
+                first = False
+            out.append(result)
+        return out
+
+    def _read_one(
+        self, spec: FetchSpec, *, replica_id: int, budget: int, min_one_batch: bool
+    ) -> FetchResult:
+        tp = spec.topic_partition
+        hosted = self.partitions.get(tp)
+        if hosted is None:
+            code = self._missing_error(tp)
+            return FetchResult(tp, code, f"{code.name}: {tp} is not hosted here")
+        state, plog = hosted.state, hosted.log
+        if not state.is_leader:
+            return FetchResult(
+                tp,
+                ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                f"broker {self.broker_id} is not the leader of {tp}",
+            )
+        epoch_error = state.check_fetch_epoch(spec.current_leader_epoch)
+        if epoch_error is not ErrorCode.NONE:
+            return FetchResult(
+                tp,
+                epoch_error,
+                f"leader epoch {spec.current_leader_epoch} vs current {state.leader_epoch}",
+            )
+        start, end = plog.log_start_offset, plog.log_end_offset
+        if spec.fetch_offset < start or spec.fetch_offset > end:
+            return FetchResult(
+                tp,
+                ErrorCode.OFFSET_OUT_OF_RANGE,
+                f"offset {spec.fetch_offset} is outside [{start}, {end}] of {tp}",
+                state.high_watermark,
+                start,
+                end,
+            )
+        if replica_id >= 0:
+            outcome = state.update_follower_fetch(
+                replica_id, fetch_offset=spec.fetch_offset, now_ms=int(monotonic_ms())
+            )
+            if outcome.high_watermark_changed:
+                self._high_watermark_moved(hosted)
+            if outcome.isr_change is not None:
+                self._spawn(self._write_isr(hosted, outcome.isr_change))
+        limit = min(spec.partition_max_bytes if spec.partition_max_bytes > 0 else budget, budget)
+        max_offset = None if replica_id >= 0 else state.high_watermark
+        records = b""
+        if (max_offset is None or spec.fetch_offset < max_offset) and (limit > 0 or min_one_batch):
+            try:
+                info = plog.read(
+                    spec.fetch_offset, limit, max_offset=max_offset, min_one_batch=min_one_batch
+                )
+            except errors.HeadwaterError as exc:
+                return FetchResult(tp, exc.code, str(exc), state.high_watermark, start, end)
+            records = bytes(info.records)
+        return FetchResult(
+            tp, ErrorCode.NONE, "", state.high_watermark, plog.log_start_offset, end, records
+        )
+
+    # -- ISR maintenance --------------------------------------------------------------------
+
+    async def _write_isr(self, hosted: HostedPartition, change: IsrChange) -> None:
+        tp = change.topic_partition
+        lai = LeaderAndIsr(
+            leader=change.leader,
+            leader_epoch=change.leader_epoch,
+            isr=change.new_isr,
+            controller_epoch=self.controller_epoch,
+            zk_version=change.expected_zk_version,
+        )
+        try:
+            version = await asyncio.to_thread(
+                self._isr_store.update_isr, tp.topic, tp.partition, lai, change.expected_zk_version
+            )
+        except Exception as exc:
+            log.warning("ISR update of %s failed: %s", tp, exc)
+            version = None
+        if version is None:
+            hosted.state.isr_change_failed(change)
+            return
+        log.info("%s: ISR %s -> %s", tp, hosted.state.isr, list(change.new_isr))
+        (self._metrics.isr_expands if change.is_expand else self._metrics.isr_shrinks).inc()
+        if hosted.state.isr_change_committed(change, version):
+            self._high_watermark_moved(hosted)
+        self._apply_completions(hosted.state.complete_delayed_produces())
+
+    def maybe_shrink_isrs(self) -> None:
+        now = int(monotonic_ms())
+        for hosted in list(self.partitions.values()):
+            change = hosted.state.maybe_shrink_isr(now)
+            if change is not None:
+                self._spawn(self._write_isr(hosted, change))
+
+    async def run_isr_expiration(self) -> None:
+        """Kafka's ``isr-expiration`` task: check for lagging followers every lag/2."""
+        interval = max(self._lag_ms / 2000.0, 0.05)
+        while True:
+            await asyncio.sleep(interval)
+            self.maybe_shrink_isrs()
+
+    # -- role changes ------------------------------------------------------------------------
+
+    def _hosted(self, tp: TopicPartition) -> HostedPartition:
+        hosted = self.partitions.get(tp)
+        if hosted is None:
+            props = dict(self._default_props)
+            try:
+                props.update(self._isr_store.get_topic_config(tp.topic))
+            except Exception as exc:  # config is best effort; defaults still work
+                log.warning("cannot read config of topic %s: %s", tp.topic, exc)
+            config = LogConfig.from_properties(props)
+            plog = self._log_manager.get_or_create_log(tp.topic, tp.partition, config)
+            min_isr = config.min_insync_replicas
+            hosted = HostedPartition(
+                Partition(
+                    tp,
+                    local_broker_id=self.broker_id,
+                    min_insync_replicas=min_isr,
+                    replica_lag_time_max_ms=self._lag_ms,
+                ),
+                plog,
+            )
+            self.partitions[tp] = hosted
+        return hosted
+
+    def become_leader_or_follower(
+        self, *, controller_epoch: int, states: Sequence[PartitionState]
+    ) -> tuple[ErrorCode, list[tuple[TopicPartition, ErrorCode]]]:
+        """Apply a LeaderAndIsr request; followers are handed to the fetcher manager."""
+        if controller_epoch < self.controller_epoch:
+            return ErrorCode.STALE_CONTROLLER_EPOCH, []
+        self.controller_epoch = controller_epoch
+        results: list[tuple[TopicPartition, ErrorCode]] = []
+        new_followers: dict[TopicPartition, tuple[int, int]] = {}
+        for ps in states:
+            tp = TopicPartition(ps.topic, ps.partition)
+            if self.broker_id not in ps.replicas:
+                results.append((tp, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                continue
+            lai = ps.leader_and_isr
+            try:
+                hosted = self._hosted(tp)
+                if lai.leader == self.broker_id:
+                    self._make_leader(hosted, ps)
+                else:
+                    changed = hosted.state.make_follower(
+                        leader_id=lai.leader,
+                        leader_epoch=lai.leader_epoch,
+                        isr=lai.isr,
+                        replicas=ps.replicas,
+                        zk_version=lai.zk_version,
+                    )
+                    if changed:
+                        self._apply_completions(hosted.state.abort_delayed_produces())
+                        hosted.wake()
+                        new_followers[tp] = (lai.leader, lai.leader_epoch)
+                results.append((tp, ErrorCode.NONE))
+            except errors.HeadwaterError as exc:
+                log.warning("LeaderAndIsr for %s failed: %s", tp, exc)
+                results.append((tp, exc.code))
+            except Exception:
+                log.exception("LeaderAndIsr for %s failed", tp)
+                results.append((tp, ErrorCode.KAFKA_STORAGE_ERROR))
+        if new_followers:
+            self.on_follower_change(new_followers)
+        return ErrorCode.NONE, results
+
+    def _make_leader(self, hosted: HostedPartition, ps: PartitionState) -> None:
+        lai = ps.leader_and_isr
+        tp = hosted.state.topic_partition
+        was_follower = not hosted.state.is_leader
+        changed = hosted.state.make_leader(
+            leader_epoch=lai.leader_epoch,
+            isr=lai.isr,
+            replicas=ps.replicas,
+            zk_version=lai.zk_version,
+            log_end_offset=hosted.log.log_end_offset,
+            high_watermark=hosted.log.high_watermark,
+            now_ms=int(monotonic_ms()),
+        )
+        if changed:
+            assign_epoch(hosted.log, lai.leader_epoch, hosted.log.log_end_offset)
+            if was_follower:
+                self.on_stop_follower([tp])
+            log.info("%s: leader in epoch %d, ISR %s", tp, lai.leader_epoch, list(lai.isr))
+            hosted.log.high_watermark = hosted.state.high_watermark
+            hosted.wake()
+
+    def stop_replicas(
+        self, *, controller_epoch: int, partitions: Sequence[tuple[TopicPartition, bool]]
+    ) -> tuple[ErrorCode, list[tuple[TopicPartition, ErrorCode]]]:
+        if controller_epoch < self.controller_epoch:
+            return ErrorCode.STALE_CONTROLLER_EPOCH, []
+        self.controller_epoch = controller_epoch
+        self.on_stop_follower([tp for tp, _ in partitions])
+        results = []
+        for tp, delete in partitions:
+            hosted = self.partitions.pop(tp, None)
+            if hosted is not None:
+                hosted.state.stop()
+                self._apply_completions(hosted.state.abort_delayed_produces())
+                hosted.wake()
+            if delete:
+                try:
+                    self._log_manager.delete_log(tp.topic, tp.partition)
+                except Exception as exc:
+                    log.warning("deleting log of %s failed: %s", tp, exc)
+            results.append((tp, ErrorCode.NONE))
+        return ErrorCode.NONE, results
+
+    def shutdown(self) -> None:
+        for task in list(self._background):
+            task.cancel()
+        for future in self._waiting_produces.values():
+            if not future.done():
+                future.set_result(int(ErrorCode.NOT_LEADER_OR_FOLLOWER))
+        self._waiting_produces.clear()
+        for hosted in self.partitions.values():
+            hosted.wake()
+
+
+def assign_epoch(plog: Log, epoch: int, start_offset: int) -> None:
+    """Record ``epoch`` starting at ``start_offset`` in the log's leader-epoch cache."""
+    if epoch > plog.latest_epoch:
+        plog.epoch_cache.assign(epoch, start_offset)
+
+
+class OffsetLookup(NamedTuple):
+    topic_partition: TopicPartition
+    error: ErrorCode
+    message: str = ""
+    timestamp: int = -1
+    offset: int = -1
+    leader_epoch: int = -1
+
+
+LATEST_TIMESTAMP = -1
+
+
+def leader_partition(
+    manager: ReplicaManager, tp: TopicPartition, current_leader_epoch: int
+) -> tuple[HostedPartition | None, ErrorCode, str]:
+    """The hosted partition if this broker leads it in the given epoch, else an error."""
+    hosted = manager.partitions.get(tp)
+    if hosted is None:
+        code = manager._missing_error(tp)
+        return None, code, f"{code.name}: {tp} is not hosted on broker {manager.broker_id}"
+    if not hosted.state.is_leader:
+        return (
+            None,
+            ErrorCode.NOT_LEADER_OR_FOLLOWER,
+            f"broker {manager.broker_id} does not lead {tp}",
+        )
+    code = hosted.state.check_fetch_epoch(current_leader_epoch)
+    if code is not ErrorCode.NONE:
+        return None, code, f"leader epoch {current_leader_epoch} vs {hosted.state.leader_epoch}"
+    return hosted, ErrorCode.NONE, ""
+
+
+def list_offset(
+    manager: ReplicaManager,
+    tp: TopicPartition,
+    *,
+    timestamp: int,
+    current_leader_epoch: int,
+    replica_id: int,
+) -> OffsetLookup:
+    """Kafka's ListOffsets for one partition (consumers see only below the HW)."""
+    hosted, code, message = leader_partition(manager, tp, current_leader_epoch)
+    if hosted is None:
+        return OffsetLookup(tp, code, message)
+    state = hosted.state
+    try:
+        found = hosted.log.fetch_offset_by_timestamp(timestamp)
+    except errors.HeadwaterError as exc:
+        return OffsetLookup(tp, exc.code, str(exc))
+    if timestamp == LATEST_TIMESTAMP and replica_id < 0:
+        return OffsetLookup(tp, ErrorCode.NONE, "", -1, state.high_watermark, state.leader_epoch)
+    if found is None or (replica_id < 0 and found.offset >= state.high_watermark):
+        return OffsetLookup(tp, ErrorCode.NONE, "", -1, -1, -1)
+    return OffsetLookup(tp, ErrorCode.NONE, "", found.timestamp, found.offset, found.leader_epoch)
+
+
+def offset_for_leader_epoch(
+    manager: ReplicaManager, tp: TopicPartition, *, current_leader_epoch: int, leader_epoch: int
+) -> tuple[ErrorCode, int, int]:
+    """The end offset of ``leader_epoch`` on this leader: (error, epoch, end offset)."""
+    hosted, code, _message = leader_partition(manager, tp, current_leader_epoch)
+    if hosted is None:
+        return code, -1, -1
+    epoch, end = end_offset_for(hosted.log, leader_epoch)
+    return ErrorCode.NONE, epoch, end
+
+
+def end_offset_for(plog: Log, leader_epoch: int) -> tuple[int, int]:
+    epoch, end = plog.end_offset_for_epoch(leader_epoch)
+    return int(epoch), int(end)

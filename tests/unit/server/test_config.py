@@ -1,0 +1,113 @@
+"""BrokerConfig: properties syntax, env vars, overrides, ${ENV} expansion, errors by key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from headwater.server.config import BrokerConfig, ConfigError, parse_properties
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "server.properties"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_defaults_follow_kafka() -> None:
+    config = BrokerConfig(broker_id=0)
+    assert config.zookeeper_session_timeout_ms == 18000
+    assert config.message_max_bytes == 1048588
+    assert config.replica_lag_time_max_ms == 30000
+    assert config.replica_fetch_wait_max_ms == 500
+    assert not config.unclean_leader_election_enable
+    assert config.controlled_shutdown_enable
+    assert config.retention_ms == 168 * 3600 * 1000
+    assert config.zookeeper_chroot == "/headwater"
+
+
+def test_properties_syntax() -> None:
+    props = parse_properties(
+        "# comment\n! also comment\n\nbroker.id=1\nlog.dirs : /a,/b\nnum.partitions 3\n"
+        "listeners=PLAINTEXT://h:1\\\n  234\n"
+    )
+    assert props == {
+        "broker.id": "1",
+        "log.dirs": "/a,/b",
+        "num.partitions": "3",
+        "listeners": "PLAINTEXT://h:1234",
+    }
+
+
+def test_file_then_env_then_override(tmp_path: Path) -> None:
+    path = write(tmp_path, "broker.id=1\nnum.partitions=2\nmin.insync.replicas=2\n")
+    config = BrokerConfig.load(
+        config_file=path,
+        environ={"HEADWATER_NUM_PARTITIONS": "4", "HEADWATER_BROKER_ID": "5"},
+        overrides=["broker.id=7", "log.retention.ms=1000"],
+    )
+    assert config.broker_id == 7
+    assert config.num_partitions == 4
+    assert config.min_insync_replicas == 2
+    assert config.retention_ms == 1000
+
+
+def test_env_expansion_in_values(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "broker.id=0\nadvertised.listeners=PLAINTEXT://${HOSTNAME}.hw-brokers:9092\n",
+    )
+    config = BrokerConfig.load(config_file=path, environ={"HOSTNAME": "hw-broker-2"})
+    assert config.advertised_listener.host == "hw-broker-2.hw-brokers"
+    assert config.advertised_listener.port == 9092
+
+
+def test_undefined_env_reference_names_key(tmp_path: Path) -> None:
+    path = write(tmp_path, "broker.id=0\nadvertised.listeners=PLAINTEXT://${NOPE}:1\n")
+    with pytest.raises(ConfigError, match=r"advertised.listeners.*\$\{NOPE\}"):
+        BrokerConfig.load(config_file=path, environ={})
+
+
+def test_broker_id_from_hostname() -> None:
+    config = BrokerConfig.load(environ={"HOSTNAME": "hw-broker-12"}, broker_id_from_hostname=True)
+    assert config.broker_id == 12
+    with pytest.raises(ConfigError, match="HOSTNAME"):
+        BrokerConfig.load(environ={"HOSTNAME": "broker"}, broker_id_from_hostname=True)
+
+
+@pytest.mark.parametrize(
+    ("override", "match"),
+    [
+        ("no.such.key=1", "no.such.key"),
+        ("num.partitions=many", "num.partitions.*integer"),
+        ("unclean.leader.election.enable=yes", "unclean.leader.election.enable.*true or false"),
+        ("listeners=http//x", "listeners"),
+        ("listeners=SSL://h:1", "listeners.*SSL"),
+        ("min.insync.replicas=0", "min.insync.replicas"),
+        ("noequals", "key=value"),
+    ],
+)
+def test_bad_values_name_the_key(override: str, match: str) -> None:
+    with pytest.raises(ConfigError, match=match):
+        BrokerConfig.load(environ={}, overrides=["broker.id=0", override])
+
+
+def test_unknown_env_key_is_an_error() -> None:
+    with pytest.raises(ConfigError, match=r"num\.partition"):
+        BrokerConfig.load(environ={"HEADWATER_BROKER_ID": "1", "HEADWATER_NUM_PARTITION": "2"})
+
+
+def test_missing_broker_id() -> None:
+    with pytest.raises(ConfigError, match=r"broker\.id"):
+        BrokerConfig.load(environ={})
+
+
+def test_chroot_and_log_config() -> None:
+    config = BrokerConfig.load(
+        environ={},
+        overrides=["broker.id=0", "zookeeper.connect=zk1:2181,zk2:2181/team/hw"],
+    )
+    assert config.zookeeper_hosts == "zk1:2181,zk2:2181"
+    assert config.zookeeper_chroot == "/team/hw"
+    assert config.log_config_properties()["max.message.bytes"] == "1048588"
+    assert BrokerConfig.from_properties(config.to_properties()) == config
