@@ -30,8 +30,8 @@ $(VENV)/.installed: pyproject.toml
 check: lint typecheck layers proto-check
 
 lint: venv
-	$(BIN)/ruff check node operator spark tests bench
-	$(BIN)/ruff format --check node operator spark tests bench
+	$(BIN)/ruff check node operator spark tests bench scripts
+	$(BIN)/ruff format --check node operator spark tests bench scripts
 
 typecheck: venv
 	$(BIN)/mypy node/headwater
