@@ -1,16 +1,32 @@
-"""``headwater cluster describe``: brokers, the controller, and partitions needing care.
+"""``headwater cluster describe|roll``: the cluster's health, and safe rolling restarts.
 
-Lists the live brokers and the controller, then every under-replicated
-partition (ISR smaller than the replica set) and every offline partition (no
-leader), internal topics included, since those are what an operator acts on.
+``describe`` lists the live brokers and the controller, then every
+under-replicated partition (ISR smaller than the replica set) and every
+offline partition (no leader), internal topics included, since those are what
+an operator acts on.
+
+``roll --data-dir DIR`` restarts the brokers of a ``headwater dev`` cluster one
+at a time with the operator's roll engine (``headwater_operator.roll``): the
+controller last, never taking a partition below min.insync.replicas, waiting
+for each broker to be back in sync; ``--to-version V`` raises
+``inter.broker.protocol.version`` to V on the way (refused while brokers run
+mixed software, and below the version in force).  The engine ships with the
+operator package, so it is imported only when the command runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import signal
+import sys
+import time
+from collections.abc import MutableMapping
+from pathlib import Path
 from typing import Any
 
-from headwater.cli._common import add_output_option, print_json
+from headwater.cli import dev
+from headwater.cli._common import CliError, add_output_option, print_json
 from headwater.cli.topics import add_bootstrap_option, admin_for, client_errors
 
 
@@ -21,6 +37,19 @@ def register(sub: Any) -> None:
     add_bootstrap_option(p)
     add_output_option(p)
     p.set_defaults(func=_describe)
+    r = csub.add_parser("roll", help="restart a `headwater dev` cluster's brokers safely")
+    r.add_argument(
+        "--data-dir", type=Path, default=Path(".headwater-dev"), help="the dev cluster's directory"
+    )
+    r.add_argument("--to-version", metavar="V", help="raise inter.broker.protocol.version to V")
+    r.add_argument(
+        "--operation-timeout-s",
+        type=float,
+        default=300.0,
+        help="longest wait for one broker to be safe to restart or to come back (%(default)s)",
+    )
+    add_output_option(r)
+    r.set_defaults(func=_roll)
 
 
 def _describe(args: argparse.Namespace) -> int:
@@ -73,3 +102,93 @@ def _describe(args: argparse.Namespace) -> int:
                 f"Isr: {','.join(map(str, e['isr']))}"
             )
     return 0
+
+
+class _DevBroker:
+    def __init__(self, entry: dict[str, Any]) -> None:
+        self.entry = entry
+
+    @property
+    def pid(self) -> int | None:
+        pid: int | None = self.entry.get("pid")
+        return pid
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.entry['port']}"
+
+    @property
+    def running(self) -> bool:
+        return dev._alive(self.pid)
+
+
+class _DevProcesses:
+    """The roll engine's ``LocalProcesses`` over a ``headwater dev`` state file."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self.state = dev._load_state(data_dir)
+        self._brokers = {int(e["id"]): _DevBroker(e) for e in self.state["brokers"]}
+
+    @property
+    def brokers(self) -> dict[int, _DevBroker]:
+        return self._brokers
+
+    @property
+    def overrides(self) -> MutableMapping[str, str]:
+        found: MutableMapping[str, str] = self.state.setdefault("overrides", {})
+        return found
+
+    def stop(self, broker_id: int, *, timeout_s: float = 120.0) -> int | None:
+        pid = self._brokers[broker_id].pid
+        dev._signal_group(pid, signal.SIGTERM)  # controlled shutdown
+        if pid and dev._wait_dead([pid], timeout_s):
+            dev._signal_group(pid, signal.SIGKILL)
+            dev._wait_dead([pid], 10.0)
+        return None
+
+    def start_broker(self, broker_id: int, *, wait: bool = False) -> None:
+        dev._start_broker(self.state, self._brokers[broker_id].entry)
+        dev._save_state(self.data_dir, self.state)
+
+
+def _roll(args: argparse.Namespace) -> int:
+    from headwater.client import Admin
+    from headwater.testing.cluster import is_healthy
+
+    try:
+        roll: Any = importlib.import_module("headwater_operator.roll")
+        roll_local: Any = importlib.import_module("headwater_operator.roll_local")
+        probe: Any = importlib.import_module("headwater_operator.probe")
+    except ModuleNotFoundError as exc:
+        raise CliError(
+            f"the roll engine is missing ({exc.name}): install headwater[operator]"
+        ) from None
+    processes = _DevProcesses(args.data_dir.resolve())
+    bootstrap = ",".join(b.address for b in processes.brokers.values())
+    backend = roll_local.LocalBackend(
+        processes, healthy=is_healthy, protocol_version=args.to_version
+    )
+
+    def note(event: Any) -> None:
+        print(f"headwater cluster roll: {event.reason}: {event.message}", file=sys.stderr)
+
+    started = time.monotonic()
+    with client_errors(), Admin(bootstrap) as admin:
+        result = roll.Roller(
+            backend,
+            probe.AdminProbe(admin),
+            settings=roll.RollSettings(operation_timeout_s=args.operation_timeout_s),
+            notify=note,
+        ).run()
+    out = {
+        "state": str(result.state),
+        "restarted": list(result.restarted),
+        "message": result.message,
+        "seconds": round(time.monotonic() - started, 3),
+    }
+    if args.output == "json":
+        print_json(out)
+    else:
+        print(f"{out['state']}: {result.message} ({out['seconds']}s)")
+    return 0 if out["state"] in ("Finished", "NothingToDo") else 1

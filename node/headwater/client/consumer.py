@@ -7,11 +7,10 @@ Positions start from the committed offset (the :class:`CommittedOffsets`
 hook, which a consumer group will provide) or, lacking one, from
 ``auto_offset_reset``.
 
-Consumer groups (``group_id`` with coordinated assignment and commits) are a
-later piece: today a consumer with a ``group_id`` reads every partition of its
-subscription itself and has no committed offsets.  The seams for them are
-:meth:`SubscriptionState.assign_from_subscription` (a rebalance's result) and
-the ``committed_offsets`` hook.
+With a ``group_id``, a :class:`~headwater.client.group.coordinator.ConsumerCoordinator`
+joins the group on ``subscribe``/``poll``, receives this member's share of the
+partitions (``assign_from_subscription``), heartbeats in the background and
+provides committed offsets (the ``committed_offsets`` hook) and commits.
 
     with headwater.Consumer("orders", bootstrap_servers="127.0.0.1:9092",
                             auto_offset_reset="earliest") as c:
@@ -30,6 +29,9 @@ from types import TracebackType
 from headwater import errors
 from headwater.client import connection, offsets
 from headwater.client.fetcher import Fetcher
+from headwater.client.group.assignors import ASSIGNORS
+from headwater.client.group.coordinator import CommitCallback, ConsumerCoordinator
+from headwater.client.group.listener import ConsumerRebalanceListener, OffsetAndMetadata
 from headwater.client.metadata import MetadataManager
 from headwater.client.retry import Clock, RetryPolicy, monotonic_ms
 from headwater.client.settings import ConsumerSettings, parse_bootstrap
@@ -71,6 +73,12 @@ class Consumer:
         consumer_timeout_ms: float | None = None,
         default_api_timeout_ms: int = 60000,
         committed_offsets: CommittedOffsets | None = None,
+        client_id: str = "headwater-consumer",
+        session_timeout_ms: int = 45000,
+        heartbeat_interval_ms: int = 3000,
+        max_poll_interval_ms: int = 300000,
+        group_instance_id: str | None = None,
+        partition_assignment_strategy: str | list[str] | tuple[str, ...] = ("range",),
         clock: Clock = monotonic_ms,
     ) -> None:
         self.settings = ConsumerSettings(
@@ -105,7 +113,47 @@ class Consumer:
             clock=clock,
         )
         self._subs = SubscriptionState(default_reset=s.auto_offset_reset)
-        self._committed = committed_offsets or NoCommittedOffsets()
+        self._committed: CommittedOffsets = committed_offsets or NoCommittedOffsets()
+        strategies = (
+            (partition_assignment_strategy,)
+            if isinstance(partition_assignment_strategy, str)
+            else tuple(partition_assignment_strategy)
+        )
+        unknown = [a for a in strategies if a not in ASSIGNORS]
+        if unknown or not strategies:
+            raise ValueError(
+                f"partition_assignment_strategy: unknown {unknown or 'empty'}; "
+                f"expected some of {', '.join(ASSIGNORS)}"
+            )
+        if not 0 < heartbeat_interval_ms < session_timeout_ms:
+            raise ValueError("need 0 < heartbeat_interval_ms < session_timeout_ms")
+        if max_poll_interval_ms <= 0:
+            raise ValueError("max_poll_interval_ms must be > 0")
+        self._group: ConsumerCoordinator | None = None
+        if group_id is not None:
+            if not group_id:
+                raise ValueError("group_id must not be empty")
+            self._group = ConsumerCoordinator(
+                group_id=group_id,
+                client_id=client_id,
+                group_instance_id=group_instance_id,
+                session_timeout_ms=session_timeout_ms,
+                heartbeat_interval_ms=heartbeat_interval_ms,
+                max_poll_interval_ms=max_poll_interval_ms,
+                assignors=strategies,
+                enable_auto_commit=enable_auto_commit,
+                auto_commit_interval_ms=auto_commit_interval_ms,
+                subscriptions=self._subs,
+                metadata=self._metadata,
+                bootstrap=s.bootstrap_servers,
+                channels=self._channels,
+                retry=s.retry,
+                request_timeout_ms=s.request_timeout_ms,
+                on_assignment=self._assignment_changed,
+                clock=clock,
+            )
+            if committed_offsets is None:
+                self._committed = self._group
         self._fetcher = Fetcher(
             settings=s,
             subscriptions=self._subs,
@@ -119,12 +167,6 @@ class Consumer:
         self._closed = False
         self._subscribed_metadata: object = None
         self._thread.start()
-        if group_id is not None:
-            log.warning(
-                "group_id=%r: consumer groups are not available yet; this consumer reads "
-                "every partition of its subscription and commits nothing",
-                group_id,
-            )
         if topics:
             self.subscribe(topics)
 
@@ -143,12 +185,21 @@ class Consumer:
         return self._subs.assignment()
 
     def subscribe(
-        self, topics: Iterable[str] = (), *, pattern: str | re.Pattern[str] | None = None
+        self,
+        topics: Iterable[str] = (),
+        *,
+        pattern: str | re.Pattern[str] | None = None,
+        listener: ConsumerRebalanceListener | None = None,
     ) -> None:
-        """Read every partition of ``topics`` (or of topics matching ``pattern``)."""
+        """Read ``topics`` (or topics matching ``pattern``): all their partitions, or with
+        a ``group_id`` this member's share, rebalanced as members come and go."""
         if isinstance(topics, str):
             topics = [topics]
         self._subs.subscribe(topics, pattern=pattern)
+        if self._group is not None:
+            if listener is not None:
+                self._group.listener = listener
+            self._group.request_rejoin()
         self._metadata.add_topics(self._subs.subscription())
         self._subscribed_metadata = None
 
@@ -159,8 +210,15 @@ class Consumer:
         self._subs.unsubscribe()
         self._fetcher.clear()
 
+    def _assignment_changed(self, before: set[TopicPartition], after: set[TopicPartition]) -> None:
+        self._fetcher.clear(before - after)
+        self._fetcher.wakeup()
+
     def _update_assignment_from_subscription(self) -> None:
         if not self._subs.is_subscribed:
+            return
+        if self._group is not None:
+            self._group.poll()
             return
         if self._subs.pattern is not None:
             if self._metadata.needs_update() or self._subscribed_metadata is None:
@@ -272,8 +330,29 @@ class Consumer:
         return pos
 
     def committed(self, partition: TopicPartition) -> int | None:
-        """The committed offset (always None until consumer groups exist)."""
+        """The group's committed offset of ``partition`` (None: nothing committed)."""
         return self._committed.committed([partition]).get(partition)
+
+    def _require_group(self) -> ConsumerCoordinator:
+        if self._group is None:
+            raise errors.HeadwaterError("commits need a group_id")
+        return self._group
+
+    def commit(
+        self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | None = None
+    ) -> None:
+        """Commit ``offsets`` (default: the position of every assigned partition) and wait."""
+        self._check_open()
+        self._require_group().commit_sync(_offsets(offsets))
+
+    def commit_async(
+        self,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | None = None,
+        callback: CommitCallback | None = None,
+    ) -> None:
+        """Commit in the background; ``callback(offsets, error)`` runs in a later poll."""
+        self._check_open()
+        self._require_group().commit_async(_offsets(offsets), callback)
 
     def highwater(self, partition: TopicPartition) -> int | None:
         """The last high watermark a fetch reported for ``partition`` (None: none yet)."""
@@ -349,7 +428,11 @@ class Consumer:
         if self._closed:
             return
         self._closed = True
-        self._fetcher.close()
+        try:
+            if self._group is not None:
+                self._group.close()
+        finally:
+            self._fetcher.close()
         self._thread.join(5.0)
         self._channels.close()
 
@@ -363,3 +446,14 @@ class Consumer:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _offsets(
+    offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | None,
+) -> dict[TopicPartition, OffsetAndMetadata] | None:
+    if offsets is None:
+        return None
+    return {
+        TopicPartition(*tp): (o if isinstance(o, OffsetAndMetadata) else OffsetAndMetadata(o))
+        for tp, o in offsets.items()
+    }

@@ -21,11 +21,12 @@ import asyncio
 import logging
 import signal
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import grpc
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1._async import HealthServicer
 
 from headwater import __version__, errors
 from headwater.coordination import session
@@ -58,7 +59,7 @@ class BrokerServer:
         self.test_hooks = test_hooks
         self.metrics = BrokerMetrics()
         self.metadata = MetadataCache()
-        self.health = health.aio.HealthServicer()
+        self.health = HealthServicer()
         self.coordinator: BrokerCoordinator | None = None
         self.log_manager: LogManager | None = None
         self._stop = asyncio.Event()
@@ -205,7 +206,7 @@ class BrokerServer:
                 protocol_version=config.inter_broker_protocol_version,
             ),
             channel=channel,
-            config_validator=LogConfig.from_properties,
+            config_validator=_validate_topic_config,
         )
         await asyncio.to_thread(coordinator.start)
         channel.cluster_id = coordinator.cluster_id
@@ -272,6 +273,10 @@ class BrokerServer:
         threading.Thread(target=expire, name="expire-session", daemon=True).start()
 
 
+def _validate_topic_config(props: Mapping[str, str]) -> None:
+    LogConfig.from_properties(props)
+
+
 class _LazyCoordinator:
     """The ISR store, resolved when used (the coordinator starts after the logs)."""
 
@@ -286,6 +291,11 @@ class _LazyCoordinator:
 
     def update_isr(self, topic: str, partition: int, lai: Any, expected_zk_version: int) -> Any:
         return self._get().update_isr(topic, partition, lai, expected_zk_version)
+
+    def watch_topic_config(
+        self, topic: str, callback: Callable[[str, dict[str, str]], None]
+    ) -> Callable[[], None]:
+        return self._get().watch_topic_config(topic, callback)
 
     def get_topic_config(self, topic: str) -> Mapping[str, str]:
         coordinator = self._server.coordinator

@@ -14,6 +14,7 @@ from headwater import errors
 from headwater.coordination import names
 from headwater.errors import ErrorCode
 from headwater.replication import TopicPartition
+from headwater.server import offsets
 from headwater.server import replica_manager as rm
 from headwater.server.convert import Context, broker_to_proto, pb_error
 from headwater.server.metadata_cache import MetadataCache
@@ -139,7 +140,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     error=pb_error(r.error),
                     error_message=r.message,
                     base_offset=r.base_offset,
-                    log_append_time_ms=-1,
+                    log_append_time_ms=r.log_append_time_ms,
                     log_start_offset=r.log_start_offset,
                 )
                 for r in results
@@ -190,7 +191,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         timer = Timer(self._metrics, "ListOffsets")
         out = []
         for p in request.partitions:
-            r = rm.list_offset(
+            r = offsets.list_offset(
                 self._replicas,
                 TopicPartition(p.topic, p.partition),
                 timestamp=p.timestamp,
@@ -217,7 +218,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         timer = Timer(self._metrics, "OffsetsForLeaderEpoch")
         out = []
         for p in request.partitions:
-            code, epoch, end = rm.offset_for_leader_epoch(
+            code, epoch, end = offsets.offset_for_leader_epoch(
                 self._replicas,
                 TopicPartition(p.topic, p.partition),
                 current_leader_epoch=p.current_leader_epoch,

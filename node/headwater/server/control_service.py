@@ -63,6 +63,8 @@ class ControlService(control_pb2_grpc.ControlServicer):
             timer.done("stale")
             return control_pb2.LeaderAndIsrResponse(error=pb_error(ErrorCode.STALE_BROKER_EPOCH))
         self._on_leaders({b.id: broker_from_proto(b) for b in request.live_leaders})
+        if request.controller_epoch >= self._replicas.controller_epoch:
+            await self._replicas.prepare_topics(p.topic for p in request.partition_states)
         error, results = self._replicas.become_leader_or_follower(
             controller_epoch=request.controller_epoch,
             states=partition_states_from_proto(request.partition_states),

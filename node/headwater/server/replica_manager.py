@@ -51,6 +51,7 @@ class ProduceResult(NamedTuple):
     message: str = ""
     base_offset: int = -1
     log_start_offset: int = -1
+    log_append_time_ms: int = -1
 
 
 class FetchSpec(NamedTuple):
@@ -97,8 +98,10 @@ class ReplicaManager:
         replica_lag_time_max_ms: int,
         default_log_properties: Mapping[str, str],
         is_known_partition: Callable[[TopicPartition], bool],
+        clock_ms: Callable[[], float] = monotonic_ms,
     ) -> None:
         self.broker_id = broker_id
+        self._clock_ms = clock_ms
         self._log_manager = log_manager
         self._isr_store = isr_store
         self._metrics = metrics
@@ -111,6 +114,8 @@ class ReplicaManager:
         self._produce_ids = itertools.count(1)
         self._waiting_produces: dict[int, asyncio.Future[int]] = {}
         self._background: set[asyncio.Task[None]] = set()
+        self._config_watches: dict[str, Callable[[], None]] = {}
+        self._topic_overrides: dict[str, dict[str, str]] = {}
         self.on_follower_change: Callable[[dict[TopicPartition, tuple[int, int]]], None] = (
             lambda _changes: None
         )
@@ -118,7 +123,8 @@ class ReplicaManager:
 
     # -- helpers ----------------------------------------------------------------------------
 
-    def _missing_error(self, tp: TopicPartition) -> ErrorCode:
+    def missing_error(self, tp: TopicPartition) -> ErrorCode:
+        """The error for a partition not hosted here: known elsewhere or unknown."""
         return (
             ErrorCode.NOT_LEADER_OR_FOLLOWER
             if self._is_known(tp)
@@ -217,7 +223,7 @@ class ReplicaManager:
     ) -> tuple[ProduceResult, int | None]:
         hosted = self.partitions.get(tp)
         if hosted is None:
-            code = self._missing_error(tp)
+            code = self.missing_error(tp)
             return ProduceResult(tp, code, f"{code.name}: {tp} is not led by this broker"), None
         state = hosted.state
         admission = state.check_produce(acks)
@@ -247,6 +253,7 @@ class ReplicaManager:
             ErrorCode.NONE,
             base_offset=base_offset,
             log_start_offset=hosted.log.log_start_offset,
+            log_append_time_ms=info.log_append_time_ms,
         )
         return result, (next(self._produce_ids) if acks == -1 else None)
 
@@ -310,7 +317,7 @@ class ReplicaManager:
         tp = spec.topic_partition
         hosted = self.partitions.get(tp)
         if hosted is None:
-            code = self._missing_error(tp)
+            code = self.missing_error(tp)
             return FetchResult(tp, code, f"{code.name}: {tp} is not hosted here")
         state, plog = hosted.state, hosted.log
         if not state.is_leader:
@@ -338,7 +345,7 @@ class ReplicaManager:
             )
         if replica_id >= 0:
             outcome = state.update_follower_fetch(
-                replica_id, fetch_offset=spec.fetch_offset, now_ms=int(monotonic_ms())
+                replica_id, fetch_offset=spec.fetch_offset, now_ms=int(self._clock_ms())
             )
             if outcome.high_watermark_changed:
                 self._high_watermark_moved(hosted)
@@ -387,7 +394,7 @@ class ReplicaManager:
         self._apply_completions(hosted.state.complete_delayed_produces())
 
     def maybe_shrink_isrs(self) -> None:
-        now = int(monotonic_ms())
+        now = int(self._clock_ms())
         for hosted in list(self.partitions.values()):
             change = hosted.state.maybe_shrink_isr(now)
             if change is not None:
@@ -405,25 +412,55 @@ class ReplicaManager:
     def _hosted(self, tp: TopicPartition) -> HostedPartition:
         hosted = self.partitions.get(tp)
         if hosted is None:
-            props = dict(self._default_props)
-            try:
-                props.update(self._isr_store.get_topic_config(tp.topic))
-            except Exception as exc:  # config is best effort; defaults still work
-                log.warning("cannot read config of topic %s: %s", tp.topic, exc)
+            props = {**self._default_props, **self._topic_overrides.get(tp.topic, {})}
             config = LogConfig.from_properties(props)
             plog = self._log_manager.get_or_create_log(tp.topic, tp.partition, config)
-            min_isr = config.min_insync_replicas
             hosted = HostedPartition(
                 Partition(
                     tp,
                     local_broker_id=self.broker_id,
-                    min_insync_replicas=min_isr,
+                    min_insync_replicas=config.min_insync_replicas,
                     replica_lag_time_max_ms=self._lag_ms,
                 ),
                 plog,
             )
             self.partitions[tp] = hosted
         return hosted
+
+    async def prepare_topics(self, topics: Iterable[str]) -> None:
+        """Read and watch the config overrides of topics not hosted yet (ZooKeeper, in a thread).
+
+        Called before :meth:`become_leader_or_follower` so that role changes never
+        block the event loop on ZooKeeper.
+        """
+        loop = asyncio.get_running_loop()
+
+        def on_change(changed_topic: str, config: Mapping[str, str]) -> None:  # kazoo's thread
+            loop.call_soon_threadsafe(self.apply_topic_config, changed_topic, dict(config))
+
+        for topic in set(topics) - set(self._config_watches):
+            try:
+                overrides = await asyncio.to_thread(self._isr_store.get_topic_config, topic)
+                self._topic_overrides[topic] = dict(overrides)
+                if hasattr(self._isr_store, "watch_topic_config"):
+                    self._config_watches[topic] = await asyncio.to_thread(
+                        self._isr_store.watch_topic_config, topic, on_change
+                    )
+            except Exception as exc:  # the defaults still apply; the next LeaderAndIsr retries
+                log.warning("cannot read or watch the config of topic %s: %s", topic, exc)
+
+    def apply_topic_config(self, topic: str, overrides: Mapping[str, str]) -> None:
+        """New topic-level overrides: update every hosted log of ``topic``."""
+        try:
+            config = LogConfig.from_properties({**self._default_props, **overrides})
+        except errors.HeadwaterError as exc:
+            log.warning("ignoring invalid config of topic %s: %s", topic, exc)
+            return
+        self._topic_overrides[topic] = dict(overrides)
+        for tp, hosted in self.partitions.items():
+            if tp.topic == topic:
+                hosted.log.update_config(config)
+                hosted.state.min_insync_replicas = config.min_insync_replicas
 
     def become_leader_or_follower(
         self, *, controller_epoch: int, states: Sequence[PartitionState]
@@ -478,7 +515,7 @@ class ReplicaManager:
             zk_version=lai.zk_version,
             log_end_offset=hosted.log.log_end_offset,
             high_watermark=hosted.log.high_watermark,
-            now_ms=int(monotonic_ms()),
+            now_ms=int(self._clock_ms()),
         )
         if changed:
             assign_epoch(hosted.log, lai.leader_epoch, hosted.log.log_end_offset)
@@ -508,9 +545,17 @@ class ReplicaManager:
                 except Exception as exc:
                     log.warning("deleting log of %s failed: %s", tp, exc)
             results.append((tp, ErrorCode.NONE))
+        hosted_topics = {tp.topic for tp in self.partitions}
+        for tp, _delete in partitions:
+            if tp.topic not in hosted_topics and tp.topic in self._config_watches:
+                self._config_watches.pop(tp.topic)()
+                self._topic_overrides.pop(tp.topic, None)
         return ErrorCode.NONE, results
 
     def shutdown(self) -> None:
+        for cancel in self._config_watches.values():
+            cancel()
+        self._config_watches.clear()
         for task in list(self._background):
             task.cancel()
         for future in self._waiting_produces.values():
@@ -525,75 +570,3 @@ def assign_epoch(plog: Log, epoch: int, start_offset: int) -> None:
     """Record ``epoch`` starting at ``start_offset`` in the log's leader-epoch cache."""
     if epoch > plog.latest_epoch:
         plog.epoch_cache.assign(epoch, start_offset)
-
-
-class OffsetLookup(NamedTuple):
-    topic_partition: TopicPartition
-    error: ErrorCode
-    message: str = ""
-    timestamp: int = -1
-    offset: int = -1
-    leader_epoch: int = -1
-
-
-LATEST_TIMESTAMP = -1
-
-
-def leader_partition(
-    manager: ReplicaManager, tp: TopicPartition, current_leader_epoch: int
-) -> tuple[HostedPartition | None, ErrorCode, str]:
-    """The hosted partition if this broker leads it in the given epoch, else an error."""
-    hosted = manager.partitions.get(tp)
-    if hosted is None:
-        code = manager._missing_error(tp)
-        return None, code, f"{code.name}: {tp} is not hosted on broker {manager.broker_id}"
-    if not hosted.state.is_leader:
-        return (
-            None,
-            ErrorCode.NOT_LEADER_OR_FOLLOWER,
-            f"broker {manager.broker_id} does not lead {tp}",
-        )
-    code = hosted.state.check_fetch_epoch(current_leader_epoch)
-    if code is not ErrorCode.NONE:
-        return None, code, f"leader epoch {current_leader_epoch} vs {hosted.state.leader_epoch}"
-    return hosted, ErrorCode.NONE, ""
-
-
-def list_offset(
-    manager: ReplicaManager,
-    tp: TopicPartition,
-    *,
-    timestamp: int,
-    current_leader_epoch: int,
-    replica_id: int,
-) -> OffsetLookup:
-    """Kafka's ListOffsets for one partition (consumers see only below the HW)."""
-    hosted, code, message = leader_partition(manager, tp, current_leader_epoch)
-    if hosted is None:
-        return OffsetLookup(tp, code, message)
-    state = hosted.state
-    try:
-        found = hosted.log.fetch_offset_by_timestamp(timestamp)
-    except errors.HeadwaterError as exc:
-        return OffsetLookup(tp, exc.code, str(exc))
-    if timestamp == LATEST_TIMESTAMP and replica_id < 0:
-        return OffsetLookup(tp, ErrorCode.NONE, "", -1, state.high_watermark, state.leader_epoch)
-    if found is None or (replica_id < 0 and found.offset >= state.high_watermark):
-        return OffsetLookup(tp, ErrorCode.NONE, "", -1, -1, -1)
-    return OffsetLookup(tp, ErrorCode.NONE, "", found.timestamp, found.offset, found.leader_epoch)
-
-
-def offset_for_leader_epoch(
-    manager: ReplicaManager, tp: TopicPartition, *, current_leader_epoch: int, leader_epoch: int
-) -> tuple[ErrorCode, int, int]:
-    """The end offset of ``leader_epoch`` on this leader: (error, epoch, end offset)."""
-    hosted, code, _message = leader_partition(manager, tp, current_leader_epoch)
-    if hosted is None:
-        return code, -1, -1
-    epoch, end = end_offset_for(hosted.log, leader_epoch)
-    return ErrorCode.NONE, epoch, end
-
-
-def end_offset_for(plog: Log, leader_epoch: int) -> tuple[int, int]:
-    epoch, end = plog.end_offset_for_epoch(leader_epoch)
-    return int(epoch), int(end)

@@ -18,9 +18,10 @@ before any byte is written, so the files are left exactly as they were.
 from __future__ import annotations
 
 import bisect
+import os
 import shutil
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from headwater.errors import (
@@ -42,7 +43,7 @@ from headwater.storage import timestamps
 from headwater.storage.config import LogConfig
 from headwater.storage.epoch_cache import LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
 from headwater.storage.recovery import LoadInfo, load_segments, new_segment
-from headwater.storage.segment import INT32_MAX, LogSegment
+from headwater.storage.segment import INT32_MAX, LogSegment, segment_file_name
 from headwater.storage.values import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
@@ -564,6 +565,53 @@ class Log:
         return count
 
     # -- durability and lifecycle ------------------------------------------------------------
+
+    def compact_with(
+        self,
+        rewrite: Callable[[Sequence[LogSegment]], Mapping[int, Path]],
+        *,
+        now_ms: int,
+    ) -> int:
+        """Log compaction's hook (see :mod:`headwater.storage.cleaner`).
+
+        Under the log's lock, ``rewrite`` gets the *cleanable* segments -- every
+        segment but the active one whose records all lie below the high
+        watermark -- and returns ``{base_offset: path}`` of rewritten ``.log``
+        files (same base offset, surviving batches with their original offsets).
+        Each is swapped in crash-safely: the old indexes are removed first, then
+        the new file atomically replaces the old ``.log`` (``os.replace``), then
+        the indexes are rebuilt.  A crash at any point leaves either the old or
+        the new ``.log``, and missing indexes are rebuilt on open.  Returns the
+        number of segments replaced.
+        """
+        with self._lock:
+            self._check_open()
+            cleanable = [s for s in self._segments[:-1] if s.next_offset <= self._high_watermark]
+            if not cleanable:
+                return 0
+            replaced = rewrite(cleanable)
+            for i, segment in enumerate(self._segments[:-1]):
+                path = replaced.get(segment.base_offset)
+                if path is None or segment not in cleanable:
+                    continue
+                with open(path, "rb+") as f:
+                    os.fsync(f.fileno())
+                segment.close()
+                for suffix in (".index", ".timeindex"):
+                    (self.dir / segment_file_name(segment.base_offset, suffix)).unlink(
+                        missing_ok=True
+                    )
+                os.replace(path, segment.log_path)
+                dir_fd = os.open(self.dir, os.O_RDONLY)
+                try:
+                    os.fsync(dir_fd)
+                finally:
+                    os.close(dir_fd)
+                fresh = new_segment(self.dir, segment.base_offset, self.config, now_ms)
+                fresh.recover()
+                fresh.on_become_inactive()
+                self._segments[i] = fresh
+            return len(replaced)
 
     def flush(self, *, now_ms: int | None = None) -> None:
         """fsync everything past the recovery point; the recovery point becomes the log end."""

@@ -1,0 +1,167 @@
+"""Spark batch-read throughput beside a plain consumer on the same data, printed.
+
+    .venv/bin/python bench/spark_read.py [--records 2000000] [--sizes 100,1024]
+                                         [--partitions 2] [--bootstrap HOST:PORT]
+
+For each record size: produce ``--records`` records into a fresh topic of
+``--partitions`` partitions, then read them all twice in the same run:
+
+1. a plain ``headwater.Consumer`` (one process, assigned every partition);
+2. Spark, ``local[2]``, ``spark.read.format("headwater")``, forcing every
+   value through Arrow to the JVM (``sum(length(value))``).
+
+Prints rows/s and MB/s (value bytes) for both and the ratio; the floor is
+Spark >= 0.5x the consumer.  Without ``--bootstrap`` a one-broker
+``headwater.testing.Cluster`` is started in a temporary directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import headwater
+from headwater.client.types import TopicPartition
+
+MB = 1_000_000
+
+
+@contextlib.contextmanager
+def cluster(bootstrap: str | None) -> Iterator[str]:
+    if bootstrap:
+        yield bootstrap
+        return
+    from headwater.testing.cluster import Cluster
+
+    with (
+        tempfile.TemporaryDirectory(prefix="hw-spark-bench-") as tmp,
+        Cluster(brokers=1, data_dir=Path(tmp)) as c,
+    ):
+        yield c.bootstrap
+
+
+def progress(label: str, done: int, total: int, started: float) -> None:
+    rate = done / max(time.monotonic() - started, 1e-9)
+    print(f"\r  {label}: {done:,}/{total:,} ({rate:,.0f}/s)   ", end="", flush=True)
+
+
+def produce(bootstrap: str, topic: str, records: int, size: int, partitions: int) -> None:
+    value = os.urandom(size)
+    started = time.monotonic()
+    with headwater.Producer(
+        bootstrap, acks=1, linger_ms=20, batch_size=1024 * 1024, buffer_memory=256 * 1024 * 1024
+    ) as p:
+        for i in range(records):
+            p.send(topic, value, partition=i % partitions)
+            if i % 50_000 == 0:
+                progress("produce", i, records, started)
+        p.flush()
+    progress("produce", records, records, started)
+    print()
+
+
+def consume(bootstrap: str, topic: str, records: int, partitions: int) -> tuple[float, int]:
+    """Seconds to read every record with a plain consumer, and the value bytes read."""
+    seen = nbytes = 0
+    with headwater.Consumer(
+        bootstrap_servers=bootstrap,
+        auto_offset_reset="earliest",
+        max_poll_records=100_000,
+        max_partition_fetch_bytes=4 * 1024 * 1024,
+    ) as c:
+        c.assign([TopicPartition(topic, p) for p in range(partitions)])
+        started = time.monotonic()
+        deadline = started + 1800
+        while seen < records and time.monotonic() < deadline:
+            batch = c.poll(1000)
+            seen += len(batch)
+            nbytes += sum(len(r.value or b"") for r in batch)
+            progress("consumer", seen, records, started)
+        elapsed = time.monotonic() - started
+    print()
+    if seen != records:
+        raise SystemExit(f"consumer read {seen} records, expected {records}")
+    return elapsed, nbytes
+
+
+def spark_read(spark: object, bootstrap: str, topic: str, records: int) -> tuple[float, int]:
+    """Seconds for Spark to read every record and sum the value lengths."""
+    df = (
+        spark.read.format("headwater")  # type: ignore[attr-defined]
+        .option("bootstrap.servers", bootstrap)
+        .option("subscribe", topic)
+        .load()
+    )
+    print("  spark: reading ...", flush=True)
+    started = time.monotonic()
+    row = df.selectExpr("count(*) AS n", "sum(length(value)) AS b").collect()[0]
+    elapsed = time.monotonic() - started
+    if row["n"] != records:
+        raise SystemExit(f"spark read {row['n']} records, expected {records}")
+    return elapsed, int(row["b"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=2_000_000)
+    parser.add_argument("--sizes", default="100,1024", help="record value sizes in bytes")
+    parser.add_argument("--partitions", type=int, default=2)
+    parser.add_argument("--bootstrap", default=None)
+    args = parser.parse_args()
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    import headwater_spark
+    from pyspark.sql import SparkSession
+
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("headwater-spark-read-bench")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.memory", "2g")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    headwater_spark.register(spark)
+    results = []
+    try:
+        with cluster(args.bootstrap) as bootstrap:
+            # Warm up Spark's Python workers so the first figure is not start-up time.
+            warm = f"bench-warm-{uuid.uuid4().hex[:8]}"
+            with headwater.Admin(bootstrap) as admin:
+                admin.create_topic(warm, args.partitions, 1)
+            produce(bootstrap, warm, 1000, 10, args.partitions)
+            spark_read(spark, bootstrap, warm, 1000)
+            for size in (int(s) for s in args.sizes.split(",")):
+                topic = f"bench-{size}-{uuid.uuid4().hex[:8]}"
+                with headwater.Admin(bootstrap) as admin:
+                    admin.create_topic(topic, args.partitions, 1)
+                print(f"{args.records:,} records of {size} B, {args.partitions} partitions")
+                produce(bootstrap, topic, args.records, size, args.partitions)
+                c_s, c_b = consume(bootstrap, topic, args.records, args.partitions)
+                s_s, s_b = spark_read(spark, bootstrap, topic, args.records)
+                results.append((size, c_s, c_b, s_s, s_b))
+    finally:
+        spark.stop()
+
+    print()
+    print(f"{'size':>6} {'reader':>9} {'rows/s':>12} {'MB/s':>8} {'vs consumer':>12}")
+    for size, c_s, c_b, s_s, s_b in results:
+        c_rate, s_rate = args.records / c_s, args.records / s_s
+        print(f"{size:>5}B {'consumer':>9} {c_rate:>12,.0f} {c_b / c_s / MB:>8.1f} {'1.00x':>12}")
+        ratio = s_rate / c_rate
+        verdict = "ok" if ratio >= 0.5 else "BELOW the 0.5x floor"
+        print(
+            f"{size:>5}B {'spark':>9} {s_rate:>12,.0f} {s_b / s_s / MB:>8.1f} "
+            f"{ratio:>11.2f}x  {verdict}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,343 @@
+"""The Group gRPC service: a thin converter in front of the group coordinator runtime.
+
+Every RPC converts protobuf to :mod:`headwater.groups.values`, asks the
+:class:`~headwater.groups.runtime.GroupCoordinatorRuntime` and converts back (STYLE.md 8).
+FindCoordinator answers from the metadata cache: the leader of the group's
+``__consumer_offsets`` partition; the first FindCoordinator of a cluster creates that
+topic (``offsets.topic.num.partitions``, ``offsets.topic.replication.factor`` capped at
+the live broker count, ``cleanup.policy=compact``) and answers
+COORDINATOR_NOT_AVAILABLE until it has leaders -- clients retry.
+
+:func:`replica_callables` adapts a :class:`~headwater.server.replica_manager.ReplicaManager`
+to the runtime's ``append``/``read`` seams.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from headwater import errors
+from headwater.coordination.admin import NewTopic
+from headwater.coordination.broker import BrokerCoordinator
+from headwater.errors import ErrorCode
+from headwater.groups import values as gv
+from headwater.groups.placement import (
+    OFFSETS_TOPIC,
+    offsets_topic_configs,
+    offsets_topic_replication_factor,
+)
+from headwater.groups.runtime import GroupCoordinatorRuntime
+from headwater.replication import TopicPartition
+from headwater.server.convert import Context, pb_error
+from headwater.server.metadata_cache import MetadataCache
+from headwater.server.replica_manager import ReplicaManager
+from headwater.v1 import group_pb2, group_pb2_grpc
+
+log = logging.getLogger(__name__)
+
+OFFSETS_APPEND_TIMEOUT_MS = 5000
+"""Kafka's ``offsets.commit.timeout.ms``: how long an offsets append waits for the ISR."""
+
+
+def replica_callables(
+    replicas: ReplicaManager,
+) -> tuple[Callable[[int, bytes], Awaitable[None]], Callable[[int, int], Awaitable[bytes]]]:
+    """``(append, read)`` for :class:`GroupCoordinatorRuntime` over the broker's replicas."""
+
+    async def append(partition: int, data: bytes) -> None:
+        (result,) = await replicas.append_records(
+            acks=-1,
+            timeout_ms=OFFSETS_APPEND_TIMEOUT_MS,
+            entries=[(TopicPartition(OFFSETS_TOPIC, partition), data)],
+        )
+        if result.error is not ErrorCode.NONE:
+            raise errors.for_code(result.error, result.message)
+
+    async def read(partition: int, offset: int) -> bytes:
+        hosted = replicas.partitions.get(TopicPartition(OFFSETS_TOPIC, partition))
+        if hosted is None:
+            raise errors.NotLeaderOrFollowerError(f"{OFFSETS_TOPIC}-{partition} is not here")
+        plog = hosted.log
+        start = max(offset, plog.log_start_offset)
+        if start >= plog.log_end_offset:
+            return b""
+        return plog.read(start, 4 << 20).records
+
+    return append, read
+
+
+def _opt(s: str) -> str | None:
+    return s or None
+
+
+class GroupService(group_pb2_grpc.GroupServicer):
+    def __init__(
+        self,
+        *,
+        runtime: GroupCoordinatorRuntime,
+        metadata: MetadataCache,
+        coordinator: Callable[[], BrokerCoordinator | None],
+        offsets_topic_replication_factor: int = 3,
+    ) -> None:
+        self._runtime = runtime
+        self._metadata = metadata
+        self._coordinator = coordinator
+        self._replication_factor = offsets_topic_replication_factor
+        self._creating: asyncio.Task[None] | None = None
+
+    # -- discovery ------------------------------------------------------------------------
+
+    async def FindCoordinator(
+        self, request: group_pb2.FindCoordinatorRequest, context: Context
+    ) -> group_pb2.FindCoordinatorResponse:
+        def error(code: ErrorCode, message: str) -> group_pb2.FindCoordinatorResponse:
+            return group_pb2.FindCoordinatorResponse(
+                error_code=pb_error(code), error_message=message, node_id=-1
+            )
+
+        if request.key_type != 0:
+            return error(ErrorCode.INVALID_REQUEST, "only group coordinators (key_type 0)")
+        if not request.key:
+            return error(ErrorCode.INVALID_GROUP_ID, "group id must not be empty")
+        parts = self._metadata.topics.get(OFFSETS_TOPIC)
+        if not parts:
+            self._ensure_offsets_topic()
+            return error(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"creating {OFFSETS_TOPIC}")
+        ps = parts.get(self._runtime.partition_for(request.key))
+        leader = ps.leader_and_isr.leader if ps is not None else -1
+        broker = self._metadata.brokers.get(leader)
+        if broker is None:
+            return error(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the coordinator has no leader")
+        return group_pb2.FindCoordinatorResponse(
+            error_code=pb_error(ErrorCode.NONE), node_id=leader, host=broker.host, port=broker.port
+        )
+
+    def _ensure_offsets_topic(self) -> None:
+        if self._creating is None or self._creating.done():
+            self._creating = asyncio.ensure_future(self._create_offsets_topic())
+
+    async def _create_offsets_topic(self) -> None:
+        coordinator = self._coordinator()
+        if coordinator is None:
+            return
+        rf = offsets_topic_replication_factor(self._replication_factor, len(self._metadata.brokers))
+        topic = NewTopic(
+            name=OFFSETS_TOPIC,
+            num_partitions=self._runtime.num_partitions,
+            replication_factor=rf,
+            configs=offsets_topic_configs(),
+        )
+        try:
+            (result,) = await asyncio.to_thread(coordinator.create_topics, [topic])
+        except Exception:
+            log.exception("creating %s failed", OFFSETS_TOPIC)
+            return
+        if result.error is not None and result.error.code is not ErrorCode.TOPIC_ALREADY_EXISTS:
+            log.warning("creating %s: %s", OFFSETS_TOPIC, result.error)
+
+    # -- membership -----------------------------------------------------------------------
+
+    async def JoinGroup(
+        self, request: group_pb2.JoinGroupRequest, context: Context
+    ) -> group_pb2.JoinGroupResponse:
+        host = request.client_host or (context.peer() or "").rsplit(":", 1)[0]
+        r = await self._runtime.join_group(
+            gv.JoinGroupRequest(
+                group_id=request.group_id,
+                member_id=request.member_id,
+                protocol_type=request.protocol_type,
+                protocols=tuple(gv.Protocol(p.name, p.metadata) for p in request.protocols),
+                session_timeout_ms=request.session_timeout_ms,
+                rebalance_timeout_ms=request.rebalance_timeout_ms or request.session_timeout_ms,
+                group_instance_id=_opt(request.group_instance_id),
+                client_id=request.client_id,
+                client_host=host,
+                reason=request.reason,
+            )
+        )
+        return group_pb2.JoinGroupResponse(
+            error_code=pb_error(r.error_code),
+            error_message=r.error_message,
+            generation_id=r.generation_id,
+            protocol_type=r.protocol_type,
+            protocol_name=r.protocol_name,
+            leader=r.leader,
+            member_id=r.member_id,
+            members=[
+                group_pb2.JoinGroupResponseMember(
+                    member_id=m.member_id,
+                    group_instance_id=m.group_instance_id or "",
+                    metadata=m.metadata,
+                )
+                for m in r.members
+            ],
+            skip_assignment=r.skip_assignment,
+        )
+
+    async def SyncGroup(
+        self, request: group_pb2.SyncGroupRequest, context: Context
+    ) -> group_pb2.SyncGroupResponse:
+        r = await self._runtime.sync_group(
+            gv.SyncGroupRequest(
+                group_id=request.group_id,
+                generation_id=request.generation_id,
+                member_id=request.member_id,
+                group_instance_id=_opt(request.group_instance_id),
+                protocol_type=request.protocol_type,
+                protocol_name=request.protocol_name,
+                assignments=tuple((a.member_id, a.assignment) for a in request.assignments),
+            )
+        )
+        return group_pb2.SyncGroupResponse(
+            error_code=pb_error(r.error_code),
+            error_message=r.error_message,
+            protocol_type=r.protocol_type,
+            protocol_name=r.protocol_name,
+            assignment=r.assignment,
+        )
+
+    async def Heartbeat(
+        self, request: group_pb2.HeartbeatRequest, context: Context
+    ) -> group_pb2.HeartbeatResponse:
+        r = await self._runtime.heartbeat(
+            gv.HeartbeatRequest(
+                request.group_id,
+                request.generation_id,
+                request.member_id,
+                _opt(request.group_instance_id),
+            )
+        )
+        return group_pb2.HeartbeatResponse(error_code=pb_error(r.error_code))
+
+    async def LeaveGroup(
+        self, request: group_pb2.LeaveGroupRequest, context: Context
+    ) -> group_pb2.LeaveGroupResponse:
+        r = await self._runtime.leave_group(
+            gv.LeaveGroupRequest(
+                request.group_id,
+                tuple(
+                    gv.MemberIdentity(m.member_id, _opt(m.group_instance_id), m.reason)
+                    for m in request.members
+                ),
+            )
+        )
+        return group_pb2.LeaveGroupResponse(
+            error_code=pb_error(r.error_code),
+            members=[
+                group_pb2.LeaveGroupMemberResponse(
+                    member_id=m.member_id,
+                    group_instance_id=m.group_instance_id or "",
+                    error_code=pb_error(m.error_code),
+                )
+                for m in r.members
+            ],
+        )
+
+    # -- offsets --------------------------------------------------------------------------
+
+    async def OffsetCommit(
+        self, request: group_pb2.OffsetCommitRequest, context: Context
+    ) -> group_pb2.OffsetCommitResponse:
+        r = await self._runtime.commit_offsets(
+            gv.OffsetCommitRequest(
+                group_id=request.group_id,
+                partitions=tuple(
+                    gv.OffsetCommit(
+                        p.topic,
+                        p.partition_index,
+                        p.committed_offset,
+                        p.committed_leader_epoch,
+                        p.committed_metadata,
+                    )
+                    for p in request.partitions
+                ),
+                generation_id=request.generation_id,
+                member_id=request.member_id,
+                group_instance_id=_opt(request.group_instance_id),
+            )
+        )
+        return group_pb2.OffsetCommitResponse(
+            error_code=pb_error(r.error_code),
+            partitions=[
+                group_pb2.OffsetCommitResponsePartition(
+                    topic=tp.topic, partition_index=tp.partition, error_code=pb_error(code)
+                )
+                for tp, code in r.partitions
+            ],
+        )
+
+    async def OffsetFetch(
+        self, request: group_pb2.OffsetFetchRequest, context: Context
+    ) -> group_pb2.OffsetFetchResponse:
+        wanted = [gv.TopicPartition(p.topic, p.partition) for p in request.partitions]
+        r = self._runtime.fetch_offsets(request.group_id, wanted or None)
+        return group_pb2.OffsetFetchResponse(
+            error_code=pb_error(r.error_code),
+            partitions=[
+                group_pb2.OffsetFetchResponsePartition(
+                    topic=tp.topic,
+                    partition_index=tp.partition,
+                    committed_offset=off.offset if off is not None else -1,
+                    committed_leader_epoch=off.leader_epoch if off is not None else -1,
+                    metadata=off.metadata if off is not None else "",
+                )
+                for tp, off in sorted(r.offsets.items())
+            ],
+        )
+
+    # -- administration -------------------------------------------------------------------
+
+    async def DescribeGroups(
+        self, request: group_pb2.DescribeGroupsRequest, context: Context
+    ) -> group_pb2.DescribeGroupsResponse:
+        out = []
+        for gid in request.groups:
+            d = self._runtime.describe_group(gid)
+            out.append(
+                group_pb2.DescribedGroup(
+                    error_code=pb_error(d.error_code),
+                    group_id=gid,
+                    group_state=d.state,
+                    protocol_type=d.protocol_type,
+                    protocol_data=d.protocol,
+                    generation_id=d.generation_id,
+                    members=[
+                        group_pb2.DescribedGroupMember(
+                            member_id=m.member_id,
+                            group_instance_id=m.group_instance_id or "",
+                            client_id=m.client_id,
+                            client_host=m.client_host,
+                            member_metadata=m.metadata,
+                            member_assignment=m.assignment,
+                        )
+                        for m in d.members
+                    ],
+                )
+            )
+        return group_pb2.DescribeGroupsResponse(groups=out)
+
+    async def ListGroups(
+        self, request: group_pb2.ListGroupsRequest, context: Context
+    ) -> group_pb2.ListGroupsResponse:
+        return group_pb2.ListGroupsResponse(
+            error_code=pb_error(ErrorCode.NONE),
+            groups=[
+                group_pb2.ListedGroup(
+                    group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state
+                )
+                for g in self._runtime.list_groups(request.states_filter)
+            ],
+        )
+
+    async def DeleteGroups(
+        self, request: group_pb2.DeleteGroupsRequest, context: Context
+    ) -> group_pb2.DeleteGroupsResponse:
+        results = await self._runtime.delete_groups(request.groups_names)
+        return group_pb2.DeleteGroupsResponse(
+            results=[
+                group_pb2.DeletableGroupResult(group_id=gid, error_code=pb_error(code))
+                for gid, code in results
+            ]
+        )

@@ -1,0 +1,241 @@
+"""Driver side: what the cluster holds, and the batch and streaming plans built on it.
+
+:class:`ClusterView` is the driver's only I/O: topic metadata, ListOffsets and
+(for ``groupId``) offset commits, through the client's metadata and offsets
+modules.  :func:`plan_batch` and :class:`StreamPlanner` combine it with the
+pure steps of :mod:`headwater_spark.planning`; they take any object with the
+:class:`View` methods, so unit tests drive them with an in-memory fake.
+
+The Spark classes in :mod:`headwater_spark.source` only delegate here.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Mapping
+from typing import Protocol
+
+from headwater import errors
+from headwater.client import connection, offsets
+from headwater.client.metadata import MetadataManager
+from headwater.client.retry import RetryPolicy
+from headwater.client.settings import parse_bootstrap
+from headwater.client.types import TopicPartition
+
+from headwater_spark import planning
+from headwater_spark.options import EARLIEST, LATEST, OptionError, ReadOptions, Subscription
+from headwater_spark.planning import OffsetRange, PartitionOffsets
+
+log = logging.getLogger(__name__)
+
+_TIMEOUT_MS = 60000
+
+
+class View(Protocol):
+    """What planning needs to know of the cluster."""
+
+    def partitions(self, subscription: Subscription) -> list[TopicPartition]: ...
+
+    def lookup(self, query: Mapping[TopicPartition, int]) -> dict[TopicPartition, int | None]: ...
+
+    def commit(self, group_id: str, positions: Mapping[TopicPartition, int]) -> None: ...
+
+
+class ClusterView:
+    """The driver's connection to the cluster; thread-safe, closed with :meth:`close`."""
+
+    def __init__(self, bootstrap_servers: str, *, timeout_ms: int = _TIMEOUT_MS) -> None:
+        self._bootstrap = parse_bootstrap(bootstrap_servers)
+        self._timeout_ms = timeout_ms
+        self._retry = RetryPolicy()
+        self._channels = connection.Channels()
+        self._metadata = MetadataManager(
+            bootstrap=self._bootstrap,
+            channels=self._channels,
+            retry=self._retry,
+            request_timeout_ms=30000,
+        )
+
+    def partitions(self, subscription: Subscription) -> list[TopicPartition]:
+        """The subscribed partitions that exist now (unknown topics have none)."""
+        if subscription.kind == "assign":
+            return list(subscription.partitions)
+
+        def attempt() -> list[TopicPartition]:
+            if subscription.kind == "subscribe":
+                snap = self._metadata.fetch(sorted(subscription.topics))
+                for topic, code in snap.topic_errors.items():
+                    err = errors.for_code(code, f"topic {topic!r}")
+                    if err.retriable and not isinstance(err, errors.UnknownTopicOrPartitionError):
+                        raise err
+            else:
+                snap = self._metadata.fetch(None)
+            pattern = re.compile(subscription.pattern) if subscription.pattern else None
+            return [
+                TopicPartition(topic, p.partition)
+                for topic, parts in sorted(snap.partitions.items())
+                if topic not in snap.internal_topics
+                and (
+                    topic in subscription.topics
+                    if pattern is None
+                    else pattern.fullmatch(topic) is not None
+                )
+                for p in parts
+            ]
+
+        return self._retry.call(
+            attempt,
+            timeout_ms=self._timeout_ms,
+            on_retry=lambda _e: self._metadata.request_update(),
+        )
+
+    def lookup(self, query: Mapping[TopicPartition, int]) -> dict[TopicPartition, int | None]:
+        found = offsets.list_offsets(
+            query,
+            metadata=self._metadata,
+            channels=self._channels,
+            retry=self._retry,
+            request_timeout_ms=30000,
+            timeout_ms=self._timeout_ms,
+        )
+        return {tp: (ot.offset if ot is not None else None) for tp, ot in found.items()}
+
+    def commit(self, group_id: str, positions: Mapping[TopicPartition, int]) -> None:
+        from headwater_spark import commits
+
+        commits.commit_offsets(
+            group_id,
+            positions,
+            bootstrap_servers=self._bootstrap,
+            channels=self._channels,
+            metadata=self._metadata,
+            retry=self._retry,
+            timeout_ms=self._timeout_ms,
+        )
+
+    def close(self) -> None:
+        self._channels.close()
+
+
+def _earliest(view: View, tps: Iterable[TopicPartition]) -> PartitionOffsets:
+    found = view.lookup(dict.fromkeys(tps, EARLIEST))
+    return {tp: (off if off is not None and off >= 0 else 0) for tp, off in found.items()}
+
+
+def _latest(view: View, tps: Iterable[TopicPartition]) -> PartitionOffsets:
+    found = view.lookup(dict.fromkeys(tps, LATEST))
+    return {tp: (off if off is not None and off >= 0 else 0) for tp, off in found.items()}
+
+
+def plan_batch(opts: ReadOptions, view: View) -> list[OffsetRange]:
+    """The ranges of a batch read: resolved start and end, checked, then split."""
+    tps = view.partitions(opts.subscription)
+    if not tps:
+        return []
+    start = planning.resolve_bound(
+        opts.starting,
+        tps,
+        lookup=view.lookup,
+        starting=True,
+        strategy=opts.timestamp_strategy,
+    )
+    end = planning.resolve_bound(opts.ending, tps, lookup=view.lookup, starting=False)
+    for tp in tps:
+        if start[tp] > end[tp]:
+            raise OptionError(
+                f"the starting offset {start[tp]} of {tp} is after its ending offset {end[tp]} "
+                f"(options {opts.starting.option!r} and {opts.ending.option!r})"
+            )
+    earliest = _earliest(view, tps)
+    ranges = planning.plan_ranges(
+        start, end, earliest=earliest, fail_on_data_loss=opts.fail_on_data_loss
+    )
+    return planning.split_ranges(
+        ranges,
+        min_partitions=opts.min_partitions,
+        max_records_per_partition=opts.max_records_per_partition,
+    )
+
+
+class StreamPlanner:
+    """Offsets of a streaming read, micro-batch by micro-batch (driver only).
+
+    Offsets are ``{tp: next offset to read}``; :mod:`headwater_spark.source`
+    converts them to and from the checkpointed JSON form.
+    """
+
+    def __init__(self, opts: ReadOptions, view: View) -> None:
+        self.opts = opts
+        self.view = view
+        self._available_now: PartitionOffsets | None = None
+
+    def initial_offset(self) -> PartitionOffsets:
+        """Where a new query starts (``startingOffsets``, default latest)."""
+        tps = self.view.partitions(self.opts.subscription)
+        return planning.resolve_bound(
+            self.opts.starting,
+            tps,
+            lookup=self.view.lookup,
+            starting=True,
+            strategy=self.opts.timestamp_strategy,
+        )
+
+    def _latest_known(self, start: Mapping[TopicPartition, int]) -> PartitionOffsets:
+        if self._available_now is not None:
+            return dict(self._available_now)
+        tps = self.view.partitions(self.opts.subscription)
+        return _latest(self.view, tps)
+
+    def prepare_available_now(self) -> None:
+        """Trigger.AvailableNow: never read past what exists at this moment."""
+        tps = self.view.partitions(self.opts.subscription)
+        self._available_now = _latest(self.view, tps)
+
+    def latest_offset(
+        self, start: Mapping[TopicPartition, int], max_records: int | None
+    ) -> PartitionOffsets:
+        """The end of the next micro-batch: the latest offsets, capped at ``max_records``."""
+        latest = self._latest_known(start)
+        # Partitions the query had that are gone keep their offsets: partitions()
+        # reports the loss once, when it plans the batch.
+        if max_records is None:
+            return latest
+        new = [tp for tp in latest if tp not in start]
+        new_from = _earliest(self.view, new) if new else {}
+        return planning.rate_limit(max_records, start, latest, new_from=new_from)
+
+    def latest_report(self) -> PartitionOffsets:
+        tps = self.view.partitions(self.opts.subscription)
+        return _latest(self.view, tps)
+
+    def partitions(
+        self, start: Mapping[TopicPartition, int], end: Mapping[TopicPartition, int]
+    ) -> list[OffsetRange]:
+        """The ranges of the micro-batch ``[start, end)``; new partitions from earliest."""
+        if dict(start) == dict(end):
+            return []
+        earliest = _earliest(self.view, set(start) | set(end))
+        ranges = planning.plan_ranges(
+            start,
+            end,
+            earliest=earliest,
+            fail_on_data_loss=self.opts.fail_on_data_loss,
+            new_partitions_from_earliest=True,
+        )
+        return planning.split_ranges(
+            ranges,
+            min_partitions=self.opts.min_partitions,
+            max_records_per_partition=self.opts.max_records_per_partition,
+        )
+
+    def commit(self, end: Mapping[TopicPartition, int]) -> None:
+        """After a micro-batch: commit its end offsets to ``groupId`` (if given)."""
+        if self.opts.group_id is None or not end:
+            return
+        try:
+            self.view.commit(self.opts.group_id, end)
+        except errors.HeadwaterError as exc:
+            # The query's own progress is in Spark's checkpoint; a failed commit only
+            # delays what lag monitoring shows, so it must not stop the query.
+            log.warning("committing offsets for group %r failed: %s", self.opts.group_id, exc)

@@ -1,0 +1,226 @@
+"""The PySpark Python data source ``headwater``: the only module that imports pyspark.
+
+Spark instantiates :class:`HeadwaterDataSource` with the options, asks it for
+the schema (Spark's Kafka source schema, plus ``headers`` with
+``includeHeaders``) and then for a reader or writer.  Those classes hold only
+validated, picklable option values: Spark pickles readers to ship them to
+executors.  Planning (``partitions``, ``latestOffset``, ``commit``) runs on the
+driver in :mod:`headwater_spark.driver`; ``read`` runs on executors in
+:mod:`headwater_spark.partition_reader` and yields Arrow batches; writes go
+through :mod:`headwater_spark.writing`.
+
+Streaming admission control uses pyspark >= 4.2's hooks:
+``getDefaultReadLimit`` returns ``ReadMaxRows(maxOffsetsPerTrigger)`` and
+``latestOffset(start, limit)`` honours whichever limit Spark passes
+(``ReadAllAvailable`` for ``Trigger.AvailableNow`` batches it plans itself).
+The reader also implements ``SupportsTriggerAvailableNow``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    DataSourceStreamArrowWriter,
+    DataSourceStreamReader,
+    InputPartition,
+    WriterCommitMessage,
+)
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import StructType
+
+from headwater_spark import arrow, planning, writing
+from headwater_spark.driver import ClusterView, StreamPlanner, plan_batch
+from headwater_spark.options import (
+    ReadOptions,
+    WriteOptions,
+    include_headers,
+    parse_read_options,
+    parse_write_options,
+)
+from headwater_spark.partition_reader import ReaderSettings, read_range
+from headwater_spark.planning import OffsetRange
+
+
+class RangePartition(InputPartition):
+    """One Spark task: one offset range of one topic-partition."""
+
+    def __init__(self, index: int, r: OffsetRange) -> None:
+        super().__init__(index)
+        self.range = r
+
+    def __repr__(self) -> str:
+        r = self.range
+        return f"RangePartition({r.topic}-{r.partition} [{r.from_offset}, {r.until_offset}))"
+
+
+def _reader_settings(opts: ReadOptions) -> ReaderSettings:
+    return ReaderSettings(
+        bootstrap_servers=opts.bootstrap_servers,
+        fetch_max_bytes=opts.fetch_max_bytes,
+        max_partition_fetch_bytes=opts.max_partition_fetch_bytes,
+        poll_timeout_ms=opts.poll_timeout_ms,
+        fail_on_data_loss=opts.fail_on_data_loss,
+        include_headers=opts.include_headers,
+    )
+
+
+def _read(partition: Any, settings: ReaderSettings) -> Iterator[pa.RecordBatch]:
+    if not isinstance(partition, RangePartition):
+        return iter(())  # Spark substitutes InputPartition(None) for an empty plan
+    return read_range(partition.range, settings)
+
+
+def _partitions(ranges: Sequence[OffsetRange]) -> list[InputPartition]:
+    return [RangePartition(i, r) for i, r in enumerate(ranges)]
+
+
+class HeadwaterBatchReader(DataSourceReader):
+    """A batch read: ranges planned once on the driver, each read by one task."""
+
+    def __init__(self, opts: ReadOptions) -> None:
+        self.opts = opts
+        self.settings = _reader_settings(opts)
+
+    def partitions(self) -> list[InputPartition]:
+        view = ClusterView(self.opts.bootstrap_servers)
+        try:
+            return _partitions(plan_batch(self.opts, view))
+        finally:
+            view.close()
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return _read(partition, self.settings)
+
+
+class HeadwaterStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """A streaming read; offsets are ``{"topic": {"partition": offset}}`` dicts."""
+
+    def __init__(self, opts: ReadOptions) -> None:
+        self.opts = opts
+        self.settings = _reader_settings(opts)
+        self._planner: StreamPlanner | None = None
+        self._view: ClusterView | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Executors get the options only; the driver's connections stay behind.
+        return {"opts": self.opts, "settings": self.settings, "_planner": None, "_view": None}
+
+    @property
+    def planner(self) -> StreamPlanner:
+        if self._planner is None:
+            self._view = ClusterView(self.opts.bootstrap_servers)
+            self._planner = StreamPlanner(self.opts, self._view)
+        return self._planner
+
+    def initialOffset(self) -> dict[str, dict[str, int]]:
+        return planning.to_json(self.planner.initial_offset())
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.opts.max_offsets_per_trigger is not None:
+            return ReadMaxRows(self.opts.max_offsets_per_trigger)
+        return ReadAllAvailable()
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, dict[str, int]]:
+        max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+        end = self.planner.latest_offset(planning.from_json(start), max_rows)
+        return planning.to_json(end)
+
+    def reportLatestOffset(self) -> dict[str, dict[str, int]] | None:
+        return planning.to_json(self.planner.latest_report())
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self.planner.prepare_available_now()
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
+        ranges = self.planner.partitions(planning.from_json(start), planning.from_json(end))
+        return _partitions(ranges)
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return _read(partition, self.settings)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        self.planner.commit(planning.from_json(end))
+
+    def stop(self) -> None:
+        if self._view is not None:
+            self._view.close()
+        self._view = None
+        self._planner = None
+
+
+@dataclass
+class WriteCount(WriterCommitMessage):
+    """What a write task reports: how many rows it sent."""
+
+    rows: int
+
+
+def _check_schema(schema: StructType, opts: WriteOptions) -> None:
+    writing.check_columns(
+        {f.name: f.dataType.simpleString() for f in schema.fields}, topic_option=opts.topic
+    )
+
+
+class HeadwaterWriter(DataSourceArrowWriter):
+    """A batch write: every task produces its rows and flushes."""
+
+    def __init__(self, opts: WriteOptions) -> None:
+        self.opts = opts
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriteCount:
+        return WriteCount(writing.write_batches(iterator, self.opts))
+
+
+class HeadwaterStreamWriter(DataSourceStreamArrowWriter):
+    """A streaming write: each micro-batch's tasks produce and flush their rows."""
+
+    def __init__(self, opts: WriteOptions) -> None:
+        self.opts = opts
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriteCount:
+        return WriteCount(writing.write_batches(iterator, self.opts))
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """Nothing to do: every record was acknowledged before its task finished."""
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """Nothing to undo: records already acknowledged stay (at-least-once, like Kafka)."""
+
+
+class HeadwaterDataSource(DataSource):
+    """``spark.read.format("headwater")``: Spark's Kafka source, reading Headwater."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "headwater"
+
+    def schema(self) -> str:
+        return arrow.schema_ddl(include_headers=include_headers(self.options))
+
+    def reader(self, schema: StructType) -> HeadwaterBatchReader:
+        return HeadwaterBatchReader(parse_read_options(self.options, streaming=False))
+
+    def streamReader(self, schema: StructType) -> HeadwaterStreamReader:
+        return HeadwaterStreamReader(parse_read_options(self.options, streaming=True))
+
+    def writer(self, schema: StructType, overwrite: bool) -> HeadwaterWriter:
+        opts = parse_write_options(self.options)
+        _check_schema(schema, opts)
+        return HeadwaterWriter(opts)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> HeadwaterStreamWriter:
+        opts = parse_write_options(self.options)
+        _check_schema(schema, opts)
+        return HeadwaterStreamWriter(opts)

@@ -1,0 +1,98 @@
+"""The executor's range reader against the client's in-process fake broker (real gRPC).
+
+Covers exactly-[start, end) reads when stored batches straddle both bounds,
+several fetches per range, compressed batches, control-free decoding, and a
+range the log cannot satisfy (failOnDataLoss true and false).  Time is faked:
+the reader's clock and sleep are passed in.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+
+import pyarrow as pa
+import pytest
+from headwater import records
+from headwater_spark import partition_reader
+from headwater_spark.partition_reader import RangeReader, ReaderSettings
+from headwater_spark.planning import DataLossError, OffsetRange
+
+from tests.unit.client.fake_broker import FakeBroker
+
+
+@pytest.fixture
+def broker() -> Iterator[FakeBroker]:
+    b = FakeBroker()
+    yield b
+    partition_reader.close_clients()
+    b.stop()
+
+
+def store(broker: FakeBroker, topic: str, batches: int, per_batch: int) -> None:
+    """``batches`` stored batches of ``per_batch`` records; every other one gzip'd."""
+    broker.create(topic, 1)
+    part = broker.topics[topic][0]
+    for i in range(batches):
+        base = part.next_offset
+        recs = [
+            records.Record(
+                f"k{base + j}".encode(),
+                f"v{base + j}".encode(),
+                (("n", str(base + j).encode()),),
+                1000 + base + j,
+            )
+            for j in range(per_batch)
+        ]
+        codec = "gzip" if i % 2 else "none"
+        part.batches.append(records.build_batch(recs, base_offset=base, compression=codec))
+        part.timestamps.append((1000 + base + per_batch - 1, base))
+        part.next_offset = base + per_batch
+
+
+def read(
+    broker: FakeBroker, r: OffsetRange, *, fail_on_data_loss: bool = True, **kw: int
+) -> list[pa.RecordBatch]:
+    ticks = itertools.count(0, 1000)
+    settings = ReaderSettings(
+        bootstrap_servers=broker.bootstrap,
+        fail_on_data_loss=fail_on_data_loss,
+        include_headers=True,
+        poll_timeout_ms=kw.get("poll_timeout_ms", 120000),
+        max_partition_fetch_bytes=kw.get("max_partition_fetch_bytes", 4 << 20),
+    )
+    reader = RangeReader(r, settings, clock=lambda: float(next(ticks)), sleep=lambda _s: None)
+    return list(reader)
+
+
+def test_reads_exactly_the_range_when_batches_straddle_both_bounds(broker: FakeBroker) -> None:
+    store(broker, "t", batches=6, per_batch=10)
+    # Small fetches: one or two batches per answer, so the range takes several fetches.
+    got = read(broker, OffsetRange("t", 0, 7, 43), max_partition_fetch_bytes=200)
+    assert len(got) > 1
+    rows = [row for b in got for row in b.to_pylist()]
+    assert [row["offset"] for row in rows] == list(range(7, 43))
+    assert [row["value"] for row in rows] == [f"v{o}".encode() for o in range(7, 43)]
+    assert [row["key"] for row in rows] == [f"k{o}".encode() for o in range(7, 43)]
+    assert rows[0]["headers"] == [{"key": "n", "value": b"7"}]
+    assert {row["topic"] for row in rows} == {"t"}
+    assert rows[-1]["timestamp"].timestamp() * 1000 == pytest.approx(1042)
+
+
+def test_an_empty_range_reads_nothing(broker: FakeBroker) -> None:
+    store(broker, "t", batches=1, per_batch=5)
+    assert read(broker, OffsetRange("t", 0, 3, 3)) == []
+
+
+def test_a_range_past_the_log_is_data_loss(broker: FakeBroker) -> None:
+    store(broker, "t", batches=1, per_batch=5)
+    with pytest.raises(DataLossError, match="failOnDataLoss"):
+        read(broker, OffsetRange("t", 0, 2, 9), poll_timeout_ms=1500)
+
+
+def test_a_range_past_the_log_is_cut_short_without_fail_on_data_loss(
+    broker: FakeBroker,
+) -> None:
+    store(broker, "t", batches=1, per_batch=5)
+    got = read(broker, OffsetRange("t", 0, 2, 9), fail_on_data_loss=False, poll_timeout_ms=1500)
+    assert [row["offset"] for b in got for row in b.to_pylist()] == [2, 3, 4]
