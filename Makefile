@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/$(BIN):$(PATH)
 PYTEST_ARGS ?=
 
-.PHONY: test install system-deps venv check lint typecheck layers proto proto-check up down unit e2e bench clean
+.PHONY: docs-check test install system-deps venv check lint typecheck layers proto proto-check up down unit e2e bench clean
 
 test: install check
 	$(BIN)/pytest -m "not slow and not kind" $(PYTEST_ARGS)
@@ -27,7 +27,10 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install -q -e '.[all]'
 	touch $@
 
-check: lint typecheck layers proto-check
+check: lint typecheck layers proto-check docs-check
+
+docs-check: venv
+	$(BIN)/python scripts/gen-config-docs.py --check
 
 lint: venv
 	$(BIN)/ruff check node operator spark tests bench scripts

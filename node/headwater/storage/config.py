@@ -83,7 +83,7 @@ class LogConfig:
     delete_retention_ms: int = dataclasses.field(
         default=24 * 3600 * 1000, metadata={"key": "delete.retention.ms"}
     )
-    """How long compaction keeps tombstones (kept for compatibility; no compactor yet)."""
+    """How long compaction keeps tombstones (counted from the tombstone's timestamp)."""
     file_delete_delay_ms: int = dataclasses.field(
         default=60000, metadata={"key": "file.delete.delay.ms"}
     )
