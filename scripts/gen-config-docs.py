@@ -13,6 +13,7 @@ import argparse
 import ast
 import dataclasses
 import inspect
+import itertools
 import sys
 from pathlib import Path
 
@@ -26,7 +27,7 @@ def _attribute_docs(cls: type) -> dict[str, str]:
     tree = ast.parse(inspect.getsource(cls))
     body = tree.body[0].body  # type: ignore[attr-defined]
     docs: dict[str, str] = {}
-    for node, after in zip(body, body[1:], strict=False):
+    for node, after in itertools.pairwise(body):
         if (
             isinstance(node, ast.AnnAssign)
             and isinstance(node.target, ast.Name)
