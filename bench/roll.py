@@ -12,6 +12,7 @@ latencies during it (p50, p99, max); never asserts.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import tempfile
 import threading
@@ -23,6 +24,10 @@ from headwater.testing import Cluster, is_healthy
 from headwater_operator.probe import AdminProbe
 from headwater_operator.roll import Roller, RollSettings, RollState
 from headwater_operator.roll_local import LocalBackend
+
+
+TAIL = int(os.environ.get("BENCH_LOG_TAIL", "15"))
+"""Broker log lines printed when a roll fails."""
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -85,7 +90,7 @@ def one_round(partitions: int) -> dict[str, float]:
         writer.join(120)
         if result.state != RollState.FINISHED:
             tails = "\n".join(
-                f"--- broker {i} ---\n{b.log_tail(15)}" for i, b in cluster.brokers.items()
+                f"--- broker {i} ---\n{b.log_tail(TAIL)}" for i, b in cluster.brokers.items()
             )
             raise RuntimeError(f"roll did not finish: {result.message}\n{tails}")
         return {

@@ -34,21 +34,38 @@ from headwater.coordination.broker import BrokerCoordinator
 from headwater.coordination.model import BrokerRegistration
 from headwater.coordination.settings import CoordinationSettings
 from headwater.errors import ErrorCode
+from headwater.groups.placement import OFFSETS_TOPIC
+from headwater.groups.runtime import GroupCoordinatorRuntime
+from headwater.groups.values import GroupConfig
+from headwater.replication import TopicPartition
 from headwater.server.admin_service import AdminService
 from headwater.server.broker_service import BrokerService, ProducerIdAllocator
 from headwater.server.config import BrokerConfig
 from headwater.server.control_service import ControlService
 from headwater.server.controller_channel import GrpcControllerChannel
 from headwater.server.fetcher import ReplicaFetcherManager, channel_options
+from headwater.server.group_service import GroupService, replica_callables
 from headwater.server.metadata_cache import MetadataCache
-from headwater.server.metrics import BrokerMetrics
+from headwater.server.metrics import BrokerMetrics, GroupOffset, RebalanceFigures
 from headwater.server.replica_manager import ReplicaManager, wall_ms
 from headwater.storage import LogConfig, LogManager
-from headwater.v1 import admin_pb2_grpc, broker_pb2_grpc, control_pb2, control_pb2_grpc
+from headwater.storage.cleaner import LogCleaner
+from headwater.v1 import (
+    admin_pb2_grpc,
+    broker_pb2_grpc,
+    control_pb2,
+    control_pb2_grpc,
+    group_pb2_grpc,
+)
 
 log = logging.getLogger(__name__)
 
-SERVICE_NAMES = ("headwater.v1.Broker", "headwater.v1.Admin", "headwater.v1.Control")
+SERVICE_NAMES = (
+    "headwater.v1.Broker",
+    "headwater.v1.Admin",
+    "headwater.v1.Control",
+    "headwater.v1.Group",
+)
 
 
 class BrokerServer:
@@ -62,6 +79,7 @@ class BrokerServer:
         self.health = HealthServicer()
         self.coordinator: BrokerCoordinator | None = None
         self.log_manager: LogManager | None = None
+        self.groups: GroupCoordinatorRuntime | None = None
         self._stop = asyncio.Event()
         self._leaders: dict[int, BrokerRegistration] = {}
 
@@ -128,6 +146,16 @@ class BrokerServer:
             partitions=replicas.snapshots,
             is_controller=lambda: self.coordinator is not None and self.coordinator.is_controller,
         )
+        groups = self.groups = self._start_groups(replicas)
+        group_pb2_grpc.add_GroupServicer_to_server(
+            GroupService(
+                runtime=groups,
+                metadata=self.metadata,
+                coordinator=lambda: self.coordinator,
+                offsets_topic_replication_factor=config.offsets_topic_replication_factor,
+            ),
+            server,
+        )
         broker_pb2_grpc.add_BrokerServicer_to_server(
             BrokerService(
                 replicas=replicas,
@@ -161,6 +189,8 @@ class BrokerServer:
         if config.metrics_port:
             self.metrics.serve(config.metrics_port)
         isr_task = loop.create_task(replicas.run_isr_expiration())
+        groups_task = loop.create_task(groups.run())
+        cleaner_task = loop.create_task(self._run_log_cleaner(self.log_manager))
         try:
             await self._start_coordinator(port)
             await self._set_health(True)
@@ -172,6 +202,9 @@ class BrokerServer:
                 await self._controlled_shutdown()
         finally:
             isr_task.cancel()
+            groups_task.cancel()
+            cleaner_task.cancel()
+            await groups.close()
             await fetchers.shutdown()
             replicas.shutdown()
             await server.stop(grace=1.0)
@@ -180,6 +213,69 @@ class BrokerServer:
                 await asyncio.to_thread(self.coordinator.stop)
         log.info("broker %d stopped", config.broker_id)
         return 0
+
+    def _start_groups(self, replicas: ReplicaManager) -> GroupCoordinatorRuntime:
+        """The group coordinator runtime, following this broker's offsets-topic leaderships."""
+        config = self.config
+        append, read = replica_callables(replicas, timeout_ms=config.offsets_commit_timeout_ms)
+        runtime = GroupCoordinatorRuntime(
+            num_partitions=config.offsets_topic_num_partitions,
+            append=append,
+            read=read,
+            config=GroupConfig(
+                group_min_session_timeout_ms=config.group_min_session_timeout_ms,
+                group_max_session_timeout_ms=config.group_max_session_timeout_ms,
+                group_initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
+                group_max_size=config.group_max_size,
+                offsets_retention_ms=config.offsets_retention_minutes * 60_000,
+            ),
+        )
+        loads: set[asyncio.Future[None]] = set()
+
+        def on_leadership_change(tp: TopicPartition, leader_epoch: int | None) -> None:
+            if tp.topic != OFFSETS_TOPIC:
+                return
+            if leader_epoch is None:
+                runtime.on_resign(tp.partition)
+                return
+            future = asyncio.ensure_future(runtime.on_become_leader(tp.partition, leader_epoch))
+            loads.add(future)
+            future.add_done_callback(loads.discard)
+
+        replicas.on_leadership_change = on_leadership_change
+
+        def end_offset(topic: str, partition: int) -> int | None:
+            hosted = replicas.partitions.get(TopicPartition(topic, partition))
+            return hosted.log.high_watermark if hosted is not None else None
+
+        self.metrics.register_groups(
+            committed=lambda: [
+                GroupOffset(group, tp.topic, tp.partition, offset)
+                for group, tp, offset in runtime.committed_offsets()
+            ],
+            end_offset=end_offset,
+            rebalances=lambda: {
+                group: RebalanceFigures(*stats) for group, stats in runtime.rebalance_stats().items()
+            },
+        )
+        return runtime
+
+    async def _run_log_cleaner(self, log_manager: LogManager) -> None:
+        """Compact ``cleanup.policy=compact`` logs every ``log.cleaner.backoff.ms``."""
+        if not self.config.log_cleaner_enable:
+            return
+        cleaner = LogCleaner()
+        while True:
+            await asyncio.sleep(self.config.log_cleaner_backoff_ms / 1000.0)
+            try:
+                stats = await asyncio.to_thread(
+                    cleaner.maybe_clean, log_manager.logs(), now_ms=wall_ms()
+                )
+            except Exception:
+                log.exception("log cleaner pass failed")
+                continue
+            if stats.segments_rewritten:
+                log.info("log cleaner: %s", stats)
 
     async def _start_coordinator(self, port: int) -> None:
         config = self.config

@@ -138,6 +138,38 @@ class BrokerConfig:
     grpc_max_message_bytes: int = _key(
         "grpc.max.message.bytes", 128 << 20, "Largest gRPC message sent or received."
     )
+    offsets_topic_num_partitions: int = _key(
+        "offsets.topic.num.partitions", 50, "Partitions of __consumer_offsets (fixed at creation)."
+    )
+    offsets_topic_replication_factor: int = _key(
+        "offsets.topic.replication.factor",
+        3,
+        "Replication factor of __consumer_offsets (capped at the live broker count).",
+    )
+    offsets_retention_minutes: int = _key(
+        "offsets.retention.minutes", 10080, "Committed offsets of an empty group expire after this."
+    )
+    offsets_commit_timeout_ms: int = _key(
+        "offsets.commit.timeout.ms", 5000, "How long a commit waits for the offsets topic's ISR."
+    )
+    group_initial_rebalance_delay_ms: int = _key(
+        "group.initial.rebalance.delay.ms",
+        3000,
+        "An empty group waits this long for more members before its first rebalance.",
+    )
+    group_min_session_timeout_ms: int = _key(
+        "group.min.session.timeout.ms", 6000, "Shortest session.timeout.ms a consumer may ask for."
+    )
+    group_max_session_timeout_ms: int = _key(
+        "group.max.session.timeout.ms", 1800000, "Longest session.timeout.ms a consumer may ask for."
+    )
+    group_max_size: int = _key("group.max.size", 2147483647, "Most members one group may have.")
+    log_cleaner_enable: bool = _key(
+        "log.cleaner.enable", True, "Compact topics with cleanup.policy=compact."
+    )
+    log_cleaner_backoff_ms: int = _key(
+        "log.cleaner.backoff.ms", 15000, "How often the log cleaner looks for logs to compact."
+    )
 
     # -- derived views ------------------------------------------------------------------
 
@@ -252,6 +284,26 @@ class BrokerConfig:
             ("zookeeper.session.timeout.ms", self.zookeeper_session_timeout_ms > 0, "must be > 0"),
             ("metrics.port", 0 <= self.metrics_port < 65536, "must be a port number or 0"),
             ("log.dirs", bool(self.log_dir_list), "must name at least one directory"),
+            ("offsets.topic.num.partitions", self.offsets_topic_num_partitions >= 1, "must be >= 1"),
+            (
+                "offsets.topic.replication.factor",
+                self.offsets_topic_replication_factor >= 1,
+                "must be >= 1",
+            ),
+            ("offsets.retention.minutes", self.offsets_retention_minutes >= 1, "must be >= 1"),
+            ("offsets.commit.timeout.ms", self.offsets_commit_timeout_ms > 0, "must be > 0"),
+            (
+                "group.initial.rebalance.delay.ms",
+                self.group_initial_rebalance_delay_ms >= 0,
+                "must be >= 0",
+            ),
+            (
+                "group.max.session.timeout.ms",
+                self.group_max_session_timeout_ms >= self.group_min_session_timeout_ms,
+                "must be >= group.min.session.timeout.ms",
+            ),
+            ("group.max.size", self.group_max_size >= 1, "must be >= 1"),
+            ("log.cleaner.backoff.ms", self.log_cleaner_backoff_ms > 0, "must be > 0"),
             ("zookeeper.connect", bool(self.zookeeper_hosts.strip()), "must name a host"),
         ]
         for key, ok, why in checks:

@@ -42,14 +42,14 @@ OFFSETS_APPEND_TIMEOUT_MS = 5000
 
 
 def replica_callables(
-    replicas: ReplicaManager,
+    replicas: ReplicaManager, *, timeout_ms: int = OFFSETS_APPEND_TIMEOUT_MS
 ) -> tuple[Callable[[int, bytes], Awaitable[None]], Callable[[int, int], Awaitable[bytes]]]:
     """``(append, read)`` for :class:`GroupCoordinatorRuntime` over the broker's replicas."""
 
     async def append(partition: int, data: bytes) -> None:
         (result,) = await replicas.append_records(
             acks=-1,
-            timeout_ms=OFFSETS_APPEND_TIMEOUT_MS,
+            timeout_ms=timeout_ms,
             entries=[(TopicPartition(OFFSETS_TOPIC, partition), data)],
         )
         if result.error is not ErrorCode.NONE:

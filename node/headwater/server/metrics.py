@@ -9,11 +9,11 @@ the replica manager, so the hot path only increments counters.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 import prometheus_client
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 
 class PartitionSnapshot(NamedTuple):
@@ -67,6 +67,83 @@ class _StateCollector:
         yield sizes
 
 
+class GroupOffset(NamedTuple):
+    """One committed offset of a group this broker coordinates."""
+
+    group: str
+    topic: str
+    partition: int
+    committed_offset: int
+
+
+class RebalanceFigures(NamedTuple):
+    """A group's completed rebalances on this coordinator (reset when it moves)."""
+
+    rebalances: int
+    last_duration_ms: int
+    total_duration_ms: int
+
+
+class _GroupCollector:
+    """Consumer-group figures of the groups this broker coordinates (issue 5, "Metrics").
+
+    Lag is the partition's high watermark (as this broker's replica knows it) minus the
+    committed offset; partitions with no replica here have no lag sample (the coordinator
+    does no network I/O at scrape time).
+    """
+
+    def __init__(
+        self,
+        *,
+        committed: Callable[[], Iterable[GroupOffset]],
+        end_offset: Callable[[str, int], int | None],
+        rebalances: Callable[[], Mapping[str, RebalanceFigures]],
+    ) -> None:
+        self._committed = committed
+        self._end_offset = end_offset
+        self._rebalances = rebalances
+
+    def collect(self) -> Iterator[Any]:
+        labels = ["group", "topic", "partition"]
+        offsets = GaugeMetricFamily(
+            "headwater_group_committed_offset", "A group's committed offset.", labels=labels
+        )
+        lag = GaugeMetricFamily(
+            "headwater_group_lag",
+            "High watermark minus the committed offset (records not yet consumed).",
+            labels=labels,
+        )
+        for g in self._committed():
+            key = [g.group, g.topic, str(g.partition)]
+            offsets.add_metric(key, g.committed_offset)
+            end = self._end_offset(g.topic, g.partition)
+            if end is not None:
+                lag.add_metric(key, max(0, end - g.committed_offset))
+        yield offsets
+        yield lag
+        stats = dict(self._rebalances())
+        count = CounterMetricFamily(
+            "headwater_group_rebalances", "Rebalances completed.", labels=["group"]
+        )
+        total = CounterMetricFamily(
+            "headwater_group_rebalance_time_seconds",
+            "Time spent rebalancing (from PreparingRebalance to Stable).",
+            labels=["group"],
+        )
+        last = GaugeMetricFamily(
+            "headwater_group_last_rebalance_seconds",
+            "Duration of the latest completed rebalance.",
+            labels=["group"],
+        )
+        for group, s in sorted(stats.items()):
+            count.add_metric([group], s.rebalances)
+            total.add_metric([group], s.total_duration_ms / 1000.0)
+            last.add_metric([group], s.last_duration_ms / 1000.0)
+        yield count
+        yield total
+        yield last
+
+
 class BrokerMetrics:
     """The broker's instruments; ``registry`` is what the HTTP endpoint serves."""
 
@@ -106,6 +183,18 @@ class BrokerMetrics:
         is_controller: Callable[[], bool],
     ) -> None:
         self.registry.register(_StateCollector(partitions=partitions, is_controller=is_controller))
+
+    def register_groups(
+        self,
+        *,
+        committed: Callable[[], Iterable[GroupOffset]],
+        end_offset: Callable[[str, int], int | None],
+        rebalances: Callable[[], Mapping[str, RebalanceFigures]],
+    ) -> None:
+        """Export the coordinated groups' offsets, lag and rebalance figures at scrape time."""
+        self.registry.register(
+            _GroupCollector(committed=committed, end_offset=end_offset, rebalances=rebalances)
+        )
 
     def serve(self, port: int, host: str = "0.0.0.0") -> Any:  # pragma: no cover - network
         """Start the HTTP endpoint in a daemon thread; returns the server (or None)."""

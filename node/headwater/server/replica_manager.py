@@ -120,6 +120,11 @@ class ReplicaManager:
             lambda _changes: None
         )
         self.on_stop_follower: Callable[[Iterable[TopicPartition]], None] = lambda _tps: None
+        self.on_leadership_change: Callable[[TopicPartition, int | None], None] = (
+            lambda _tp, _epoch: None
+        )
+        """Told ``(partition, leader epoch)`` on becoming or staying leader, ``None`` on
+        becoming a follower or stopping (the group coordinator follows its partitions)."""
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -493,6 +498,9 @@ class ReplicaManager:
                         self._apply_completions(hosted.state.abort_delayed_produces())
                         hosted.wake()
                         new_followers[tp] = (lai.leader, lai.leader_epoch)
+                self.on_leadership_change(
+                    tp, lai.leader_epoch if lai.leader == self.broker_id else None
+                )
                 results.append((tp, ErrorCode.NONE))
             except errors.HeadwaterError as exc:
                 log.warning("LeaderAndIsr for %s failed: %s", tp, exc)
@@ -534,6 +542,7 @@ class ReplicaManager:
         self.on_stop_follower([tp for tp, _ in partitions])
         results = []
         for tp, delete in partitions:
+            self.on_leadership_change(tp, None)
             hosted = self.partitions.pop(tp, None)
             if hosted is not None:
                 hosted.state.stop()

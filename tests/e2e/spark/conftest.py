@@ -42,9 +42,8 @@ def spark() -> Iterator[Any]:
         pytest.skip("Spark tests need Java (none on PATH and no JAVA_HOME)")
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
-
     import headwater_spark
+    from pyspark.sql import SparkSession
 
     session = (
         SparkSession.builder.master("local[2]")

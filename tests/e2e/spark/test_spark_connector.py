@@ -327,7 +327,7 @@ def test_option_errors_fail_at_planning(spark: Any, cluster: Any) -> None:
     def base() -> Any:  # a DataFrameReader is a mutable builder: a fresh one per case
         return spark.read.format("headwater").option("bootstrap.servers", cluster.bootstrap)
 
-    with pytest.raises(Exception, match="(?i)unknown option 'startingoffset'"):
+    with pytest.raises(Exception, match=r"(?i)unknown option 'startingoffset'"):
         base().option("subscribe", "x").option("startingOffset", "earliest").load().count()
     with pytest.raises(Exception, match="exactly one of the options 'subscribe'"):
         base().option("subscribe", "x").option("assign", '{"x":[0]}').load().count()

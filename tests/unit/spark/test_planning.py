@@ -6,6 +6,7 @@ The splitting and rate-limit expectations are those of Spark's
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Mapping
 
@@ -59,7 +60,7 @@ def test_json_offsets_must_cover_exactly_the_subscribed_partitions() -> None:
 
 
 def test_timestamp_without_a_match_fails_a_start_by_default() -> None:
-    with pytest.raises(OptionError, match="startingTimestamp.*t-2"):
+    with pytest.raises(OptionError, match=r"startingTimestamp.*t-2"):
         resolve(OffsetBound("timestamp", "startingTimestamp", timestamp_ms=1000))
 
 
@@ -146,9 +147,7 @@ def test_ranges_cover_the_input_exactly() -> None:
         pieces = [x for x in got if x.partition == original.partition]
         assert pieces[0].from_offset == original.from_offset
         assert pieces[-1].until_offset == original.until_offset
-        assert all(
-            a.until_offset == b.from_offset for a, b in zip(pieces, pieces[1:], strict=False)
-        )
+        assert all(a.until_offset == b.from_offset for a, b in itertools.pairwise(pieces))
     assert all(x.size <= 300 for x in got)
     # Kafka's proportional rule is approximate: 1000 / 1097 of 7 parts round to 6 pieces.
     assert len(got) == 6
