@@ -1,4 +1,3 @@
-# syntax=docker/dockerfile:1
 # The Headwater image: brokers (`headwater broker`), the operator (`headwater operator`) and
 # the command-line clients.  Two stages: the first builds wheels of the source tree and of
 # every dependency; the final one installs them offline, so no compiler, build frontend or
@@ -6,6 +5,12 @@
 # the Helm chart's securityContext expects).
 #
 #   docker build -t headwater:0.1.0 .
+#   docker build --build-arg PYTHON_IMAGE=local/python:3.11-slim-bookworm -t headwater:0.1.0 .
+#
+# It needs BuildKit (the default builder since Docker 23; DOCKER_BUILDKIT=1 before) for
+# RUN --mount.  There is no `# syntax=` line on purpose: the builder's own Dockerfile frontend
+# suffices, so building needs no registry beyond the base image (air-gapped builds work with
+# a locally made base, e.g. tests/e2e/kind/make-base-image.sh).
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
 FROM ${PYTHON_IMAGE} AS build

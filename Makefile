@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/$(BIN):$(PATH)
 PYTEST_ARGS ?=
 
-.PHONY: docs-check test install system-deps venv check lint typecheck layers proto proto-check up down unit e2e bench clean
+.PHONY: e2e-kind docs-check test install system-deps venv check lint typecheck layers proto proto-check up down unit e2e bench clean
 
 test: install check
 	$(BIN)/pytest -m "not slow and not kind" $(PYTEST_ARGS)
@@ -60,6 +60,9 @@ up: install
 
 down: venv
 	$(BIN)/headwater dev down --data-dir .headwater-dev
+
+e2e-kind: install
+	bash tests/e2e/kind/run.sh $(PYTEST_ARGS)
 
 bench: venv
 	$(BIN)/python bench/storage.py

@@ -25,7 +25,6 @@ from headwater_operator.probe import AdminProbe
 from headwater_operator.roll import Roller, RollSettings, RollState
 from headwater_operator.roll_local import LocalBackend
 
-
 TAIL = int(os.environ.get("BENCH_LOG_TAIL", "15"))
 """Broker log lines printed when a roll fails."""
 

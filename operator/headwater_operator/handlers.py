@@ -19,6 +19,7 @@ and this module is tested by running the real operator against kmock.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import logging
 import threading
@@ -39,7 +40,14 @@ from headwater_operator.config import (
     peering_priority,
 )
 from headwater_operator.probe import AdminProbe
-from headwater_operator.roll import Roller, RollEvent, RollResult, RollSettings, RollState
+from headwater_operator.roll import (
+    ClusterProbe,
+    Roller,
+    RollEvent,
+    RollResult,
+    RollSettings,
+    RollState,
+)
 from headwater_operator.roll_kube import ClientKubeApi, KubeApi, KubeBackend
 from headwater_operator.topic_reconciler import (
     AdminTopics,
@@ -141,6 +149,7 @@ def register(
     *,
     topic_admin: Callable[[], TopicAdmin] | None = None,
     kube_api: Callable[[], KubeApi] | None = None,
+    cluster_probe: Callable[[], ClusterProbe] | None = None,
 ) -> None:
     """Register every handler on ``registry``; the factories let tests swap the clients."""
     state: dict[str, Any] = {}
@@ -237,7 +246,7 @@ def register(
             _post(body, event.type, event.reason, event.message)
 
     if config.broker_statefulset:
-        _register_roll(registry, config, kube_api=kube_api)
+        _register_roll(registry, config, kube_api=kube_api, cluster_probe=cluster_probe)
 
 
 def _register_roll(
@@ -245,6 +254,7 @@ def _register_roll(
     config: OperatorConfig,
     *,
     kube_api: Callable[[], KubeApi] | None,
+    cluster_probe: Callable[[], ClusterProbe] | None,
 ) -> None:
     sts_name = config.broker_statefulset
     holder: dict[str, KubeApi] = {}
@@ -265,10 +275,17 @@ def _register_roll(
         if not any(m.restart_reason for m in backend.members()):
             return RollResult(RollState.NOTHING_TO_DO, (), "every broker is up to date")
         backend.started(conditions.now_rfc3339())
-        with Admin(config.bootstrap, request_timeout_ms=config.request_timeout_ms) as admin:
+        with contextlib.ExitStack() as stack:
+            if cluster_probe is not None:
+                probe = cluster_probe()
+            else:
+                admin = stack.enter_context(
+                    Admin(config.bootstrap, request_timeout_ms=config.request_timeout_ms)
+                )
+                probe = AdminProbe(admin)
             roller = Roller(
                 backend,
-                AdminProbe(admin),
+                probe,
                 settings=RollSettings(operation_timeout_s=config.operation_timeout_s),
                 notify=notify,
                 metrics=metrics.PrometheusRollObserver(),

@@ -13,15 +13,12 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from headwater.cli._common import CliError, add_output_option, print_json
 from headwater.cli.topics import add_bootstrap_option, admin_for, client_errors
-from headwater.client import Consumer, TopicPartition, connection
-from headwater.client.group import protocol
-from headwater.client.group.listener import OffsetAndMetadata
-from headwater.errors import ErrorCode, for_code
-from headwater.v1 import group_pb2, group_pb2_grpc
+from headwater.client import Admin, OffsetAndTimestamp, TopicPartition
 
 _DURATION = re.compile(r"^(-)?P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+)S)?)?$")
 
@@ -46,109 +43,51 @@ def parse_datetime_ms(text: str) -> int:
     return int(when.timestamp() * 1000)
 
 
-def _consumer(args: argparse.Namespace, group: str | None) -> Consumer:
-    return Consumer(
-        bootstrap_servers=args.bootstrap,
-        group_id=group,
-        enable_auto_commit=False,
-        request_timeout_ms=args.request_timeout_ms,
-        default_api_timeout_ms=args.request_timeout_ms,
-    )
-
-
-def _group_call(consumer: Consumer, method: str, request: Any) -> Any:
-    coordinator = consumer._require_group()  # the CLI is the consumer's friend
-    return coordinator._with_coordinator(
-        lambda: _checked(coordinator._call(method, request)),
-        timeout_ms=consumer.settings.request_timeout_ms,
-    )
-
-
-def _checked(resp: Any) -> Any:
-    code = getattr(resp, "error_code", 0)
-    if code in (
-        ErrorCode.NOT_COORDINATOR,
-        ErrorCode.COORDINATOR_NOT_AVAILABLE,
-        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-    ):
-        raise for_code(code)
-    return resp
-
-
-def _describe(args: argparse.Namespace, consumer: Consumer) -> dict[str, Any]:
-    resp = _group_call(
-        consumer, "DescribeGroups", group_pb2.DescribeGroupsRequest(groups=[args.group])
-    )
-    g = resp.groups[0]
-    if g.error_code:
-        raise for_code(g.error_code, g.error_message)
-    committed = _group_call(
-        consumer, "OffsetFetch", group_pb2.OffsetFetchRequest(group_id=args.group)
-    )
-    offsets = {
-        TopicPartition(p.topic, p.partition_index): p.committed_offset
-        for p in committed.partitions
-        if p.committed_offset >= 0
-    }
-    ends = consumer.end_offsets(offsets) if offsets else {}
-    owner = {}
-    members = []
-    for m in g.members:
-        assigned = sorted(protocol.decode_assignment(m.member_assignment).partitions)
-        for tp in assigned:
-            owner[tp] = m.member_id
-        members.append(
-            {
-                "member_id": m.member_id,
-                "client_id": m.client_id,
-                "host": m.client_host,
-                "group_instance_id": m.group_instance_id or None,
-                "assignment": [str(tp) for tp in assigned],
-            }
-        )
-    return {
-        "group": args.group,
-        "state": g.group_state,
-        "protocol": g.protocol_data,
-        "generation": g.generation_id,
-        "members": members,
-        "offsets": [
+def _describe(admin: Admin, group: str) -> dict[str, Any]:
+    g = admin.describe_groups([group])[group]
+    committed = admin.list_consumer_group_offsets(group)
+    ends = admin.list_offsets(dict.fromkeys(committed, "latest")) if committed else {}
+    owner = {tp: m.member_id for m in g.members for tp in m.assignment}
+    members = [
+        {
+            "member_id": m.member_id,
+            "client_id": m.client_id,
+            "host": m.host,
+            "group_instance_id": m.group_instance_id,
+            "assignment": [str(tp) for tp in m.assignment],
+        }
+        for m in g.members
+    ]
+    rows = []
+    for tp, om in sorted(committed.items()):
+        end = ends.get(tp)
+        rows.append(
             {
                 "topic": tp.topic,
                 "partition": tp.partition,
-                "committed_offset": off,
-                "log_end_offset": ends.get(tp),
-                "lag": max(0, ends[tp] - off) if tp in ends else None,
+                "committed_offset": om.offset,
+                "log_end_offset": end.offset if end is not None else None,
+                "lag": max(0, end.offset - om.offset) if end is not None else None,
                 "member_id": owner.get(tp),
             }
-            for tp, off in sorted(offsets.items())
-        ],
+        )
+    return {
+        "group": group,
+        "state": g.state,
+        "protocol": g.protocol,
+        "generation": g.generation_id,
+        "coordinator": g.coordinator,
+        "members": members,
+        "offsets": rows,
     }
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    with client_errors():
-        cluster = admin_for(args).describe_cluster()
-        consumer = _consumer(args, None)
-        found: dict[str, dict[str, str]] = {}
-        try:
-            for b in cluster.brokers:
-                stub = group_pb2_grpc.GroupStub(consumer._channels.channel(b.address))
-                resp = connection.call(
-                    stub.ListGroups,
-                    group_pb2.ListGroupsRequest(),
-                    address=b.address,
-                    timeout_ms=args.request_timeout_ms,
-                )
-                for g in resp.groups:
-                    found[g.group_id] = {
-                        "group": g.group_id,
-                        "state": g.group_state,
-                        "protocol_type": g.protocol_type,
-                    }
-        finally:
-            consumer.close()
-    rows = [found[k] for k in sorted(found)]
+    with client_errors(), admin_for(args) as admin:
+        groups = admin.list_groups()
+    rows = [
+        {"group": g.group_id, "state": g.state, "protocol_type": g.protocol_type} for g in groups
+    ]
     if args.output == "json":
         print_json(rows)
     else:
@@ -158,12 +97,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_describe(args: argparse.Namespace) -> int:
-    with client_errors():
-        consumer = _consumer(args, args.group)
-        try:
-            d = _describe(args, consumer)
-        finally:
-            consumer.close()
+    with client_errors(), admin_for(args) as admin:
+        d = _describe(admin, args.group)
     if args.output == "json":
         print_json(d)
         return 0
@@ -185,6 +120,54 @@ def cmd_describe(args: argparse.Namespace) -> int:
     return 0
 
 
+def _reset_targets(admin: Admin, args: argparse.Namespace) -> dict[TopicPartition, int]:
+    """The new offset of each partition of ``args.topic``, clamped to the log's range."""
+    d = _describe(admin, args.group)
+    if d["state"] not in ("Empty", "Dead"):
+        raise CliError(
+            f"group {args.group} has active members ({d['state']}); "
+            "stop them before resetting offsets"
+        )
+    desc = admin.describe_topics([args.topic]).get(args.topic)
+    if desc is None or not desc.partitions:
+        raise CliError(f"unknown topic {args.topic!r}")
+    tps = [TopicPartition(args.topic, p.partition) for p in desc.partitions]
+    current = {
+        TopicPartition(o["topic"], o["partition"]): o["committed_offset"] for o in d["offsets"]
+    }
+    earliest = _offsets(admin.list_offsets(dict.fromkeys(tps, "earliest")))
+    latest = _offsets(admin.list_offsets(dict.fromkeys(tps, "latest")))
+    when: int | None = None
+    if args.to_datetime is not None:
+        when = parse_datetime_ms(args.to_datetime)
+    elif args.by_duration is not None:
+        now_ms = int(dt.datetime.now(dt.UTC).timestamp() * 1000)
+        when = now_ms - parse_duration_ms(args.by_duration)
+    by_time = (
+        _offsets(admin.list_offsets({tp: max(0, when) for tp in tps})) if when is not None else {}
+    )
+    target: dict[TopicPartition, int] = {}
+    for tp in tps:
+        if args.to_earliest:
+            new = earliest[tp]
+        elif args.to_latest:
+            new = latest[tp]
+        elif args.to_offset is not None:
+            new = args.to_offset
+        elif args.shift_by is not None:
+            new = current.get(tp, latest[tp]) + args.shift_by
+        else:
+            new = by_time.get(tp, latest[tp])
+        target[tp] = min(max(new, earliest[tp]), latest[tp])
+    return target
+
+
+def _offsets(
+    found: Mapping[TopicPartition, OffsetAndTimestamp | None],
+) -> dict[TopicPartition, int]:
+    return {tp: o.offset for tp, o in found.items() if o is not None and o.offset >= 0}
+
+
 def cmd_reset(args: argparse.Namespace) -> int:
     specs = [
         args.to_earliest,
@@ -202,48 +185,10 @@ def cmd_reset(args: argparse.Namespace) -> int:
         )
     if args.dry_run and args.execute:
         raise CliError("--dry-run and --execute are exclusive", exit_code=2)
-    with client_errors():
-        consumer = _consumer(args, args.group)
-        try:
-            d = _describe(args, consumer)
-            if d["state"] not in ("Empty", "Dead"):
-                raise CliError(
-                    f"group {args.group} has active members ({d['state']}); "
-                    "stop them before resetting offsets"
-                )
-            tps = [
-                TopicPartition(args.topic, p)
-                for p in sorted(consumer.partitions_for_topic(args.topic))
-            ]
-            current = {
-                TopicPartition(o["topic"], o["partition"]): o["committed_offset"]
-                for o in d["offsets"]
-            }
-            earliest, latest = consumer.beginning_offsets(tps), consumer.end_offsets(tps)
-            target: dict[TopicPartition, int] = {}
-            for tp in tps:
-                if args.to_earliest:
-                    new = earliest[tp]
-                elif args.to_latest:
-                    new = latest[tp]
-                elif args.to_offset is not None:
-                    new = args.to_offset
-                elif args.shift_by is not None:
-                    new = current.get(tp, latest[tp]) + args.shift_by
-                else:
-                    when = (
-                        parse_datetime_ms(args.to_datetime)
-                        if args.to_datetime is not None
-                        else int(dt.datetime.now(dt.UTC).timestamp() * 1000)
-                        - parse_duration_ms(args.by_duration)
-                    )
-                    found = consumer.offsets_for_times({tp: max(0, when)})[tp]
-                    new = found.offset if found is not None else latest[tp]
-                target[tp] = min(max(new, earliest[tp]), latest[tp])
-            if args.execute:
-                consumer.commit({tp: OffsetAndMetadata(o) for tp, o in target.items()})
-        finally:
-            consumer.close()
+    with client_errors(), admin_for(args) as admin:
+        target = _reset_targets(admin, args)
+        if args.execute:
+            admin.alter_consumer_group_offsets(args.group, target)
     rows = [
         {"topic": tp.topic, "partition": tp.partition, "new_offset": o}
         for tp, o in sorted(target.items())
@@ -259,19 +204,12 @@ def cmd_reset(args: argparse.Namespace) -> int:
 
 
 def cmd_delete(args: argparse.Namespace) -> int:
-    with client_errors():
-        consumer = _consumer(args, args.group)
-        try:
-            resp = _group_call(
-                consumer, "DeleteGroups", group_pb2.DeleteGroupsRequest(groups_names=[args.group])
-            )
-        finally:
-            consumer.close()
-    code = resp.results[0].error_code
+    with client_errors(), admin_for(args) as admin:
+        error = admin.delete_groups([args.group], raise_on_error=False)[args.group]
     if args.output == "json":
-        print_json({"group": args.group, "error": ErrorCode(code).name if code else None})
-    if code:
-        raise CliError(f"cannot delete group {args.group}: {ErrorCode(code).name}")
+        print_json({"group": args.group, "error": error.code.name if error else None})
+    if error is not None:
+        raise CliError(f"cannot delete group {args.group}: {error.code.name}")
     if args.output != "json":
         print(f"deleted group {args.group}")
     return 0

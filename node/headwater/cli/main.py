@@ -12,6 +12,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from headwater.cli._common import CliError
 
@@ -30,8 +31,15 @@ COMMAND_MODULES = (
 )
 
 
+class _OneLineErrorParser(argparse.ArgumentParser):
+    """Bad arguments are one line on stderr (exit 2), not the whole usage text."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _OneLineErrorParser(
         prog="headwater",
         description="Headwater: a Kafka-style distributed commit log.",
     )

@@ -20,6 +20,12 @@ from typing import Any, NamedTuple, TypeVar
 
 from headwater import errors
 from headwater.client import connection, offsets
+from headwater.client.group.admin import (
+    ConsumerGroupDescription,
+    ConsumerGroupListing,
+    GroupAdmin,
+)
+from headwater.client.group.listener import OffsetAndMetadata
 from headwater.client.metadata import MetadataManager
 from headwater.client.retry import RetryPolicy
 from headwater.client.settings import parse_bootstrap
@@ -104,6 +110,14 @@ class Admin:
             channels=self._channels,
             retry=self._retry,
             request_timeout_ms=request_timeout_ms,
+        )
+        self._groups = GroupAdmin(
+            channels=self._channels,
+            metadata=self._metadata,
+            retry=self._retry,
+            bootstrap=self.bootstrap_servers,
+            request_timeout_ms=request_timeout_ms,
+            default_api_timeout_ms=default_api_timeout_ms,
         )
 
     # -- plumbing -------------------------------------------------------------------
@@ -354,6 +368,34 @@ class Admin:
             request_timeout_ms=self.request_timeout_ms,
             timeout_ms=self.default_api_timeout_ms,
         )
+
+    # -- consumer groups (headwater.client.group.admin) ------------------------------
+
+    def list_groups(self, states: Iterable[str] = ()) -> list[ConsumerGroupListing]:
+        """Every consumer group of the cluster, optionally only those in ``states``."""
+        return self._groups.list_groups(states)
+
+    def describe_groups(self, group_ids: Iterable[str]) -> dict[str, ConsumerGroupDescription]:
+        """State, protocol, generation and members (with assignments) of each group."""
+        return self._groups.describe_groups(group_ids)
+
+    def delete_groups(
+        self, group_ids: Iterable[str], *, raise_on_error: bool = True
+    ) -> dict[str, errors.HeadwaterError | None]:
+        """Delete empty groups and their committed offsets."""
+        return self._groups.delete_groups(group_ids, raise_on_error=raise_on_error)
+
+    def list_consumer_group_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition] | None = None
+    ) -> dict[TopicPartition, OffsetAndMetadata]:
+        """A group's committed offsets (all, or only those of ``partitions``)."""
+        return self._groups.list_consumer_group_offsets(group_id, partitions)
+
+    def alter_consumer_group_offsets(
+        self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata | int]
+    ) -> None:
+        """Set the committed offsets of a group that has no active members."""
+        self._groups.alter_consumer_group_offsets(group_id, offsets)
 
     # -- lifecycle ------------------------------------------------------------------
 

@@ -255,7 +255,8 @@ class BrokerServer:
             ],
             end_offset=end_offset,
             rebalances=lambda: {
-                group: RebalanceFigures(*stats) for group, stats in runtime.rebalance_stats().items()
+                group: RebalanceFigures(*figures)
+                for group, figures in runtime.rebalance_stats().items()
             },
         )
         return runtime

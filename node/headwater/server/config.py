@@ -5,7 +5,15 @@ has its Kafka ``server.properties`` name and meaning.  Sources, later winning:
 
 1. a Java-properties file (``--config``);
 2. ``HEADWATER_*`` environment variables: ``HEADWATER_BROKER_ID`` sets
-   ``broker.id`` (upper-case, dots as underscores), as container images do;
+   ``broker.id`` (upper-case, dots as underscores), as container images do.
+   Two kinds of ``HEADWATER_*`` names are not broker settings and are passed
+   over: those of the other commands (``HEADWATER_BOOTSTRAP`` of the clients,
+   ``HEADWATER_OPERATOR_*``...; see :data:`NOT_BROKER_ENV`) and the variables
+   Kubernetes injects for every Service of the namespace (a release named
+   ``headwater`` has a Service ``headwater-bootstrap``, hence
+   ``HEADWATER_BOOTSTRAP_SERVICE_HOST``; the chart also turns these off with
+   ``enableServiceLinks: false``).  Any other unknown name is a typo and is
+   refused, naming the variable;
 3. ``--override key=value`` flags.
 
 ``${NAME}`` in any value is replaced by the environment variable ``NAME`` (the
@@ -25,6 +33,23 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 ENV_PREFIX = "HEADWATER_"
+NOT_BROKER_ENV = frozenset(
+    {
+        "HEADWATER_BOOTSTRAP",
+        "HEADWATER_BROKER_STATEFULSET",
+        "HEADWATER_RESYNC_INTERVAL_S",
+        "HEADWATER_OPERATION_TIMEOUT_S",
+        "HEADWATER_ROLL_CHECK_INTERVAL_S",
+    }
+)
+"""``HEADWATER_*`` variables of the clients and the operator, never broker settings."""
+_NOT_BROKER_PREFIXES = ("HEADWATER_OPERATOR_",)
+# Kubernetes service links: <SVC>_SERVICE_HOST, <SVC>_SERVICE_PORT[_<NAME>], <SVC>_PORT,
+# <SVC>_PORT_<N>_<PROTO>[_PROTO|_PORT|_ADDR].
+_SERVICE_LINK = re.compile(
+    r"[A-Z0-9_]+_(SERVICE_HOST|SERVICE_PORT(_[A-Z0-9_]+)?"
+    r"|PORT(_\d+_(TCP|UDP|SCTP)(_PROTO|_PORT|_ADDR)?)?)"
+)
 DEFAULT_CHROOT = "/headwater"
 
 
@@ -158,10 +183,10 @@ class BrokerConfig:
         "An empty group waits this long for more members before its first rebalance.",
     )
     group_min_session_timeout_ms: int = _key(
-        "group.min.session.timeout.ms", 6000, "Shortest session.timeout.ms a consumer may ask for."
+        "group.min.session.timeout.ms", 6000, "Shortest session.timeout.ms a consumer may use."
     )
     group_max_session_timeout_ms: int = _key(
-        "group.max.session.timeout.ms", 1800000, "Longest session.timeout.ms a consumer may ask for."
+        "group.max.session.timeout.ms", 1800000, "Longest session.timeout.ms a consumer may use."
     )
     group_max_size: int = _key("group.max.size", 2147483647, "Most members one group may have.")
     log_cleaner_enable: bool = _key(
@@ -284,7 +309,11 @@ class BrokerConfig:
             ("zookeeper.session.timeout.ms", self.zookeeper_session_timeout_ms > 0, "must be > 0"),
             ("metrics.port", 0 <= self.metrics_port < 65536, "must be a port number or 0"),
             ("log.dirs", bool(self.log_dir_list), "must name at least one directory"),
-            ("offsets.topic.num.partitions", self.offsets_topic_num_partitions >= 1, "must be >= 1"),
+            (
+                "offsets.topic.num.partitions",
+                self.offsets_topic_num_partitions >= 1,
+                "must be >= 1",
+            ),
             (
                 "offsets.topic.replication.factor",
                 self.offsets_topic_replication_factor >= 1,
@@ -378,12 +407,29 @@ def parse_properties(text: str) -> dict[str, str]:
 
 
 def properties_from_env(environ: Mapping[str, str]) -> dict[str, str]:
-    """``HEADWATER_LOG_DIRS=/data`` -> ``{"log.dirs": "/data"}``."""
-    return {
-        name[len(ENV_PREFIX) :].lower().replace("_", "."): value
-        for name, value in environ.items()
-        if name.startswith(ENV_PREFIX) and len(name) > len(ENV_PREFIX)
-    }
+    """``HEADWATER_LOG_DIRS=/data`` -> ``{"log.dirs": "/data"}``.
+
+    Names of known broker keys are mapped; those of other commands and Kubernetes service
+    links are passed over (module docstring); any other ``HEADWATER_*`` name is refused.
+    """
+    known = {f.metadata["key"] for f in dataclasses.fields(BrokerConfig)}
+    props: dict[str, str] = {}
+    for name, value in environ.items():
+        if not name.startswith(ENV_PREFIX) or len(name) == len(ENV_PREFIX):
+            continue
+        key = name[len(ENV_PREFIX) :].lower().replace("_", ".")
+        if key in known:
+            props[key] = value
+        elif not (
+            name in NOT_BROKER_ENV
+            or name.startswith(_NOT_BROKER_PREFIXES)
+            or _SERVICE_LINK.fullmatch(name)
+        ):
+            raise ConfigError(
+                f"environment variable {name}: unknown broker config {key!r} "
+                f"({ENV_PREFIX}<KEY> sets a broker config; fix or unset it)"
+            )
+    return props
 
 
 def expand_env(key: str, value: str, environ: Mapping[str, str]) -> str:

@@ -31,6 +31,8 @@ from headwater import errors
 from headwater.coordination.model import LeaderAndIsr, PartitionState
 from headwater.errors import ErrorCode
 from headwater.replication import FetchWait, IsrChange, Partition, ProduceCompletion, TopicPartition
+from headwater.replication.producer_state import ProducerStateManager, Verdict
+from headwater.server import idempotence
 from headwater.server.metrics import BrokerMetrics, PartitionSnapshot
 from headwater.storage import Log, LogConfig, LogManager
 
@@ -78,6 +80,8 @@ class HostedPartition:
     state: Partition
     log: Log
     watchers: set[asyncio.Event] = dataclasses.field(default_factory=set)
+    producers: ProducerStateManager = dataclasses.field(default_factory=ProducerStateManager)
+    """Idempotent producers' state; rebuilt from the log on becoming leader."""
 
     def wake(self) -> None:
         for event in self.watchers:
@@ -240,6 +244,17 @@ class ReplicaManager:
                 else f"broker {self.broker_id} is not the leader of {tp}"
             )
             return ProduceResult(tp, admission, why), None
+        check, producer_batch = idempotence.check_produce(hosted.producers, records)
+        if check.verdict is Verdict.REFUSE:
+            return ProduceResult(tp, check.error, check.message), None
+        if check.duplicate_of is not None:  # a retry of an appended batch: answer, don't append
+            result = ProduceResult(
+                tp,
+                ErrorCode.NONE,
+                base_offset=check.duplicate_of.base_offset,
+                log_start_offset=hosted.log.log_start_offset,
+            )
+            return result, (next(self._produce_ids) if acks == -1 else None)
         try:
             info = hosted.log.append_as_leader(
                 records, leader_epoch=state.leader_epoch, now_ms=wall_ms()
@@ -247,6 +262,8 @@ class ReplicaManager:
         except errors.HeadwaterError as exc:
             return ProduceResult(tp, exc.code, str(exc)), None
         base_offset = int(info.first_offset)
+        if producer_batch is not None:
+            hosted.producers.update(producer_batch, base_offset=base_offset)
         self._metrics.bytes_in.labels(tp.topic).inc(len(records))
         self._metrics.messages_in.labels(tp.topic).inc(info.num_records)
         if state.on_leader_append(hosted.log.log_end_offset):
@@ -529,6 +546,7 @@ class ReplicaManager:
             assign_epoch(hosted.log, lai.leader_epoch, hosted.log.log_end_offset)
             if was_follower:
                 self.on_stop_follower([tp])
+                idempotence.rebuild(hosted.producers, hosted.log)
             log.info("%s: leader in epoch %d, ISR %s", tp, lai.leader_epoch, list(lai.isr))
             hosted.log.high_watermark = hosted.state.high_watermark
             hosted.wake()

@@ -1,8 +1,9 @@
 """The roll engine's local backend on real broker processes (``headwater.testing.Cluster``).
 
-* a 3-broker roll under an acks=all producer (RF=3, min.insync.replicas=2):
-  every acknowledged record is readable afterwards, each broker restarted
-  exactly once, the controller last;
+* a 3-broker roll under an acks=all producer (RF=3, min.insync.replicas=2)
+  with a consumer group reading: every acknowledged record is consumed by the
+  group and readable afterwards, each broker restarted exactly once, the
+  controller last;
 * a partition at min.insync.replicas makes the roll wait (its brokers are not
   touched) until it is safe again;
 * a broker that never comes back aborts the roll, touching no other broker;
@@ -19,10 +20,10 @@ from headwater import Admin, Consumer, Producer, TopicPartition
 from headwater.client import NewTopic
 from headwater.errors import UnknownTopicOrPartitionError
 from headwater.testing import Cluster, is_healthy
-
 from headwater_operator.probe import AdminProbe
 from headwater_operator.roll import Member, Roller, RollEvent, RollSettings, RollState
 from headwater_operator.roll_local import LocalBackend
+
 from tests.e2e.operator.conftest import ClusterFactory
 
 pytestmark = pytest.mark.e2e
@@ -87,8 +88,25 @@ def test_roll_under_acks_all_load_loses_nothing_and_restarts_controller_last(
                 except Exception as exc:  # an unacknowledged record may be lost; count it
                     failed.append(exc)
 
+    consumed: set[bytes] = set()
+    reading = threading.Event()
+
+    def consume() -> None:  # a consumer group reads throughout the roll
+        with Consumer(
+            "rolled",
+            bootstrap_servers=roll_cluster.bootstrap,
+            group_id="roll-readers",
+            auto_offset_reset="earliest",
+        ) as c:
+            for _ in range(3000):
+                consumed.update(r.value for r in c.poll(100) if r.value is not None)
+                if not reading.is_set() and stop.is_set() and set(acked) <= consumed:
+                    return
+
     writer = threading.Thread(target=produce)
+    reader = threading.Thread(target=consume)
     writer.start()
+    reader.start()
     try:
         backend = RecordingBackend(roll_cluster, admin)
         events: list[RollEvent] = []
@@ -96,7 +114,9 @@ def test_roll_under_acks_all_load_loses_nothing_and_restarts_controller_last(
     finally:
         stop.set()
         writer.join(120)
+        reader.join(300)
     assert result.state == RollState.FINISHED, result.message
+    assert set(acked) <= consumed, f"the group missed {len(set(acked) - consumed)} records"
     assert sorted(b for b, _ in backend.restarts) == [0, 1, 2]
     last_broker, controller_then = backend.restarts[-1]
     assert last_broker == controller_then

@@ -15,9 +15,9 @@ from collections.abc import Iterator
 import pytest
 from headwater import Admin
 from headwater.testing import Cluster
-
 from headwater_operator.topic_reconciler import AdminTopics, TopicAdmin
 from headwater_operator.topics import Action, ActualTopic
+
 from tests.unit.operator.test_topic_reconciler import *  # noqa: F403  (the cases)
 from tests.unit.operator.test_topic_reconciler import Drift
 

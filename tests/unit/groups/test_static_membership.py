@@ -68,11 +68,24 @@ def test_restarted_leader_skips_assignment() -> None:
     assert resp.generation_id == gen
 
 
-def test_static_member_with_new_subscription_triggers_rebalance() -> None:
+def test_static_member_with_other_metadata_but_same_protocol_does_not_rebalance() -> None:
+    """Kafka compares the selected protocol, not the metadata bytes (which carry the
+    partitions a consumer owned: a restarted process owns none)."""
     h = Harness()
-    _static_group(h)
-    h.join(instance="ib", protocols=(Protocol("range", b"other"),))
-    assert h.state() == "PreparingRebalance"
+    _a, _b, gen = _static_group(h)
+    resp = h.join_response(h.join(instance="ib", protocols=(Protocol("range", b"other"),)))
+    assert resp.generation_id == gen
+    assert h.state() == "Stable"
+
+
+def test_static_member_changing_the_selected_protocol_triggers_rebalance() -> None:
+    h = Harness()
+    both = (Protocol("range", b""), Protocol("roundrobin", b""))
+    a = h.join_response(h.join(instance="ia", protocols=both)).member_id
+    h.sync(a, 1, {a: b"A"}, instance="ia")
+    assert h.state() == "Stable"
+    resp = h.join_response(h.join(instance="ia", protocols=both[::-1]))
+    assert (resp.generation_id, resp.protocol_name) == (2, "roundrobin")  # a new rebalance
 
 
 def test_static_member_expires_after_session_timeout() -> None:

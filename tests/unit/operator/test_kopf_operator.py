@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
+import itertools
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -21,13 +21,30 @@ import kmock
 import kopf
 import pytest
 import pytest_asyncio
-
 from headwater_operator import handlers
 from headwater_operator.config import OperatorConfig
+from headwater_operator.roll import PartitionState
+
 from tests.unit.deploy import crd as crds
-from tests.unit.operator.fakes import FakeTopicAdmin
+from tests.unit.operator.fakes import FakeTopicAdmin, World
 
 NS = "kafka"
+
+
+class NamingEmulator(kmock.KubernetesEmulator):
+    """kmock, plus the API server's ``generateName`` (kopf posts every Event with one)."""
+
+    _names = itertools.count(1)
+
+    async def _handle(self, request: Any) -> Any:
+        data = request.data if isinstance(request.data, dict) else None
+        meta = (data or {}).get("metadata")
+        if isinstance(meta, dict) and meta.get("generateName") and not meta.get("name"):
+            meta["name"] = f"{meta['generateName']}{next(self._names)}"
+        return await super()._handle(request)
+
+
+pytestmark = pytest.mark.kmock(cls=NamingEmulator)
 TOPICS = f"/apis/headwater.io/v1/namespaces/{NS}/topics"
 
 
@@ -123,11 +140,13 @@ def admin() -> FakeTopicAdmin:
     return FakeTopicAdmin(brokers=3)
 
 
-@pytest_asyncio.fixture
-async def operator(api: Api, admin: FakeTopicAdmin) -> AsyncIterator[kopf.OperatorRegistry]:
+@contextlib.asynccontextmanager
+async def running_operator(
+    api: Api, config: OperatorConfig, **factories: Any
+) -> AsyncIterator[kopf.OperatorRegistry]:
+    """The real operator (``handlers.register``) against kmock, stopped on exit."""
     registry = kopf.OperatorRegistry()
-    config = OperatorConfig(namespace=NS, resync_interval_s=3600)
-    handlers.register(registry, config, topic_admin=lambda: admin)
+    handlers.register(registry, config, **factories)
 
     @kopf.on.login(registry=registry)
     def login(**_: Any) -> kopf.ConnectionInfo:
@@ -136,18 +155,13 @@ async def operator(api: Api, admin: FakeTopicAdmin) -> AsyncIterator[kopf.Operat
     @kopf.on.startup(registry=registry)
     def test_settings(settings: kopf.OperatorSettings, **_: Any) -> None:
         settings.scanning.disabled = True
-        settings.posting.enabled = True
         settings.watching.reconnect_backoff = 0.1
 
     stop = asyncio.Event()
     ready = asyncio.Event()
     task = asyncio.create_task(
         kopf.operator(
-            registry=registry,
-            standalone=True,
-            namespaces=[NS],
-            stop_flag=stop,
-            ready_flag=ready,
+            registry=registry, standalone=True, namespaces=[NS], stop_flag=stop, ready_flag=ready
         )
     )
     await asyncio.wait_for(ready.wait(), 20)
@@ -157,7 +171,13 @@ async def operator(api: Api, admin: FakeTopicAdmin) -> AsyncIterator[kopf.Operat
         stop.set()
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.wait_for(task, 20)
-        logging.getLogger("kopf").handlers.clear()
+
+
+@pytest_asyncio.fixture
+async def operator(api: Api, admin: FakeTopicAdmin) -> AsyncIterator[kopf.OperatorRegistry]:
+    config = OperatorConfig(namespace=NS, resync_interval_s=3600)
+    async with running_operator(api, config, topic_admin=lambda: admin) as registry:
+        yield registry
 
 
 @pytest.mark.asyncio
@@ -188,6 +208,9 @@ async def test_topic_is_created_with_status_and_finalizer_then_deleted(
     await wait_until(
         lambda: any(e.get("reason") == "Created" for e in api.events()), "a Created Event"
     )
+    created = next(e for e in api.events() if e.get("reason") == "Created")
+    assert created["type"] == "Normal" and "orders" in created["message"]
+    assert created["involvedObject"]["name"] == "orders"
 
     await api.delete("orders")
     await wait_until(lambda: api.stored("orders") is None, "the Topic to be gone")
@@ -232,3 +255,39 @@ def test_invalid_topics_are_refused_by_the_crd_schema(topic_crd: dict[str, Any])
     assert crds.cr_errors(topic_crd, topic("x", partitions=1, replicas=40000))
     assert crds.cr_errors(topic_crd, topic("x", partitions=1, replicas=1, topicName="a b"))
     assert crds.cr_errors(topic_crd, topic("x", partitions=1, replicas=1, config={"a": [1]}))
+
+
+@pytest.mark.asyncio
+async def test_new_statefulset_revision_triggers_a_roll_with_events(api: Api) -> None:
+    for plural, kind in (("apps/v1/statefulsets", "StatefulSet"), ("v1/pods", "Pod")):
+        api.server.resources[plural] = kmock.ResourceInfo(
+            kind=kind, namespaced=True, verbs={"list", "watch", "get", "patch"}
+        )
+    world = World(brokers=3, revision="rev-1")
+    world.namespace = NS
+    world.update_revision = "rev-2"
+    world.partitions = [PartitionState("t", 0, (0, 1, 2), (0, 1, 2))]
+    world.min_isr["t"] = 2
+    config = OperatorConfig(
+        namespace=NS, broker_statefulset=world.name, operation_timeout_s=30, resync_interval_s=3600
+    )
+    async with running_operator(
+        api, config, topic_admin=FakeTopicAdmin, kube_api=lambda: world, cluster_probe=lambda: world
+    ):
+        sts = {
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "metadata": {"name": world.name, "namespace": NS, "uid": "sts", "resourceVersion": "1"},
+            "status": {"updateRevision": "rev-2"},
+        }
+        async with aiohttp.ClientSession(base_url=str(api.server.url)) as session:
+            resp = await session.post(f"/apis/apps/v1/namespaces/{NS}/statefulsets", json=sts)
+            assert resp.status < 300
+        await wait_until(
+            lambda: any(e.get("reason") == "RollFinished" for e in api.events()),
+            "the roll to finish",
+        )
+    assert sorted(world.deleted) == [f"{world.name}-{i}" for i in range(3)]
+    reasons = [e.get("reason") for e in api.events()]
+    assert reasons.count("Restarting") == 3
+    assert world.sts_annotations["headwater.io/roll-state"] == "Finished"

@@ -257,3 +257,49 @@ def test_order_and_versions_are_pure_functions() -> None:
     assert order == ["b-2", "b-0", "b-1"]
     assert roll.version_key("1.10") > roll.version_key("1.9") > roll.version_key("1")
     assert roll.version_key("2.0") == roll.version_key("2")
+
+
+class FakeProc:
+    def __init__(self, pid: int) -> None:
+        self.pid: int | None = pid
+        self.address = f"127.0.0.1:{pid}"
+        self.running = True
+
+
+class FakeProcesses:
+    """Local broker processes; a started broker crashes ``crashes`` times before it stays up."""
+
+    def __init__(self, crashes: int) -> None:
+        self.brokers = {0: FakeProc(100)}
+        self.overrides: dict[str, str] = {}
+        self.crashes = crashes
+        self.starts = 0
+
+    def stop(self, broker_id: int, *, timeout_s: float = 60.0) -> int | None:
+        self.brokers[broker_id].running = False
+        return 0
+
+    def start_broker(self, broker_id: int, *, wait: bool = False) -> None:
+        self.starts += 1
+        proc = self.brokers[broker_id]
+        proc.pid = 100 + self.starts
+        proc.running = self.starts > self.crashes
+
+
+def test_local_backend_starts_a_crashing_broker_again_like_the_kubelet() -> None:
+    from headwater_operator.roll_local import LocalBackend
+
+    clock = FakeClock()
+    procs = FakeProcesses(crashes=2)
+    backend = LocalBackend(procs, healthy=lambda _a: True, protocol_version="2", clock=clock)
+    (member,) = backend.members()
+    backend.restart(member)
+    assert procs.overrides == {"inter.broker.protocol.version": "2"}
+    assert not backend.members()[0].ready  # crashed on start
+    backend.members()
+    assert procs.starts == 1  # within the crash backoff: not started again yet
+    for _ in range(3):
+        clock.now += 2.0
+        backend.members()
+    assert procs.starts == 3 and backend.crash_restarts == 2
+    assert backend.members()[0].ready and backend.members()[0].incarnation == "103"

@@ -1,0 +1,197 @@
+"""The chart is real: its broker pods, run as rendered, form a cluster that serves clients.
+
+`helm template` renders the chart (real helm) with ``zookeeper.external`` pointing at a
+real local ZooKeeper.  The broker container's command, args and env (downward-API fields
+filled in as a kubelet would: HOSTNAME=hw-headwater-broker-<i>, POD_NAMESPACE, POD_IP) and
+the ConfigMap's server.properties are taken as rendered; only host names, ports and paths
+change (tests/e2e/deploy/localize.py, asserted here).  Three such processes must register
+in ZooKeeper with ids taken from their hostnames' ordinals, elect a controller, pass the
+readiness probe (gRPC health) and serve a produce/consume on a topic with RF=3 and the
+chart's min.insync.replicas=2.  It also checks that the rendered advertised.listeners
+expands to the pod's stable DNS name, which is what clients on Kubernetes connect to.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, NamedTuple
+from urllib.request import urlopen
+
+import headwater
+import pytest
+from headwater.testing.cluster import is_healthy
+from headwater.testing.zookeeper import ZooKeeperServer, free_port
+from kazoo.client import KazooClient
+
+from tests.e2e.deploy import localize
+from tests.e2e.deploy.pods import LocalPod, image_environment, wait_for
+from tests.unit.deploy import chart
+
+pytestmark = pytest.mark.e2e
+
+BROKERS = 3
+RECORDS = 30
+
+
+class RenderedBroker(NamedTuple):
+    """What the chart renders for broker pod ``ordinal`` (downward API resolved)."""
+
+    hostname: str
+    command: list[str]
+    args: list[str]
+    env: dict[str, str]
+    properties: str
+
+
+def rendered_brokers(values: dict[str, Any]) -> list[RenderedBroker]:
+    objs = chart.render(values)
+    container = chart.broker_container(objs)
+    properties = chart.broker_properties(objs)
+    sts = chart.broker_statefulset(objs)["metadata"]["name"]
+    out = []
+    for i in range(BROKERS):
+        hostname = f"{sts}-{i}"
+        env = chart.broker_env(objs, hostname=hostname, pod_ip=localize.LOCALHOST)
+        out.append(
+            RenderedBroker(hostname, container["command"], container["args"], env, properties)
+        )
+    return out
+
+
+class Running(NamedTuple):
+    pods: list[LocalPod]
+    bootstrap: str
+    metrics_ports: list[int]
+    chroot: str
+
+
+@pytest.fixture
+def brokers(zookeeper: ZooKeeperServer, tmp_path: Path) -> Iterator[Running]:
+    chart.require_helm()
+    chroot = f"/hw-chart-{uuid.uuid4().hex[:10]}"
+    rendered = rendered_brokers(
+        {
+            "zookeeper": {"external": zookeeper.chroot_connect_string(chroot)},
+            "brokers": {"replicas": BROKERS},
+        }
+    )
+    pods: list[LocalPod] = []
+    ports = [free_port() for _ in range(BROKERS)]
+    metrics_ports = [free_port() for _ in range(BROKERS)]
+    for i, broker in enumerate(rendered):
+        home = tmp_path / broker.hostname
+        (home / "data").mkdir(parents=True)
+        config = home / "server.properties"
+        config.write_text(
+            localize.localize_properties(
+                broker.properties,
+                listener_port=ports[i],
+                metrics_port=metrics_ports[i],
+                log_dir=home / "data",
+            ),
+            encoding="utf-8",
+        )
+        argv = localize.local_command(broker.command) + localize.localize_args(
+            broker.args, config_path=config
+        )
+        pods.append(
+            LocalPod(
+                broker.hostname,
+                argv=argv,
+                env=image_environment(broker.env),
+                log_path=home / "broker.log",
+            )
+        )
+    try:
+        for pod in pods:
+            pod.start(tmp_path)
+        yield Running(pods, ",".join(f"127.0.0.1:{p}" for p in ports), metrics_ports, chroot)
+    finally:
+        for pod in pods:
+            pod.stop(grace_s=5.0)
+
+
+def test_only_addresses_and_paths_are_rewritten(zookeeper: ZooKeeperServer) -> None:
+    chart.require_helm()
+    (broker, *_) = rendered_brokers({"zookeeper": {"external": zookeeper.connect_string}})
+    before = chart.parse_properties(broker.properties)
+    after = chart.parse_properties(
+        localize.localize_properties(
+            broker.properties, listener_port=1111, metrics_port=2222, log_dir=Path("/tmp/x")
+        )
+    )
+    assert localize.changed_keys(before, after) == localize.ADDRESS_KEYS | localize.PATH_KEYS
+    assert after["listeners"] == after["advertised.listeners"] == "PLAINTEXT://127.0.0.1:1111"
+    assert (after["metrics.port"], after["log.dirs"]) == ("2222", "/tmp/x")
+    assert broker.args[: broker.args.index("--config")] == ["broker"]
+    assert "--broker-id-from-hostname" in broker.args
+    # On Kubernetes the broker advertises its pod's stable DNS name, port unchanged.
+    assert chart.expand_env(before["advertised.listeners"], broker.env) == (
+        f"PLAINTEXT://{broker.hostname}.hw-headwater-broker-headless."
+        f"{chart.NAMESPACE}.svc.cluster.local:9092"
+    )
+    assert not any(name.startswith("HEADWATER_") for name in broker.env)
+
+
+def test_rendered_brokers_form_a_cluster_and_serve_clients(
+    brokers: Running, zookeeper: ZooKeeperServer
+) -> None:
+    addresses = brokers.bootstrap.split(",")
+    wait_for(
+        lambda: all(is_healthy(a, timeout_s=0.5) for a in addresses),
+        what="every broker's readiness probe (gRPC health SERVING)",
+        pods=brokers.pods,
+    )
+    zk = KazooClient(hosts=zookeeper.connect_string)
+    zk.start(timeout=15)
+    try:
+        ids = f"{brokers.chroot}/brokers/ids"
+        wait_for(
+            lambda: (
+                sorted(zk.get_children(ids)) == ["0", "1", "2"]
+                and zk.exists(f"{brokers.chroot}/controller") is not None
+            ),
+            what="3 broker registrations and a controller in ZooKeeper",
+            pods=brokers.pods,
+        )
+    finally:
+        zk.stop()
+        zk.close()
+
+    with headwater.Admin(brokers.bootstrap) as admin:
+        cluster = admin.describe_cluster()
+        assert [b.broker_id for b in cluster.brokers] == [0, 1, 2]
+        assert {f"{b.host}:{b.port}" for b in cluster.brokers} == set(addresses)
+        assert cluster.controller_id in (0, 1, 2)
+        topic = f"chart-{uuid.uuid4().hex[:8]}"
+        admin.create_topic(topic, 3, 3)
+
+        def leaders_elected() -> bool:
+            desc = admin.describe_topics([topic])[topic]
+            return len(desc.partitions) == 3 and all(
+                p.leader >= 0 and len(p.isr) == 3 for p in desc.partitions
+            )
+
+        wait_for(leaders_elected, what=f"leaders and full ISRs of {topic}", pods=brokers.pods)
+
+    sent = [f"record-{i}".encode() for i in range(RECORDS)]
+    with headwater.Producer(brokers.bootstrap, acks="all") as producer:
+        futures = [producer.send(topic, value, key=value) for value in sent]
+        producer.flush(30)
+    assert all(f.result(0).offset >= 0 for f in futures)
+
+    got: list[bytes] = []
+    with headwater.Consumer(bootstrap_servers=brokers.bootstrap, auto_offset_reset="earliest") as c:
+        c.assign([headwater.TopicPartition(topic, p) for p in range(3)])
+        for _ in range(100):
+            got += [r.value for r in c.poll(200) if r.value is not None]
+            if len(got) >= RECORDS:
+                break
+    assert sorted(got) == sorted(sent)
+
+    # The container's named port "metrics" serves Prometheus text.
+    with urlopen(f"http://127.0.0.1:{brokers.metrics_ports[0]}/metrics", timeout=5) as resp:
+        assert resp.status == 200
+        assert b"# TYPE" in resp.read()
