@@ -37,7 +37,7 @@ lint: venv
 	$(BIN)/ruff format --check node operator spark tests bench scripts
 
 typecheck: venv
-	$(BIN)/mypy node/headwater
+	$(BIN)/mypy node/headwater operator/headwater_operator spark/headwater_spark
 
 layers: venv
 	$(BIN)/lint-imports

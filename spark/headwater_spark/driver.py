@@ -102,16 +102,25 @@ class ClusterView:
         return {tp: (ot.offset if ot is not None else None) for tp, ot in found.items()}
 
     def commit(self, group_id: str, positions: Mapping[TopicPartition, int]) -> None:
-        from headwater_spark import commits
+        """Commit ``{tp: next offset}`` to ``group_id`` from outside the group.
 
-        commits.commit_offsets(
-            group_id,
-            positions,
-            bootstrap_servers=self._bootstrap,
+        Kafka's "commit from outside the group" (generation -1, no member id),
+        what ``AdminClient.alterConsumerGroupOffsets`` sends: the driver needs no
+        membership or heartbeat.  The checkpoint stays the source of truth for
+        restarts; the group offsets are for ``headwater groups describe`` and lag.
+        """
+        from headwater.client.group.admin import GroupAdmin
+        from headwater.client.group.listener import OffsetAndMetadata
+
+        GroupAdmin(
             channels=self._channels,
             metadata=self._metadata,
             retry=self._retry,
-            timeout_ms=self._timeout_ms,
+            bootstrap=tuple(self._bootstrap),
+            request_timeout_ms=30000,
+            default_api_timeout_ms=int(self._timeout_ms),
+        ).alter_consumer_group_offsets(
+            group_id, {tp: OffsetAndMetadata(off, "spark") for tp, off in positions.items()}
         )
 
     def close(self) -> None:
@@ -169,6 +178,7 @@ class StreamPlanner:
         self.opts = opts
         self.view = view
         self._available_now: PartitionOffsets | None = None
+        self._last_committed: dict[TopicPartition, int] = {}
 
     def initial_offset(self) -> PartitionOffsets:
         """Where a new query starts (``startingOffsets``, default latest)."""
@@ -195,7 +205,17 @@ class StreamPlanner:
     def latest_offset(
         self, start: Mapping[TopicPartition, int], max_records: int | None
     ) -> PartitionOffsets:
-        """The end of the next micro-batch: the latest offsets, capped at ``max_records``."""
+        """The end of the next micro-batch: the latest offsets, capped at ``max_records``.
+
+        Spark runs micro-batches one after another and asks for the next end
+        only once the batch ending at ``start`` has completed (a batch planned but
+        not completed before a restart is re-run first, without this call), so
+        ``start`` is processed: commit it for ``groupId``.  Spark's own
+        ``commit(end)`` comes only when a later batch is planned, which never
+        happens after the last batch of an ``availableNow`` run or while no new
+        data arrives, and lag monitoring would show the job a batch behind.
+        """
+        self.commit(start)
         latest = self._latest_known(start)
         # Partitions the query had that are gone keep their offsets: partitions()
         # reports the loss once, when it plans the batch.
@@ -231,10 +251,11 @@ class StreamPlanner:
 
     def commit(self, end: Mapping[TopicPartition, int]) -> None:
         """After a micro-batch: commit its end offsets to ``groupId`` (if given)."""
-        if self.opts.group_id is None or not end:
+        if self.opts.group_id is None or not end or dict(end) == self._last_committed:
             return
         try:
             self.view.commit(self.opts.group_id, end)
+            self._last_committed = dict(end)
         except errors.HeadwaterError as exc:
             # The query's own progress is in Spark's checkpoint; a failed commit only
             # delays what lag monitoring shows, so it must not stop the query.

@@ -137,7 +137,8 @@ class RecordAccumulator:
         self.buffer_memory = buffer_memory
         self.delivery_timeout_ms = delivery_timeout_ms
         self._clock = clock
-        self._cond = threading.Condition()
+        self._lock = threading.RLock()  # C-level ``with`` for the hot path; re-entrant
+        self._cond = threading.Condition(self._lock)
         self._wait = wait or (lambda cond, timeout_ms: cond.wait(timeout_ms / 1000.0))
         self._queues: dict[TopicPartition, collections.deque[ProducerBatch]] = {}
         self._muted: set[TopicPartition] = set()
@@ -188,6 +189,33 @@ class RecordAccumulator:
                 batch_full=full or (new_batch and len(queue) > 1),
                 new_batch=new_batch,
             )
+
+    def try_append(
+        self, tp: TopicPartition, record: Record, size: int
+    ) -> tuple[RecordFuture, bool] | None:
+        """The per-record fast path: join ``tp``'s open batch if it has room, never block.
+
+        Returns the record's future and whether the batch is now full, or None
+        when the caller must take :meth:`append` (a new batch is needed, the
+        buffer is full, or the producer is closed) -- once per batch, so that
+        path may be slower.  Uses the plain lock (C-level ``with``) rather than the condition.
+        """
+        with self._lock:
+            queue = self._queues.get(tp)
+            if not queue or self._closed or self._used_bytes + size > self.buffer_memory:
+                return None
+            last = queue[-1]
+            if last.closed or last.size_bytes + size > self.batch_size:
+                return None
+            self._used_bytes += size
+            records = last.records
+            future = RecordFuture(last.result, len(records), record[3] or -1)
+            records.append(record)
+            last.size_bytes += size
+            if last.size_bytes >= self.batch_size:
+                last.closed = True
+                return future, True
+            return future, False
 
     def _reserve(self, size: int, max_block_ms: float) -> None:
         if self._closed:

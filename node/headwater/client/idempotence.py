@@ -11,9 +11,11 @@ producer id, remember the epoch and the sequence ranges of the last 5 appended
 batches; answer a batch whose range equals one of them with NONE and the
 original base offset, without appending it again (a duplicate); refuse a batch
 whose ``baseSequence`` is not last sequence + 1 with OUT_OF_ORDER_SEQUENCE_NUMBER;
-refuse a stale epoch with INVALID_PRODUCER_EPOCH / PRODUCER_FENCED; answer
-UNKNOWN_PRODUCER_ID when it has no state for the id and the sequence is not 0.
-The client also accepts DUPLICATE_SEQUENCE_NUMBER as success.
+refuse a stale epoch with INVALID_PRODUCER_EPOCH / PRODUCER_FENCED; accept any
+sequence from a producer id it has no state for (Kafka 2.5+; the state may have
+gone with retention).  The broker's side is
+:mod:`headwater.replication.producer_state`, rebuilt from the log's batch headers
+on every leader change.  The client also accepts DUPLICATE_SEQUENCE_NUMBER as success.
 
 When a batch with assigned sequences fails for good (expired, or refused as
 out of order), later sequences for that partition are no longer contiguous:

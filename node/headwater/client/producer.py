@@ -19,7 +19,11 @@ from types import TracebackType
 
 from headwater import errors
 from headwater.client import connection
-from headwater.client.accumulator import RecordAccumulator, estimate_size
+from headwater.client.accumulator import (
+    RECORD_OVERHEAD_BYTES,
+    RecordAccumulator,
+    estimate_size,
+)
 from headwater.client.futures import RecordFuture, failed_future
 from headwater.client.metadata import MetadataManager
 from headwater.client.partitioner import DefaultPartitioner, Partitioner
@@ -31,6 +35,9 @@ from headwater.records import Record
 
 Callback = Callable[[RecordMetadata | None, BaseException | None], object]
 """Called as ``callback(metadata, None)`` on success, ``callback(None, error)`` on failure."""
+
+_new_record = tuple.__new__
+"""Builds a :class:`Record` without its Python-level ``__new__`` (the send hot path)."""
 
 HeadersArg = Mapping[str, bytes | None] | Iterable[tuple[str, bytes | None]] | None
 
@@ -105,6 +112,8 @@ class Producer:
         )
         self._partitioner = partitioner or DefaultPartitioner()
         self._partition_lock = threading.Lock()
+        self._tp_cache: dict[str, list[TopicPartition]] = {}
+        self._max_request_size = s.max_request_size
         self._sender = Sender(
             settings=s,
             accumulator=self._accumulator,
@@ -141,9 +150,47 @@ class Producer:
             raise errors.HeadwaterError("cannot send: the producer is closed")
         if timestamp_ms is None:
             timestamp_ms = time.time_ns() // 1_000_000
-        hdrs = _headers(headers)
-        record = Record(key, value, hdrs, timestamp_ms)
-        size = estimate_size(record)
+        if headers:
+            record = Record(key, value, _headers(headers), timestamp_ms)
+            size = estimate_size(record)
+        else:
+            # The per-record hot path: no NamedTuple __new__ call, the size inline.
+            record = _new_record(Record, (key, value, (), timestamp_ms))
+            size = RECORD_OVERHEAD_BYTES
+            if value is not None:
+                size += len(value)
+            if key is not None:
+                size += len(key)
+        if partition is None and size <= self._max_request_size:
+            count = self._metadata.current.partition_count(topic)
+            if count is not None:
+                with self._partition_lock:
+                    chosen = self._partitioner.partition(topic, key, count)
+                tps = self._tp_cache.get(topic)
+                if tps is None or len(tps) != count:
+                    tps = self._tp_cache[topic] = [TopicPartition(topic, i) for i in range(count)]
+                fast = self._accumulator.try_append(tps[chosen], record, size)
+                if fast is not None:
+                    future, full = fast
+                    if full:
+                        with self._partition_lock:
+                            self._partitioner.on_batch_full(topic, chosen, count)
+                        self._sender.wakeup()
+                    if callback is not None:
+                        _attach(future, callback)
+                    return future
+        return self._send_slow(topic, record, key, partition, size, callback)
+
+    def _send_slow(
+        self,
+        topic: str,
+        record: Record,
+        key: bytes | None,
+        partition: int | None,
+        size: int,
+        callback: Callback | None,
+    ) -> RecordFuture:
+        """``send`` when a batch must be started, metadata fetched or the buffer waited for."""
         try:
             if size > self.settings.max_request_size:
                 raise errors.MessageTooLargeError(
@@ -152,7 +199,7 @@ class Producer:
                 )
             count = self._metadata.current.partition_count(topic)
             if count is not None and partition is None:
-                with self._partition_lock:  # the fast path: metadata known, no partition
+                with self._partition_lock:  # metadata known, no partition given
                     tp = TopicPartition(topic, self._partitioner.partition(topic, key, count))
                 max_block_ms: float = self.settings.max_block_ms
             else:

@@ -35,6 +35,9 @@ class RecordingBackend(LocalBackend):
     """Remembers which broker restarted when, and who was controller at that moment."""
 
     def __init__(self, cluster: Cluster, admin: Admin, **kw: object) -> None:
+        # A broker whose SIGTERM shutdown hangs is killed after 20 s (Kubernetes: the
+        # termination grace period) and started again until its old session is gone.
+        kw.setdefault("stop_timeout_s", 20.0)
         super().__init__(cluster, healthy=is_healthy, **kw)  # type: ignore[arg-type]
         self.admin = admin
         self.restarts: list[tuple[int, int]] = []  # (broker, controller when picked)
@@ -159,21 +162,18 @@ def test_partition_at_min_isr_makes_the_roll_wait(roll_cluster: Cluster, admin: 
         assert all(b == 2 for b, _ in backend.restarts)
         admin.alter_topic_configs("pinned", set_configs={"min.insync.replicas": "1"})
     finally:
-        thread.join(180)
+        thread.join(240)
     (result,) = outcome
     assert result.state == RollState.FINISHED  # type: ignore[attr-defined]
     assert sorted(b for b, _ in backend.restarts) == [0, 1, 2]
 
 
 class NeverBack(RecordingBackend):
-    """Broker 1 is stopped and never started again."""
+    """The first broker restarted is stopped and never started again."""
 
     def restart(self, member: Member) -> None:
-        if member.broker_id == 1:
-            self.restarts.append((1, -1))
-            self.processes.stop(1, timeout_s=60)
-            return
-        super().restart(member)
+        self.restarts.append((member.broker_id, -1))
+        self.processes.stop(member.broker_id, timeout_s=60)
 
 
 def test_broker_that_never_comes_back_aborts_the_roll(roll_cluster: Cluster, admin: Admin) -> None:
@@ -183,19 +183,14 @@ def test_broker_that_never_comes_back_aborts_the_roll(roll_cluster: Cluster, adm
     backend = NeverBack(roll_cluster, admin)
     settings = RollSettings(operation_timeout_s=5, backoff_initial_s=0.2, backoff_max_s=1.0)
     events: list[RollEvent] = []
-    # Make broker 1 first: it is not the controller, and ids order the rest.
-    ctrl = admin.describe_cluster().controller_id
-    if ctrl == 0:
-        admin_ctrl_ok = True
-    else:
-        admin_ctrl_ok = False
     result = Roller(backend, AdminProbe(admin), settings=settings, notify=events.append).run()
-    assert result.state == RollState.ABORTED and "broker-1 did not come back" in result.message
-    assert events[-1].reason == "RollAborted"
-    restarted = [b for b, _ in backend.restarts]
-    assert restarted[-1] == 1 and len(restarted) == (1 if admin_ctrl_ok else restarted.index(1) + 1)
-    untouched = [i for i in (0, 2) if i not in restarted]
-    assert all(roll_cluster.brokers[i].pid == pids[i] for i in untouched)
+    ((stopped, _),) = backend.restarts  # one broker touched, then the roll stopped
+    assert result.state == RollState.ABORTED
+    assert f"broker-{stopped} did not come back" in result.message
+    assert events[-1].reason == "RollAborted" and events[-1].type == "Warning"
+    others = [i for i in pids if i != stopped]
+    assert all(roll_cluster.brokers[i].pid == pids[i] for i in others)
+    assert all(roll_cluster.brokers[i].running for i in others)
 
 
 def test_lowering_the_protocol_version_is_refused(fresh_cluster: ClusterFactory) -> None:

@@ -280,31 +280,14 @@ def test_writes_read_back(
 def test_group_id_commits_after_each_micro_batch(
     spark: Any, cluster: Any, make_topic: Callable[..., str], tmp_path: Path
 ) -> None:
-    import grpc
-    from headwater.v1 import group_pb2, group_pb2_grpc
-
     topic = make_topic(2)
     produce(cluster.bootstrap, topic, 40, partitions=2)
     group = f"spark-{topic}"
 
     def committed() -> dict[int, int]:
-        address = cluster.bootstrap.split(",")[0]
-        with grpc.insecure_channel(address) as ch:
-            stub = group_pb2_grpc.GroupStub(ch)
-            coord = stub.FindCoordinator(group_pb2.FindCoordinatorRequest(key=group), timeout=10)
-            target = f"{coord.host}:{coord.port}"
-        with grpc.insecure_channel(target) as ch:
-            resp = group_pb2_grpc.GroupStub(ch).OffsetFetch(
-                group_pb2.OffsetFetchRequest(group_id=group), timeout=10
-            )
-        return {p.partition_index: p.committed_offset for p in resp.partitions if p.topic == topic}
-
-    try:
-        committed()
-    except grpc.RpcError as exc:
-        if exc.code() == grpc.StatusCode.UNIMPLEMENTED:
-            pytest.skip("the broker does not serve the Group API yet")
-        raise
+        with headwater.Admin(cluster.bootstrap) as admin:
+            offsets = admin.list_consumer_group_offsets(group)
+        return {tp.partition: om.offset for tp, om in offsets.items() if tp.topic == topic}
 
     q = (
         spark.readStream.format("headwater")
