@@ -48,14 +48,7 @@ def main() -> int:
     print(f"demo: cluster at {bootstrap}")
     with headwater.Admin(bootstrap) as admin:
         try:
-            admin.create_topic(
-                NewTopic(
-                    args.topic,
-                    num_partitions=3,
-                    replication_factor=3,
-                    configs={"min.insync.replicas": "2"},
-                )
-            )
+            admin.create_topics([NewTopic(args.topic, 3, 3, configs={"min.insync.replicas": "2"})])
             print(f"demo: created topic {args.topic!r} (3 partitions, RF=3, min.insync.replicas=2)")
         except errors.TopicAlreadyExistsError:
             print(f"demo: topic {args.topic!r} already exists")
