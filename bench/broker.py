@@ -11,7 +11,11 @@ the new leader) <= zookeeper.session.timeout.ms + 2 s.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -20,12 +24,14 @@ from pathlib import Path
 import grpc
 from headwater.errors import ErrorCode
 from headwater.records import Record, build_batch
+from headwater.server.fetcher import TRANSPORT_OPTIONS
 from headwater.testing import Cluster
 from headwater.v1 import admin_pb2, admin_pb2_grpc, broker_pb2, broker_pb2_grpc
 
 OPTIONS = [
     ("grpc.max_send_message_length", 64 << 20),
     ("grpc.max_receive_message_length", 64 << 20),
+    *TRANSPORT_OPTIONS,
 ]
 
 
@@ -46,8 +52,27 @@ def create_topic(cluster: Cluster, name: str, rf: int) -> None:
     cluster.wait_for(lambda: cluster.leader_for(name, 0) is not None, what="a leader")
 
 
+def cpu_seconds(cluster: Cluster) -> float:
+    """User + system CPU seconds used so far by every running broker process."""
+    total = 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    for broker in cluster.brokers.values():
+        if broker.process is None or not broker.running:
+            continue
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{broker.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
 def throughput(cluster: Cluster, topic: str, *, acks: int, seconds: float, inflight: int) -> float:
-    """MB/s of record batch bytes acknowledged, with ``inflight`` pipelined requests."""
+    """MB/s of record batch bytes acknowledged, with ``inflight`` pipelined requests.
+
+    Also notes the CPU milliseconds per MiB spent by the brokers and by this client:
+    unlike MB/s, those barely move when other work shares the machine.
+    """
+    broker_cpu = cpu_seconds(cluster)
+    client_cpu = time.process_time()
     leader = cluster.leader_for(topic, 0)
     assert leader is not None
     stub = broker_pb2_grpc.BrokerStub(
@@ -70,6 +95,11 @@ def throughput(cluster: Cluster, topic: str, *, acks: int, seconds: float, infli
         if time.perf_counter() < deadline:
             pending.append(stub.Produce.future(request, timeout=60))
     elapsed = time.perf_counter() - start
+    mib = sent / (1 << 20)
+    note(
+        f"acks={acks}: brokers {(cpu_seconds(cluster) - broker_cpu) * 1000 / mib:.2f} CPU ms/MiB, "
+        f"client {(time.process_time() - client_cpu) * 1000 / mib:.2f} CPU ms/MiB"
+    )
     return sent / elapsed / 1e6
 
 
@@ -114,12 +144,34 @@ def failover(cluster: Cluster, topic: str, *, rounds: int) -> list[float]:
     return times
 
 
+def stop_gracefully(cluster: Cluster) -> None:
+    """SIGTERM every broker and wait, so an at-exit profiler hook gets to write its file."""
+    for broker in cluster.brokers.values():
+        if broker.process is not None and broker.running:
+            broker.process.send_signal(signal.SIGTERM)
+    for broker in cluster.brokers.values():
+        if broker.process is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                broker.process.wait(timeout=30)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--inflight", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--session-timeout-ms", type=int, default=4000)
+    parser.add_argument(
+        "--skip-failover", action="store_true", help="throughput figures only (quicker)"
+    )
+    parser.add_argument(
+        "--single-only", action="store_true", help="only the single-broker acks=1 figure"
+    )
+    parser.add_argument(
+        "--profile",
+        metavar="DIR",
+        help="cProfile each broker into DIR (via the sitecustomize hook in bench/profile_hook)",
+    )
     args = parser.parse_args()
     overrides = {
         "message.max.bytes": str(4 << 20),
@@ -128,12 +180,22 @@ def main() -> int:
         "zookeeper.session.timeout.ms": str(args.session_timeout_ms),
         "min.insync.replicas": "2",
     }
+    if args.profile:
+        os.environ["HW_PROFILE_DIR"] = str(Path(args.profile).resolve())
+        hook = str(Path(__file__).resolve().parent / "profile_hook")
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            p for p in (hook, os.environ.get("PYTHONPATH", "")) if p
+        )
     with tempfile.TemporaryDirectory(prefix="hw-bench-") as tmp:
         note("single broker, acks=1")
         with Cluster(brokers=1, data_dir=Path(tmp) / "one", overrides=overrides) as one:
             create_topic(one, "bench", 1)
             single = throughput(one, "bench", acks=1, seconds=args.seconds, inflight=args.inflight)
+            if args.profile:
+                stop_gracefully(one)
         print(f"single broker acks=1 produce: {single:.1f} MB/s (target >= 200)")
+        if args.single_only:
+            return 0
         note("three brokers, RF=3, acks=all")
         with Cluster(brokers=3, data_dir=Path(tmp) / "three", overrides=overrides) as three:
             create_topic(three, "bench", 3)
@@ -146,6 +208,10 @@ def main() -> int:
                 f"({replicated / single:.2f}x of single-broker acks=1; target >= 0.5x; "
                 f"{replicated / same:.2f}x of acks=1 on the same 3 brokers, {same:.1f} MB/s)"
             )
+            if args.profile:
+                stop_gracefully(three)
+            if args.skip_failover or args.profile:
+                return 0
             create_topic(three, "failover", 3)
             times = failover(three, "failover", rounds=args.rounds)
         ordered = sorted(times)

@@ -1,19 +1,32 @@
 """The roll engine's view of the cluster, read through :class:`headwater.Admin`.
 
-Brokers' software and protocol versions travel in DescribeCluster's
-``BrokerInfo`` (``version``, ``protocol_version``), which
-:meth:`headwater.Admin.describe_cluster` does not surface yet, so
-:class:`AdminProbe` sends that one request itself through the Admin's
-retrying call path.  Everything else is public Admin API.
+Brokers' software and protocol versions come from
+:meth:`headwater.Admin.describe_cluster` (each broker's ``version`` and
+``protocol_version``); partitions, their ISR and ``min.insync.replicas`` from
+the topic and config calls.  Only public Admin API is used.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Protocol
+
 from headwater import errors
-from headwater.client import Admin
-from headwater.v1 import admin_pb2
+from headwater.client.admin import ClusterDescription, ConfigEntry, TopicDescription
 
 from headwater_operator.roll import BrokerVersion, ClusterState, PartitionState
+
+
+class ProbeAdmin(Protocol):
+    """The read-only part of :class:`headwater.Admin` the probe uses."""
+
+    def describe_cluster(self) -> ClusterDescription: ...
+    def describe_topics(
+        self, names: Iterable[str] | None = None
+    ) -> dict[str, TopicDescription]: ...
+    def describe_configs(
+        self, topics: Iterable[str] = (), *, brokers: Iterable[int] = ()
+    ) -> dict[str, dict[str, ConfigEntry]]: ...
 
 
 class AdminProbe:
@@ -27,7 +40,7 @@ class AdminProbe:
     still exists.
     """
 
-    def __init__(self, admin: Admin) -> None:
+    def __init__(self, admin: ProbeAdmin) -> None:
         self.admin = admin
         self.known_topics: set[str] | None = None
 
@@ -47,10 +60,9 @@ class AdminProbe:
         self.known_topics |= names
 
     def brokers(self) -> tuple[int, dict[int, BrokerVersion]]:
-        # Admin.describe_cluster() drops BrokerInfo.version/protocol_version.
-        resp = self.admin._admin_call("DescribeCluster", admin_pb2.DescribeClusterRequest())
-        return int(resp.controller_id), {
-            int(b.id): BrokerVersion(str(b.version), str(b.protocol_version)) for b in resp.brokers
+        cluster = self.admin.describe_cluster()
+        return cluster.controller_id, {
+            b.broker_id: BrokerVersion(b.version, b.protocol_version) for b in cluster.brokers
         }
 
     def state(self) -> ClusterState:

@@ -1,6 +1,7 @@
 """``headwater cluster describe|roll``: the cluster's health, and safe rolling restarts.
 
-``describe`` lists the live brokers and the controller, then every
+``describe`` lists the live brokers (with the software and
+inter.broker.protocol.version each runs) and the controller, then every
 under-replicated partition (ISR smaller than the replica set) and every
 offline partition (no leader), internal topics included, since those are what
 an operator acts on.
@@ -21,9 +22,9 @@ import importlib
 import signal
 import sys
 import time
-from collections.abc import MutableMapping
+from collections.abc import Callable, MutableMapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from headwater.cli import dev
 from headwater.cli._common import CliError, add_output_option, print_json
@@ -75,7 +76,14 @@ def _describe(args: argparse.Namespace) -> int:
         "cluster_id": cluster.cluster_id,
         "controller": cluster.controller_id,
         "brokers": [
-            {"id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
+            {
+                "id": b.broker_id,
+                "host": b.host,
+                "port": b.port,
+                "rack": b.rack,
+                "version": b.version,
+                "protocol_version": b.protocol_version,
+            }
             for b in cluster.brokers
         ],
         "topics": len(topics),
@@ -89,7 +97,8 @@ def _describe(args: argparse.Namespace) -> int:
     print(f"Cluster: {cluster.cluster_id}\tController: {cluster.controller_id}")
     for b in cluster.brokers:
         rack = f"\tRack: {b.rack}" if b.rack else ""
-        print(f"Broker: {b.broker_id}\t{b.address}{rack}")
+        versions = f"\tVersion: {b.version or '?'}\tProtocol: {b.protocol_version or '?'}"
+        print(f"Broker: {b.broker_id}\t{b.address}{rack}{versions}")
     print(
         f"Topics: {result['topics']}\tPartitions: {result['partitions']}\t"
         f"Under-replicated: {len(under)}\tOffline: {len(offline)}"
@@ -104,9 +113,38 @@ def _describe(args: argparse.Namespace) -> int:
     return 0
 
 
+class DevClusterOps(NamedTuple):
+    """What ``cluster roll`` needs from ``headwater dev``'s state file and processes."""
+
+    alive: Callable[[int | None], bool]
+    load_state: Callable[[Path], dict[str, Any]]
+    save_state: Callable[[Path, dict[str, Any]], None]
+    start_broker: Callable[[dict[str, Any], dict[str, Any]], None]
+    signal_group: Callable[[int | None, signal.Signals], None]
+    wait_dead: Callable[[list[int], float], list[int]]
+    """Waits up to the timeout; returns the pids still alive."""
+
+
+def dev_cluster_ops() -> DevClusterOps:
+    """The one place that reaches into ``headwater.cli.dev``'s private helpers.
+
+    cli/dev.py has no public API for its state file and broker processes yet;
+    when it does, only this function changes.
+    """
+    return DevClusterOps(
+        alive=dev._alive,
+        load_state=dev._load_state,
+        save_state=dev._save_state,
+        start_broker=dev._start_broker,
+        signal_group=dev._signal_group,
+        wait_dead=dev._wait_dead,
+    )
+
+
 class _DevBroker:
-    def __init__(self, entry: dict[str, Any]) -> None:
+    def __init__(self, entry: dict[str, Any], ops: DevClusterOps) -> None:
         self.entry = entry
+        self._ops = ops
 
     @property
     def pid(self) -> int | None:
@@ -119,7 +157,7 @@ class _DevBroker:
 
     @property
     def running(self) -> bool:
-        return dev._alive(self.pid)
+        return self._ops.alive(self.pid)
 
 
 class _DevProcesses:
@@ -127,8 +165,9 @@ class _DevProcesses:
 
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = data_dir
-        self.state = dev._load_state(data_dir)
-        self._brokers = {int(e["id"]): _DevBroker(e) for e in self.state["brokers"]}
+        self._ops = dev_cluster_ops()
+        self.state = self._ops.load_state(data_dir)
+        self._brokers = {int(e["id"]): _DevBroker(e, self._ops) for e in self.state["brokers"]}
 
     @property
     def brokers(self) -> dict[int, _DevBroker]:
@@ -141,15 +180,15 @@ class _DevProcesses:
 
     def stop(self, broker_id: int, *, timeout_s: float = 120.0) -> int | None:
         pid = self._brokers[broker_id].pid
-        dev._signal_group(pid, signal.SIGTERM)  # controlled shutdown
-        if pid and dev._wait_dead([pid], timeout_s):
-            dev._signal_group(pid, signal.SIGKILL)
-            dev._wait_dead([pid], 10.0)
+        self._ops.signal_group(pid, signal.SIGTERM)  # controlled shutdown
+        if pid and self._ops.wait_dead([pid], timeout_s):
+            self._ops.signal_group(pid, signal.SIGKILL)
+            self._ops.wait_dead([pid], 10.0)
         return None
 
     def start_broker(self, broker_id: int, *, wait: bool = False) -> None:
-        dev._start_broker(self.state, self._brokers[broker_id].entry)
-        dev._save_state(self.data_dir, self.state)
+        self._ops.start_broker(self.state, self._brokers[broker_id].entry)
+        self._ops.save_state(self.data_dir, self.state)
 
 
 def _roll(args: argparse.Namespace) -> int:

@@ -8,6 +8,13 @@ from the environment the Helm chart sets (``HEADWATER_BOOTSTRAP``,
 ``HEADWATER_OPERATOR_METRICS_PORT``).  With ``--peering`` and no
 ``--priority``, each replica takes a distinct priority derived from its pod
 name, since kopf pauses every replica when priorities tie.
+
+A bare ``kopf.OperatorRegistry()`` has none of the login handlers kopf's
+default registry adds, so :func:`_register_login` adds one: the official
+``kubernetes`` client (part of the extra) loads the pod's service account or,
+outside a cluster, the kubeconfig (``$KUBECONFIG`` or ``~/.kube/config``), the
+same order the roll engine's client uses.  Without that client, kopf's own
+minimal service-account and kubeconfig readers stand in.
 """
 
 from __future__ import annotations
@@ -72,6 +79,7 @@ def _run(args: argparse.Namespace) -> int:
         priority = op_config.peering_priority(config.pod_name)
     kopf.configure(verbose=args.verbose, debug=args.debug, quiet=args.quiet)
     registry = kopf.OperatorRegistry()
+    _register_login(kopf, registry)
     handlers.register(registry, config)
     kopf.run(
         registry=registry,
@@ -83,3 +91,19 @@ def _run(args: argparse.Namespace) -> int:
         namespaces=[] if args.all_namespaces else namespaces,
     )
     return 0
+
+
+def _register_login(kopf: Any, registry: Any) -> None:
+    """Authenticate to the API server: in-cluster service account first, then kubeconfig."""
+    try:
+        importlib.import_module("kubernetes.config")
+        has_client = True
+    except ModuleNotFoundError:
+        has_client = False
+
+    def login(**kw: Any) -> Any:
+        if has_client:
+            return kopf.login_via_client(**kw)
+        return kopf.login_with_service_account(**kw) or kopf.login_with_kubeconfig(**kw)
+
+    kopf.on.login(registry=registry)(login)

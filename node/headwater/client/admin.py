@@ -30,7 +30,6 @@ from headwater.client.metadata import MetadataManager
 from headwater.client.retry import RetryPolicy
 from headwater.client.settings import parse_bootstrap
 from headwater.client.types import (
-    BrokerMetadata,
     OffsetAndTimestamp,
     PartitionMetadata,
     TopicPartition,
@@ -73,10 +72,30 @@ class ConfigEntry(NamedTuple):
         return self.source in ("DEFAULT_CONFIG", "STATIC_BROKER_CONFIG")
 
 
+class BrokerDescription(NamedTuple):
+    """A live broker as DescribeCluster reports it, with the versions it runs.
+
+    ``version`` is the broker's software version and ``protocol_version`` the
+    ``inter.broker.protocol.version`` in force on it (rolling upgrades check
+    both); either is ``""`` when the broker did not report it.
+    """
+
+    broker_id: int
+    host: str
+    port: int
+    rack: str | None = None
+    version: str = ""
+    protocol_version: str = ""
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
 class ClusterDescription(NamedTuple):
     cluster_id: str
     controller_id: int
-    brokers: tuple[BrokerMetadata, ...]
+    brokers: tuple[BrokerDescription, ...]
 
 
 OffsetSpec = int | str
@@ -322,7 +341,12 @@ class Admin:
             resp.controller_id,
             tuple(
                 sorted(
-                    (BrokerMetadata(b.id, b.host, b.port, b.rack or None) for b in resp.brokers),
+                    (
+                        BrokerDescription(
+                            b.id, b.host, b.port, b.rack or None, b.version, b.protocol_version
+                        )
+                        for b in resp.brokers
+                    ),
                     key=lambda b: b.broker_id,
                 )
             ),

@@ -18,6 +18,7 @@ blocking ZooKeeper calls are made with :func:`asyncio.to_thread`.
 from __future__ import annotations
 
 import asyncio
+import faulthandler
 import logging
 import signal
 import threading
@@ -104,6 +105,7 @@ class BrokerServer:
             loop.add_signal_handler(sig, self.request_stop)
         if self.test_hooks:
             loop.add_signal_handler(signal.SIGUSR1, self._expire_session_for_tests)
+            faulthandler.register(signal.SIGUSR2, all_threads=True)
         metadata_changed = asyncio.Condition()
 
         server = grpc.aio.server(options=channel_options(config.grpc_max_message_bytes))

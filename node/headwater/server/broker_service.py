@@ -6,7 +6,10 @@ and the replication state machines; this module only converts.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import itertools
+import logging
 import time
 from collections.abc import Callable
 
@@ -20,6 +23,44 @@ from headwater.server.convert import Context, broker_to_proto, pb_error
 from headwater.server.metadata_cache import MetadataCache
 from headwater.server.metrics import BrokerMetrics
 from headwater.v1 import broker_pb2, broker_pb2_grpc
+
+log = logging.getLogger(__name__)
+
+_M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3
+
+
+def tune_allocator(
+    *, mmap_threshold: int = 32 << 20, trim_threshold: int = 128 << 20, top_pad: int = 16 << 20
+) -> bool:
+    """Keep MiB-sized buffers on glibc's heap instead of a fresh ``mmap`` each time.
+
+    Every produce request and fetch response is a ~1 MiB buffer (gRPC's, the
+    protobuf's, the ``bytes`` of the records).  By default glibc serves those with
+    ``mmap`` and returns them with ``munmap``, so each one is page-faulted in anew:
+    measured, that doubled the broker's CPU per MiB produced (bench/broker.py, 4.1
+    vs 2.0 CPU ms/MiB).  A fixed mmap threshold (32 MiB, glibc's maximum) and a
+    high trim threshold keep freed buffers for reuse.  Process-wide and
+    idempotent; a no-op (False) where ``mallopt`` does not exist (non-glibc).
+    """
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    mallopt.restype = ctypes.c_int
+    ok = all(
+        mallopt(param, value) == 1
+        for param, value in (
+            (_M_MMAP_THRESHOLD, mmap_threshold),
+            (_M_TRIM_THRESHOLD, trim_threshold),
+            (_M_TOP_PAD, top_pad),
+        )
+    )
+    if not ok:
+        log.info("mallopt refused the allocator settings; MiB buffers will be mmap'd")
+    return ok
+
 
 PRODUCER_ID_BITS = 40
 """Producer ids are ``broker_id << 40 | counter``: unique per broker without ZooKeeper.
@@ -68,6 +109,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         self._metrics = metrics
         self._producer_ids = producer_ids
         self._auto_create = auto_create
+        tune_allocator()  # once per broker process in practice; see its docstring
 
     async def Metadata(
         self, request: broker_pb2.MetadataRequest, context: Context

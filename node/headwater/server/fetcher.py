@@ -36,10 +36,23 @@ from headwater.v1 import broker_pb2, broker_pb2_grpc
 log = logging.getLogger(__name__)
 
 
+TRANSPORT_OPTIONS: tuple[tuple[str, int], ...] = (
+    # Batches are ~1 MiB: let HTTP/2 carry them in few, large frames and read ahead
+    # enough that one message does not wait on flow-control window updates.
+    ("grpc.http2.max_frame_size", (1 << 24) - 1),
+    ("grpc.http2.lookahead_bytes", 8 << 20),
+    ("grpc.experimental.tcp_min_read_chunk_size", 64 << 10),
+    ("grpc.experimental.tcp_read_chunk_size", 1 << 20),
+    ("grpc.experimental.tcp_max_read_chunk_size", 8 << 20),
+)
+"""gRPC channel/server options for moving MiB-sized record batches (see docs/performance.md)."""
+
+
 def channel_options(max_message_bytes: int) -> list[tuple[str, int]]:
     return [
         ("grpc.max_send_message_length", max_message_bytes),
         ("grpc.max_receive_message_length", max_message_bytes),
+        *TRANSPORT_OPTIONS,
     ]
 
 

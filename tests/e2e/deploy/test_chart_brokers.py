@@ -165,6 +165,9 @@ def test_rendered_brokers_form_a_cluster_and_serve_clients(
         assert [b.broker_id for b in cluster.brokers] == [0, 1, 2]
         assert {f"{b.host}:{b.port}" for b in cluster.brokers} == set(addresses)
         assert cluster.controller_id in (0, 1, 2)
+        # The versions the operator's roll checks against the pod template's annotations.
+        assert {b.version for b in cluster.brokers} == {headwater.__version__}
+        assert all(b.protocol_version for b in cluster.brokers)
         topic = f"chart-{uuid.uuid4().hex[:8]}"
         admin.create_topic(topic, 3, 3)
 

@@ -2,7 +2,8 @@
 
 Starts a dev cluster (its own processes, detached), rolls it (every broker
 restarted once, JSON result on stdout), checks the protocol-version refusal
-exits non-zero, and always takes the cluster down again.
+exits non-zero, and always takes the cluster down again; ``cluster describe``
+then shows every broker's software and protocol version.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from headwater import __version__
 
 pytestmark = pytest.mark.e2e
 
@@ -50,6 +52,13 @@ def test_roll_restarts_every_dev_broker_once(dev_cluster: Path) -> None:
     old = {b["id"]: b["pid"] for b in before["brokers"]}
     assert all(b["pid"] != old[b["id"]] for b in after["brokers"])
     assert "RollFinished" in done.stderr
+    # Every broker came back registered on this software and the protocol in force.
+    bootstrap = ",".join(f"127.0.0.1:{b['port']}" for b in after["brokers"])
+    described = headwater("cluster", "describe", "--bootstrap", bootstrap, "-o", "json")
+    assert described.returncode == 0, described.stderr
+    brokers = json.loads(described.stdout)["brokers"]
+    assert {b["id"] for b in brokers} == {0, 1, 2}
+    assert {(b["version"], b["protocol_version"]) for b in brokers} == {(__version__, "1")}
 
 
 def test_protocol_downgrade_is_refused_and_exits_non_zero(dev_cluster: Path) -> None:

@@ -224,13 +224,57 @@ def test_operator_replicas_use_peering() -> None:
     }
     assert {"get", "list", "watch", "patch"} <= rules[("kopf.dev", "kopfpeerings")]
     assert rules[("", "pods")] == {"get", "list", "watch", "delete"}
-    assert rules[("apps", "statefulsets")] == {"get", "list", "watch"}
+    # patch: roll progress annotations and clearing the manual trigger; never update/delete.
+    assert rules[("apps", "statefulsets")] == {"get", "list", "watch", "patch"}
     assert rules[("", "events")] == {"create"}
     assert {"get", "list", "watch", "patch"} <= rules[("headwater.io", "topics")]
     assert "patch" in rules[("headwater.io", "topics/status")]
-    # Least privilege: nothing writes secrets, configmaps or the StatefulSet.
+    # Least privilege: nothing reads secrets or writes configmaps.
     assert ("", "secrets") not in rules
+    assert ("", "configmaps") not in rules
     assert "delete" not in rules[("headwater.io", "topics")]
+
+
+def template_annotations(values: dict[str, Any]) -> dict[str, str]:
+    sts = chart.broker_statefulset(chart.render(values))
+    annotations: dict[str, str] = sts["spec"]["template"]["metadata"]["annotations"]
+    return annotations
+
+
+@pytest.mark.parametrize(
+    ("values", "version"),
+    [
+        ({}, "0.1.0"),
+        ({"image": {"tag": "0.3.0"}}, "0.3.0"),
+        ({"image": {"tag": "0.3.0"}, "brokers": {"image": {"tag": "v0.4.1"}}}, "0.4.1"),
+        ({"brokers": {"image": {"tag": "1.0.0rc1"}}}, "1.0.0rc1"),
+        ({"brokers": {"image": {"tag": "latest"}}}, None),
+        ({"brokers": {"image": {"tag": "0.4.1-debug"}}}, None),
+    ],
+    ids=["app-version", "image-tag", "broker-tag", "pre-release", "latest", "suffix"],
+)
+def test_pod_template_carries_the_broker_version(
+    values: dict[str, Any], version: str | None
+) -> None:
+    """The roll waits for each broker to come back on this version; non-release tags omit it."""
+    assert template_annotations(values).get("headwater.io/version") == version
+
+
+@pytest.mark.parametrize(
+    ("pinned", "annotation"),
+    [(None, None), ("2", "2"), (3, "3"), (2.1, "2.1")],
+    ids=["unset", "string", "int", "float"],
+)
+def test_pod_template_carries_the_pinned_protocol(pinned: Any, annotation: str | None) -> None:
+    """The roll refuses protocol raises over older software, and downgrades, from this."""
+    config = {} if pinned is None else {"inter.broker.protocol.version": pinned}
+    annotations = template_annotations({"brokers": {"config": config}})
+    assert annotations.get("headwater.io/inter-broker-protocol-version") == annotation
+    if pinned is not None:
+        props = chart.parse_properties(
+            chart.broker_properties(chart.render({"brokers": {"config": config}}))
+        )
+        assert props["inter.broker.protocol.version"] == annotation
 
 
 def test_rack_awareness_wiring() -> None:

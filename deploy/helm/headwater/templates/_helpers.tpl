@@ -52,6 +52,24 @@ app.kubernetes.io/part-of: headwater
 {{- printf "%s:%s" $repo $tag -}}
 {{- end -}}
 
+{{/*
+The software version the broker image runs, for the pod template's headwater.io/version
+annotation: the broker tag with any leading "v", when it is a release version (1.2, 1.2.3,
+1.2.3rc1) the broker would report.  Other tags (latest, a digest, a custom suffix) give ""
+and the annotation is left out, so the operator's roll does not wait for a version no
+broker will ever report.
+*/}}
+{{- define "headwater.broker.version" -}}
+{{- $tag := default (default .Chart.AppVersion .Values.image.tag) .Values.brokers.image.tag | toString | trimPrefix "v" -}}
+{{- if regexMatch "^[0-9]+(\\.[0-9]+){1,2}((a|b|rc)[0-9]+)?$" $tag -}}{{ $tag }}{{- end -}}
+{{- end -}}
+
+{{/* brokers.config."inter.broker.protocol.version" as text ("" when unset). */}}
+{{- define "headwater.broker.protocolVersion" -}}
+{{- $v := get .Values.brokers.config "inter.broker.protocol.version" -}}
+{{- if not (kindIs "invalid" $v) -}}{{ include "headwater.propertyValue" $v }}{{- end -}}
+{{- end -}}
+
 {{- define "headwater.bootstrapAddress" -}}
 {{- printf "%s.%s.svc.%s:%d" (include "headwater.bootstrap" .) .Release.Namespace .Values.clusterDomain (int .Values.brokers.port) -}}
 {{- end -}}
