@@ -17,6 +17,7 @@ install: system-deps venv
 
 system-deps:
 	bash scripts/install-system-deps.sh
+	bash scripts/fetch-kafka-clients.sh
 
 venv: $(VENV)/.installed
 
@@ -52,7 +53,7 @@ unit: venv
 	$(BIN)/pytest tests/unit $(PYTEST_ARGS)
 
 e2e: install
-	$(BIN)/pytest tests/e2e -m "not kind" $(PYTEST_ARGS)
+	$(BIN)/pytest tests/e2e tests/interop -m "not kind" $(PYTEST_ARGS)
 
 up: install
 	$(BIN)/headwater dev up --brokers 3 --data-dir .headwater-dev

@@ -25,6 +25,13 @@ if ! command -v mvn >/dev/null 2>&1; then
     exit 1
 fi
 mkdir -p "$DEST"
+# One kafka-clients on the class path: drop other versions left by an earlier run.
+for old in "$DEST"/kafka-clients-*.jar; do
+    if [ -e "$old" ] && [ "$(basename "$old")" != "kafka-clients-${KAFKA_VERSION}.jar" ]; then
+        echo "==> removing $(basename "$old")"
+        rm -f "$old"
+    fi
+done
 for gav in "${ARTIFACTS[@]}"; do
     IFS=: read -r _group artifact version <<<"$gav"
     jar="$DEST/${artifact}-${version}.jar"
