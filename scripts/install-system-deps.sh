@@ -10,7 +10,7 @@ if [ "$(id -u)" != "0" ]; then SUDO="sudo"; fi
 
 need_apt=()
 [ -x /usr/share/zookeeper/bin/zkServer.sh ] || need_apt+=(zookeeper)
-command -v java >/dev/null 2>&1 || need_apt+=(default-jre-headless)
+command -v javac >/dev/null 2>&1 || need_apt+=(default-jdk-headless)  # interop test runs `java File.java`
 command -v mvn >/dev/null 2>&1 || need_apt+=(maven)  # fetches kafka-clients for the interop tests
 if [ "${#need_apt[@]}" -gt 0 ]; then
     echo "==> apt-get install ${need_apt[*]}"
