@@ -6,6 +6,12 @@ Prints figures; never asserts.  Targets (issue 3): single broker acks=1 with
 the new leader) <= zookeeper.session.timeout.ms + 2 s.
 
     .venv/bin/python bench/broker.py [--seconds 5] [--rounds 5] [--session-timeout-ms 4000]
+        [--skip-failover] [--single-only] [--profile DIR]
+
+Besides MB/s it notes (stderr) the CPU milliseconds per MiB each broker and the
+client spent: on a shared machine those vary far less than MB/s.  ``--profile``
+cProfiles every broker's event-loop thread (bench/profile_hook/sitecustomize.py)
+and stops them with SIGTERM so the files get written; read them with pstats.
 """
 
 from __future__ import annotations
@@ -24,14 +30,12 @@ from pathlib import Path
 import grpc
 from headwater.errors import ErrorCode
 from headwater.records import Record, build_batch
-from headwater.server.fetcher import TRANSPORT_OPTIONS
 from headwater.testing import Cluster
 from headwater.v1 import admin_pb2, admin_pb2_grpc, broker_pb2, broker_pb2_grpc
 
 OPTIONS = [
     ("grpc.max_send_message_length", 64 << 20),
     ("grpc.max_receive_message_length", 64 << 20),
-    *TRANSPORT_OPTIONS,
 ]
 
 
@@ -52,17 +56,17 @@ def create_topic(cluster: Cluster, name: str, rf: int) -> None:
     cluster.wait_for(lambda: cluster.leader_for(name, 0) is not None, what="a leader")
 
 
-def cpu_seconds(cluster: Cluster) -> float:
-    """User + system CPU seconds used so far by every running broker process."""
-    total = 0.0
+def cpu_seconds(cluster: Cluster) -> dict[int, float]:
+    """User + system CPU seconds used so far by each running broker process."""
+    out = {}
     tick = os.sysconf("SC_CLK_TCK")
-    for broker in cluster.brokers.values():
+    for broker_id, broker in cluster.brokers.items():
         if broker.process is None or not broker.running:
             continue
         with contextlib.suppress(OSError):
             fields = Path(f"/proc/{broker.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / tick
-    return total
+            out[broker_id] = (int(fields[11]) + int(fields[12])) / tick
+    return out
 
 
 def throughput(cluster: Cluster, topic: str, *, acks: int, seconds: float, inflight: int) -> float:
@@ -79,11 +83,8 @@ def throughput(cluster: Cluster, topic: str, *, acks: int, seconds: float, infli
         grpc.insecure_channel(cluster.brokers[leader].address, options=OPTIONS)
     )
     payload = build_batch([Record(None, b"x" * 1024) for _ in range(1000)])
-    request = broker_pb2.ProduceRequest(
-        acks=acks,
-        timeout_ms=30000,
-        partitions=[broker_pb2.ProducePartitionData(topic=topic, partition=0, records=payload)],
-    )
+    request = broker_pb2.ProduceRequest(acks=acks, timeout_ms=30000)
+    request.partitions.add(topic=topic, partition=0, records=payload)
     sent = 0
     start = time.perf_counter()
     deadline = start + seconds
@@ -96,8 +97,12 @@ def throughput(cluster: Cluster, topic: str, *, acks: int, seconds: float, infli
             pending.append(stub.Produce.future(request, timeout=60))
     elapsed = time.perf_counter() - start
     mib = sent / (1 << 20)
+    used = {b: (t - broker_cpu.get(b, 0.0)) * 1000 / mib for b, t in cpu_seconds(cluster).items()}
+    each = ", ".join(
+        f"{'leader' if b == leader else 'follower'} {used[b]:.2f}" for b in sorted(used)
+    )
     note(
-        f"acks={acks}: brokers {(cpu_seconds(cluster) - broker_cpu) * 1000 / mib:.2f} CPU ms/MiB, "
+        f"acks={acks}: brokers {sum(used.values()):.2f} CPU ms/MiB ({each}), "
         f"client {(time.process_time() - client_cpu) * 1000 / mib:.2f} CPU ms/MiB"
     )
     return sent / elapsed / 1e6

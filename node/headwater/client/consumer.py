@@ -42,6 +42,7 @@ from headwater.client.subscription import (
     SubscriptionState,
 )
 from headwater.client.types import ConsumerRecord, OffsetAndTimestamp, TopicPartition
+from headwater.records.allocator import tune_allocator
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +82,7 @@ class Consumer:
         partition_assignment_strategy: str | list[str] | tuple[str, ...] = ("range",),
         clock: Clock = monotonic_ms,
     ) -> None:
+        tune_allocator()  # MiB fetch responses: see headwater.records.allocator
         self.settings = ConsumerSettings(
             bootstrap_servers=parse_bootstrap(bootstrap_servers),
             group_id=group_id,

@@ -32,6 +32,7 @@ from headwater.client.sender import Sender
 from headwater.client.settings import ProducerSettings, parse_acks, parse_bootstrap
 from headwater.client.types import RecordMetadata, TopicPartition
 from headwater.records import Record
+from headwater.records.allocator import tune_allocator
 
 Callback = Callable[[RecordMetadata | None, BaseException | None], object]
 """Called as ``callback(metadata, None)`` on success, ``callback(None, error)`` on failure."""
@@ -67,6 +68,7 @@ class Producer:
         partitioner: Partitioner | None = None,
         clock: Clock = monotonic_ms,
     ) -> None:
+        tune_allocator()  # MiB batches: see headwater.records.allocator
         acks_value = parse_acks(acks)
         if enable_idempotence is None:
             # Kafka's default is idempotence on, silently off when the other settings

@@ -169,15 +169,13 @@ class Sender:
         acks = self._settings.acks
         try:
             request = broker_pb2.ProduceRequest(
-                acks=acks,
-                timeout_ms=self._settings.request_timeout_ms,
-                partitions=[
-                    broker_pb2.ProducePartitionData(
-                        topic=b.tp.topic, partition=b.tp.partition, records=self._encode(b)
-                    )
-                    for b in batches
-                ],
+                acks=acks, timeout_ms=self._settings.request_timeout_ms
             )
+            # add() writes each batch into the request once; building the sub-messages
+            # first and passing a list deep-copies every MiB batch a second time.
+            add = request.partitions.add
+            for b in batches:
+                add(topic=b.tp.topic, partition=b.tp.partition, records=self._encode(b))
         except Exception as exc:  # an encoding failure fails these records, not the thread
             for b in batches:
                 self._fail(b, exc)

@@ -26,6 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 
+from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import KazooState
 from kazoo.recipe.watchers import DataWatch
 
@@ -42,6 +43,10 @@ from headwater.errors import ErrorCode
 log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
+
+STALE_REGISTRATION_MARGIN_S = 5.0
+"""How long past ``zookeeper.session.timeout.ms`` to wait for a stale registration to go."""
+STALE_REGISTRATION_POLL_S = 0.25
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,7 +122,7 @@ class BrokerCoordinator:
         try:
             store.ensure_paths()
             self.cluster_id = store.get_or_create_cluster_id(_new_cluster_id(self._rng))
-            self._register()
+            self._register_when_free()
             self._admin = TopicAdmin(
                 store, self.settings, rng=self._rng, config_validator=self._config_validator
             )
@@ -145,7 +150,8 @@ class BrokerCoordinator:
             client = self._store.client
             client.remove_listener(self._state_listener)
             try:
-                self._store.deregister_broker(self.broker_id)
+                if client.connected:  # else it would wait for ZooKeeper; close removes it
+                    self._store.deregister_broker(self.broker_id)
             except Exception as e:  # closing the session removes it anyway
                 log.debug("deregistering broker %d: %r", self.broker_id, e)
             session.close(client)
@@ -157,6 +163,37 @@ class BrokerCoordinator:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    def _register_when_free(self) -> None:
+        """Register, first waiting out a previous session's ephemeral ``/brokers/ids/<id>``.
+
+        A broker killed and restarted at once finds its old registration still
+        held by the dead session until ZooKeeper expires it (Kafka waits too).
+        The wait is bounded by ``zookeeper.session.timeout.ms`` plus a margin;
+        a registration still held after that belongs to a live duplicate broker.
+        """
+        timeout_s = (
+            self.settings.zookeeper_session_timeout_ms / 1000.0 + STALE_REGISTRATION_MARGIN_S
+        )
+        deadline = self._clock() + timeout_s
+        next_note = self._clock()
+        while True:
+            try:
+                self._register()
+                return
+            except (errors.InvalidConfigError, NoNodeError):
+                now = self._clock()
+                if now >= deadline:
+                    raise
+                if now >= next_note:
+                    log.info(
+                        "broker.id %d is still registered by another session (this broker's "
+                        "previous run?); waiting up to %.0f s for that session to expire",
+                        self.broker_id,
+                        deadline - now,
+                    )
+                    next_note = now + 2.0
+                self._sleep(STALE_REGISTRATION_POLL_S)
 
     def _register(self) -> None:
         epoch = self.store.register_broker(self._registration)

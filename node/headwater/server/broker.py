@@ -1,8 +1,12 @@
 """The broker process: wiring, startup recovery, serving, graceful shutdown.
 
-Startup: the gRPC health service reports NOT_SERVING while the log manager
-recovers the logs and the broker registers in ZooKeeper; it flips to SERVING
-once the broker is registered (Kubernetes' readiness probe reads it).
+Startup: every servicer is registered before the gRPC server starts (the
+Headwater services answer UNAVAILABLE until the replica manager exists, see
+:mod:`headwater.server.startup`); the health service reports NOT_SERVING while
+the log manager recovers the logs, the broker registers in ZooKeeper (waiting
+out a previous run's registration if need be) and the controller sends it
+UpdateMetadata and the LeaderAndIsr for its replicas; only then SERVING
+(Kubernetes' readiness probe and the roll engine read it).
 
 Shutdown on SIGTERM/SIGINT, in Kafka's order: health to NOT_SERVING, a
 *controlled shutdown* (ask the controller to move this broker's leaderships
@@ -12,18 +16,28 @@ recovery), deregister from ZooKeeper, exit 0.
 
 Threads: the asyncio loop runs everything here; the coordinator (kazoo, the
 controller) has its own threads and reaches the loop only through gRPC, and
-blocking ZooKeeper calls are made with :func:`asyncio.to_thread`.
+blocking ZooKeeper calls are made in daemon threads (:func:`_blocking`), so a
+call stuck on an unreachable ZooKeeper can neither hold up the shutdown nor
+keep the process from exiting.
+
+Every shutdown step is bounded (``_bounded``) and an exit watchdog halts a
+process whose shutdown still runs ``SHUTDOWN_TIMEOUT_S`` after the controlled
+shutdown: a broker told to stop always exits in bounded time.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import faulthandler
 import logging
+import os
 import signal
+import sys
 import threading
-from collections.abc import Callable, Mapping
-from typing import Any
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -49,6 +63,7 @@ from headwater.server.group_service import GroupService, replica_callables
 from headwater.server.metadata_cache import MetadataCache
 from headwater.server.metrics import BrokerMetrics, GroupOffset, RebalanceFigures
 from headwater.server.replica_manager import ReplicaManager, wall_ms
+from headwater.server.startup import DeferredServices, Readiness
 from headwater.storage import LogConfig, LogManager
 from headwater.storage.cleaner import LogCleaner
 from headwater.v1 import (
@@ -68,6 +83,78 @@ SERVICE_NAMES = (
     "headwater.v1.Group",
 )
 
+_T = TypeVar("_T")
+
+SLOW_SHUTDOWN_STEP_S = 0.5
+SHUTDOWN_TIMEOUT_S = 30.0
+"""After the controlled shutdown, the rest of the shutdown must finish within this."""
+
+
+async def _bounded(what: str, step: Awaitable[Any], timeout_s: float) -> None:
+    """Run one shutdown step; log (and go on) if it fails or outlasts ``timeout_s``."""
+    started = time.monotonic()
+    try:
+        await asyncio.wait_for(step, timeout_s)
+        took = time.monotonic() - started
+        if took >= SLOW_SHUTDOWN_STEP_S:
+            log.info("shutdown: %s took %.1f s", what, took)
+    except TimeoutError:
+        log.warning("shutdown: %s did not finish within %.0f s; going on", what, timeout_s)
+        if log.isEnabledFor(logging.DEBUG):
+            _dump_stacks()
+    except Exception:
+        log.exception("shutdown: %s failed; going on", what)
+
+
+def _start_exit_watchdog(broker_id: int, timeout_s: float) -> None:
+    """Halt the process if the shutdown has not completed ``timeout_s`` from now.
+
+    Every step is bounded, but the interpreter's exit also joins threads
+    (asyncio's executor) that may be blocked in a ZooKeeper or disk call; a
+    broker that said it was stopping must exit, so this daemon thread ends it.
+    """
+
+    def watch() -> None:
+        time.sleep(timeout_s)
+        log.error("broker %d: shutdown still running after %.0f s; halting", broker_id, timeout_s)
+        faulthandler.dump_traceback(all_threads=True)
+        logging.shutdown()
+        os._exit(1)
+
+    threading.Thread(target=watch, name="exit-watchdog", daemon=True).start()
+
+
+async def _blocking(func: Callable[..., _T], *args: Any) -> _T:
+    """``func(*args)`` in a new daemon thread (a blocking ZooKeeper or disk call).
+
+    Unlike :func:`asyncio.to_thread`, an abandoned call (its awaiter timed
+    out) does not keep the interpreter from exiting: asyncio's executor
+    threads are joined at exit, daemon threads are not.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[_T] = loop.create_future()
+
+    def settle(result: _T | None, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)  # type: ignore[arg-type]
+
+    def run() -> None:
+        try:
+            result = func(*args)
+        except BaseException as exc:
+            with contextlib.suppress(RuntimeError):  # the loop is closed
+                loop.call_soon_threadsafe(settle, None, exc)
+        else:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(settle, result, None)
+
+    threading.Thread(target=run, name=f"blocking-{func.__name__}", daemon=True).start()
+    return await future
+
 
 class BrokerServer:
     """One broker; ``run()`` returns the process exit code."""
@@ -83,6 +170,9 @@ class BrokerServer:
         self.groups: GroupCoordinatorRuntime | None = None
         self._stop = asyncio.Event()
         self._leaders: dict[int, BrokerRegistration] = {}
+        self.readiness = Readiness(config.broker_id)
+        self.replicas: ReplicaManager | None = None
+        self._controller_channel: GrpcControllerChannel | None = None
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -105,11 +195,15 @@ class BrokerServer:
             loop.add_signal_handler(sig, self.request_stop)
         if self.test_hooks:
             loop.add_signal_handler(signal.SIGUSR1, self._expire_session_for_tests)
-            faulthandler.register(signal.SIGUSR2, all_threads=True)
+            loop.add_signal_handler(signal.SIGUSR2, _dump_stacks)
         metadata_changed = asyncio.Condition()
 
+        # Everything is registered before start (gRPC refuses handlers added later); the
+        # Headwater services answer UNAVAILABLE until attached below, health NOT_SERVING.
         server = grpc.aio.server(options=channel_options(config.grpc_max_message_bytes))
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
+        services = DeferredServices(SERVICE_NAMES)
+        server.add_generic_rpc_handlers((services,))
         await self._set_health(False)
         listener = config.listener
         port = server.add_insecure_port(f"{listener.host or '0.0.0.0'}:{listener.port}")
@@ -132,6 +226,7 @@ class BrokerServer:
             default_log_properties=config.log_config_properties(),
             is_known_partition=self.metadata.contains,
         )
+        self.replicas = replicas
         fetchers = ReplicaFetcherManager(
             manager=replicas,
             broker_id=config.broker_id,
@@ -149,6 +244,57 @@ class BrokerServer:
             is_controller=lambda: self.coordinator is not None and self.coordinator.is_controller,
         )
         groups = self.groups = self._start_groups(replicas)
+        services.attach(
+            lambda target: self._add_servicers(target, replicas, groups, metadata_changed)
+        )
+        if config.metrics_port:
+            self.metrics.serve(config.metrics_port)
+        isr_task = loop.create_task(replicas.run_isr_expiration())
+        groups_task = loop.create_task(groups.run())
+        cleaner_task = loop.create_task(self._run_log_cleaner(self.log_manager))
+        try:
+            if not await self._start_coordinator_unless_stopped(port):
+                return 0
+            await self._on_control_applied("registered", -1)
+            log.info(
+                "broker %d started; ready once the controller's metadata arrives", config.broker_id
+            )
+            await self._stop.wait()
+            log.info("broker %d shutting down", config.broker_id)
+            await self.health.enter_graceful_shutdown()
+            if config.controlled_shutdown_enable:
+                await self._controlled_shutdown()
+        finally:
+            _start_exit_watchdog(config.broker_id, SHUTDOWN_TIMEOUT_S)
+            stopping_at = time.monotonic()
+            for task in (isr_task, groups_task, cleaner_task):
+                task.cancel()
+            await _bounded("closing the group coordinator", groups.close(), 3.0)
+            # Release delayed produces and long polls, then stop serving (so no
+            # LeaderAndIsr can start a fetcher any more), then stop the fetchers.
+            replicas.shutdown()
+            await _bounded("stopping the gRPC server", server.stop(grace=1.0), 3.0)
+            await _bounded("stopping the replica fetchers", fetchers.shutdown(), 3.0)
+            await _bounded("closing the logs", _blocking(self.log_manager.shutdown), 15.0)
+            if self.coordinator is not None:
+                # Closing the controller's channels first cancels any send still waiting
+                # on a broker (this one has stopped serving), so resigning does not wait.
+                if self._controller_channel is not None:
+                    self._controller_channel.close()
+                await _bounded("leaving ZooKeeper", _blocking(self.coordinator.stop), 10.0)
+            log.info(
+                "broker %d stopped in %.1f s", config.broker_id, time.monotonic() - stopping_at
+            )
+        return 0
+
+    def _add_servicers(
+        self,
+        server: Any,
+        replicas: ReplicaManager,
+        groups: GroupCoordinatorRuntime,
+        metadata_changed: asyncio.Condition,
+    ) -> None:
+        config = self.config
         group_pb2_grpc.add_GroupServicer_to_server(
             GroupService(
                 runtime=groups,
@@ -175,6 +321,7 @@ class BrokerServer:
                 metrics=self.metrics,
                 coordinator=lambda: self.coordinator,
                 on_leaders=self._leaders.update,
+                on_applied=self._on_control_applied,
             ),
             server,
         )
@@ -188,33 +335,21 @@ class BrokerServer:
             ),
             server,
         )
-        if config.metrics_port:
-            self.metrics.serve(config.metrics_port)
-        isr_task = loop.create_task(replicas.run_isr_expiration())
-        groups_task = loop.create_task(groups.run())
-        cleaner_task = loop.create_task(self._run_log_cleaner(self.log_manager))
-        try:
-            await self._start_coordinator(port)
+
+    async def _on_control_applied(self, rpc: str, broker_epoch: int) -> None:
+        """Registration, UpdateMetadata or LeaderAndIsr applied: maybe report SERVING."""
+        readiness = self.readiness
+        if readiness.ready or self._stop.is_set():
+            return
+        coordinator = self.coordinator
+        if coordinator is not None:
+            readiness.on_registered(coordinator.broker_epoch)
+        if rpc == "UpdateMetadata":
+            readiness.on_update_metadata(broker_epoch)
+        hosted = self.replicas.partitions if self.replicas is not None else {}
+        if readiness.evaluate(self.metadata.topics, hosted):
             await self._set_health(True)
-            log.info("broker %d started", config.broker_id)
-            await self._stop.wait()
-            log.info("broker %d shutting down", config.broker_id)
-            await self.health.enter_graceful_shutdown()
-            if config.controlled_shutdown_enable:
-                await self._controlled_shutdown()
-        finally:
-            isr_task.cancel()
-            groups_task.cancel()
-            cleaner_task.cancel()
-            await groups.close()
-            await fetchers.shutdown()
-            replicas.shutdown()
-            await server.stop(grace=1.0)
-            await asyncio.to_thread(self.log_manager.shutdown)
-            if self.coordinator is not None:
-                await asyncio.to_thread(self.coordinator.stop)
-        log.info("broker %d stopped", config.broker_id)
-        return 0
+            log.info("broker %d is ready (SERVING)", self.config.broker_id)
 
     def _start_groups(self, replicas: ReplicaManager) -> GroupCoordinatorRuntime:
         """The group coordinator runtime, following this broker's offsets-topic leaderships."""
@@ -280,6 +415,20 @@ class BrokerServer:
             if stats.segments_rewritten:
                 log.info("log cleaner: %s", stats)
 
+    async def _start_coordinator_unless_stopped(self, port: int) -> bool:
+        """Start the coordinator; False if a stop was requested first (e.g. while waiting
+        for a previous session's registration to expire)."""
+        starting = asyncio.ensure_future(self._start_coordinator(port))
+        stopping = asyncio.ensure_future(self._stop.wait())
+        await asyncio.wait((starting, stopping), return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        if starting.done():
+            starting.result()
+            return True
+        starting.cancel()
+        log.info("broker %d: stop requested during startup", self.config.broker_id)
+        return False
+
     async def _start_coordinator(self, port: int) -> None:
         config = self.config
         advertised = config.advertised_listener
@@ -307,8 +456,9 @@ class BrokerServer:
             channel=channel,
             config_validator=_validate_topic_config,
         )
-        await asyncio.to_thread(coordinator.start)
+        await _blocking(coordinator.start)
         channel.cluster_id = coordinator.cluster_id
+        self._controller_channel = channel
         self.coordinator = coordinator
 
     async def _controlled_shutdown(self) -> None:
@@ -319,7 +469,10 @@ class BrokerServer:
             return
         for attempt in range(1, config.controlled_shutdown_max_retries + 1):
             try:
-                remaining = await self._controlled_shutdown_once(coordinator)
+                remaining = await asyncio.wait_for(
+                    self._controlled_shutdown_once(coordinator),
+                    config.controller_socket_timeout_ms / 1000.0 + 1.0,
+                )
                 if remaining == 0:
                     log.info("controlled shutdown succeeded")
                     return
@@ -327,21 +480,21 @@ class BrokerServer:
                     "controlled shutdown: %d partitions remain (attempt %d)", remaining, attempt
                 )
             except Exception as exc:
-                log.warning("controlled shutdown attempt %d failed: %s", attempt, exc)
+                log.warning("controlled shutdown attempt %d failed: %r", attempt, exc)
             await asyncio.sleep(config.controlled_shutdown_retry_backoff_ms / 1000.0)
         log.warning("controlled shutdown did not complete; shutting down anyway")
 
     async def _controlled_shutdown_once(self, coordinator: BrokerCoordinator) -> int:
         broker_id, epoch = self.config.broker_id, coordinator.broker_epoch
         if coordinator.is_controller:
-            remaining = await asyncio.to_thread(
+            remaining = await _blocking(
                 coordinator.controller.controlled_shutdown, broker_id, epoch
             )
             return len(remaining)
-        controller_id = await asyncio.to_thread(coordinator.controller_id)
+        controller_id = await _blocking(coordinator.controller_id)
         if controller_id is None:
             raise errors.NotControllerError("no active controller")
-        brokers = (await asyncio.to_thread(coordinator.describe_cluster)).brokers
+        brokers = (await _blocking(coordinator.describe_cluster)).brokers
         target = next((b for b in brokers if b.broker_id == controller_id), None)
         if target is None:
             raise errors.NotControllerError(f"controller {controller_id} is not registered")
@@ -370,6 +523,17 @@ class BrokerServer:
                 log.warning("session expiry hook failed: %s", exc)
 
         threading.Thread(target=expire, name="expire-session", daemon=True).start()
+
+
+def _dump_stacks() -> None:
+    """SIGUSR2 with test hooks: every thread's and every asyncio task's stack, to stderr."""
+    faulthandler.dump_traceback(all_threads=True)
+    for task in asyncio.all_tasks():
+        try:
+            task.print_stack(file=sys.stderr)
+        except Exception as exc:  # gRPC's Cython frames have no line numbers
+            print(f"{task!r}: {exc!r}", file=sys.stderr)
+    sys.stderr.flush()
 
 
 def _validate_topic_config(props: Mapping[str, str]) -> None:

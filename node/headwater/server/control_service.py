@@ -8,7 +8,7 @@ nothing (Kafka's fencing of deposed controllers).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 
 from headwater import errors
 from headwater.coordination.broker import BrokerCoordinator
@@ -27,6 +27,9 @@ from headwater.server.metrics import BrokerMetrics
 from headwater.server.replica_manager import ReplicaManager
 from headwater.v1 import common_pb2, control_pb2, control_pb2_grpc
 
+ControlApplied = Callable[[str, int], Awaitable[None]]
+"""``(rpc name, broker epoch of the request)`` after a LeaderAndIsr or UpdateMetadata applied."""
+
 
 class ControlService(control_pb2_grpc.ControlServicer):
     def __init__(
@@ -38,6 +41,7 @@ class ControlService(control_pb2_grpc.ControlServicer):
         metrics: BrokerMetrics,
         coordinator: Callable[[], BrokerCoordinator | None],
         on_leaders: Callable[[Mapping[int, BrokerRegistration]], None],
+        on_applied: ControlApplied | None = None,
     ) -> None:
         self._replicas = replicas
         self._metadata = metadata
@@ -45,6 +49,11 @@ class ControlService(control_pb2_grpc.ControlServicer):
         self._metrics = metrics
         self._coordinator = coordinator
         self._on_leaders = on_leaders
+        self._on_applied = on_applied
+
+    async def _applied(self, rpc: str, broker_epoch: int) -> None:
+        if self._on_applied is not None:
+            await self._on_applied(rpc, broker_epoch)
 
     def _stale_broker_epoch(self, broker_epoch: int) -> bool:
         coordinator = self._coordinator()
@@ -70,6 +79,7 @@ class ControlService(control_pb2_grpc.ControlServicer):
             states=partition_states_from_proto(request.partition_states),
         )
         timer.done()
+        await self._applied("LeaderAndIsr", request.broker_epoch)
         return control_pb2.LeaderAndIsrResponse(
             error=pb_error(error),
             partitions=[
@@ -121,6 +131,7 @@ class ControlService(control_pb2_grpc.ControlServicer):
         async with self._changed:
             self._changed.notify_all()
         timer.done()
+        await self._applied("UpdateMetadata", request.broker_epoch)
         return control_pb2.UpdateMetadataResponse(error=pb_error(ErrorCode.NONE))
 
     async def ControlledShutdown(

@@ -34,7 +34,14 @@ class GrpcControllerChannel:
     ) -> None:
         self._controller_id = controller_id
         self._timeout_s = timeout_ms / 1000.0
-        self._options = channel_options(max_message_bytes)
+        # A restarted broker comes back on the same address: reconnect quickly, and let each
+        # call wait (up to its timeout) for the connection rather than fail fast while the
+        # channel is still backing off from the broker's downtime.
+        self._options = [
+            *channel_options(max_message_bytes),
+            ("grpc.initial_reconnect_backoff_ms", 100),
+            ("grpc.max_reconnect_backoff_ms", 1000),
+        ]
         self.cluster_id = cluster_id
         self._lock = threading.Lock()
         self._channels: dict[
@@ -76,7 +83,9 @@ class GrpcControllerChannel:
             ],
             live_leaders=[broker_to_proto(b) for b in live_leaders],
         )
-        response = self._stub(broker).LeaderAndIsr(request, timeout=self._timeout_s)
+        response = self._stub(broker).LeaderAndIsr(
+            request, timeout=self._timeout_s, wait_for_ready=True
+        )
         self._check(response.error, "LeaderAndIsr", broker)
 
     def send_stop_replica(
@@ -98,7 +107,9 @@ class GrpcControllerChannel:
                 for t, p in partitions
             ],
         )
-        response = self._stub(broker).StopReplica(request, timeout=self._timeout_s)
+        response = self._stub(broker).StopReplica(
+            request, timeout=self._timeout_s, wait_for_ready=True
+        )
         self._check(response.error, "StopReplica", broker)
 
     def send_update_metadata(
@@ -121,7 +132,9 @@ class GrpcControllerChannel:
             deleted_topics=list(deleted_topics),
             cluster_id=self.cluster_id,
         )
-        response = self._stub(broker).UpdateMetadata(request, timeout=self._timeout_s)
+        response = self._stub(broker).UpdateMetadata(
+            request, timeout=self._timeout_s, wait_for_ready=True
+        )
         self._check(response.error, "UpdateMetadata", broker)
 
     def close(self) -> None:

@@ -36,23 +36,10 @@ from headwater.v1 import broker_pb2, broker_pb2_grpc
 log = logging.getLogger(__name__)
 
 
-TRANSPORT_OPTIONS: tuple[tuple[str, int], ...] = (
-    # Batches are ~1 MiB: let HTTP/2 carry them in few, large frames and read ahead
-    # enough that one message does not wait on flow-control window updates.
-    ("grpc.http2.max_frame_size", (1 << 24) - 1),
-    ("grpc.http2.lookahead_bytes", 8 << 20),
-    ("grpc.experimental.tcp_min_read_chunk_size", 64 << 10),
-    ("grpc.experimental.tcp_read_chunk_size", 1 << 20),
-    ("grpc.experimental.tcp_max_read_chunk_size", 8 << 20),
-)
-"""gRPC channel/server options for moving MiB-sized record batches (see docs/performance.md)."""
-
-
 def channel_options(max_message_bytes: int) -> list[tuple[str, int]]:
     return [
         ("grpc.max_send_message_length", max_message_bytes),
         ("grpc.max_receive_message_length", max_message_bytes),
-        *TRANSPORT_OPTIONS,
     ]
 
 
@@ -89,6 +76,7 @@ class ReplicaFetcher:
         )
         self._stub = broker_pb2_grpc.BrokerStub(self._channel)
         self._changed = asyncio.Event()
+        self._closed = False
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     def add(self, tp: TopicPartition, leader_epoch: int) -> None:
@@ -100,13 +88,14 @@ class ReplicaFetcher:
             self._changed.set()
 
     async def close(self) -> None:
+        self._closed = True  # gRPC may surface the cancellation as a CANCELLED RpcError
         self._task.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await self._task
         await self._channel.close(grace=None)
 
     async def _run(self) -> None:
-        while True:
+        while not self._closed:
             now = monotonic_ms()
             ready = {tp: st for tp, st in self.partitions.items() if st.delayed_until_ms <= now}
             if not ready:
@@ -221,8 +210,11 @@ class ReplicaFetcher:
             changed.cancel()
         if fetch not in done:
             fetch.cancel()
-            with contextlib.suppress(asyncio.CancelledError, grpc.aio.AioRpcError):
-                await fetch
+            # Not `suppress(CancelledError)`: that would also swallow this task's own
+            # cancellation (close() at shutdown), leaving the fetcher running forever.
+            await asyncio.wait((fetch,))
+            if not fetch.cancelled():
+                fetch.exception()  # retrieved: an RPC error here is expected
             return
         response = fetch.result()
         for part in response.partitions:
