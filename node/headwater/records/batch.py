@@ -11,7 +11,6 @@ so a 1 MiB batch is never copied just to checksum it.
 
 from __future__ import annotations
 
-import struct
 import time
 from collections.abc import Iterable, Iterator, Sequence
 
@@ -21,7 +20,9 @@ from headwater.errors import CorruptRecordError
 from headwater.records import compression as _compression
 from headwater.records.header import (
     COMPRESSION_MASK,
+    HEADER_PREFIX,
     HEADER_SIZE,
+    HEADER_TAIL,
     LOG_OVERHEAD,
     TIMESTAMP_TYPE_MASK,
     BatchHeader,
@@ -36,26 +37,6 @@ from headwater.records.record_codec import PythonRecordCodec, RecordCodec
 
 __all__ = ["Batch", "build_batch", "read_batches", "record_codec", "set_record_codec"]
 
-_PREFIX = struct.Struct(
-    ">"
-    "q"  # 0   baseOffset            int64
-    "i"  # 8   batchLength           int32
-    "i"  # 12  partitionLeaderEpoch  int32 (-1: the leader fills it in)
-    "b"  # 16  magic                 int8 = 2
-    "I"  # 17  crc                   uint32, CRC-32C of tail + records
-)
-_TAIL = struct.Struct(
-    ">"
-    "h"  # 21  attributes            int16
-    "i"  # 23  lastOffsetDelta       int32
-    "q"  # 27  baseTimestamp         int64
-    "q"  # 35  maxTimestamp          int64
-    "q"  # 43  producerId            int64
-    "h"  # 51  producerEpoch         int16
-    "i"  # 53  baseSequence          int32
-    "i"  # 57  recordsCount          int32
-)
-assert _PREFIX.size + _TAIL.size == HEADER_SIZE
 
 NO_PARTITION_LEADER_EPOCH = -1
 _MAX_RECORDS = (1 << 31) - 1
@@ -106,7 +87,7 @@ def build_batch(
     payload = encoded.data
     if codec_id is not Compression.NONE:
         payload = _compression.compress(codec_id, payload)
-    tail = _TAIL.pack(
+    tail = HEADER_TAIL.pack(
         codec_id.value,
         count - 1,
         encoded.base_timestamp,
@@ -118,7 +99,7 @@ def build_batch(
     )
     crc = crc32c(payload, crc32c(tail))
     batch_length = HEADER_SIZE - LOG_OVERHEAD + len(payload)
-    prefix = _PREFIX.pack(base_offset, batch_length, NO_PARTITION_LEADER_EPOCH, 2, crc)
+    prefix = HEADER_PREFIX.pack(base_offset, batch_length, NO_PARTITION_LEADER_EPOCH, 2, crc)
     return b"".join((prefix, tail, payload))
 
 

@@ -86,13 +86,18 @@ TIMESTAMP_TYPE_MASK = 0x08
 TRANSACTIONAL_MASK = 0x10
 CONTROL_MASK = 0x20
 
-_HEADER = struct.Struct(
+# The header in two parts, split where the CRC's coverage starts: a writer packs
+# the tail first, computes the CRC over tail + records, then packs the prefix.
+HEADER_PREFIX = struct.Struct(
     ">"
     "q"  # 0   baseOffset            int64
     "i"  # 8   batchLength           int32
-    "i"  # 12  partitionLeaderEpoch  int32
-    "b"  # 16  magic                 int8
+    "i"  # 12  partitionLeaderEpoch  int32 (-1 until the leader stamps it)
+    "b"  # 16  magic                 int8 = 2
     "I"  # 17  crc                   uint32 (CRC-32C over [21, end))
+)
+HEADER_TAIL = struct.Struct(
+    ">"
     "h"  # 21  attributes            int16
     "i"  # 23  lastOffsetDelta       int32
     "q"  # 27  baseTimestamp         int64
@@ -102,6 +107,7 @@ _HEADER = struct.Struct(
     "i"  # 53  baseSequence          int32
     "i"  # 57  recordsCount          int32
 )
+_HEADER = struct.Struct(">" + HEADER_PREFIX.format[1:] + HEADER_TAIL.format[1:])
 assert _HEADER.size == HEADER_SIZE
 
 _INT64 = struct.Struct(">q")  # baseOffset at 0, maxTimestamp at 35
