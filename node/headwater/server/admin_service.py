@@ -75,25 +75,47 @@ class AdminService(admin_pb2_grpc.AdminServicer):
         results = await asyncio.to_thread(
             coordinator.create_topics, topics, validate_only=request.validate_only
         )
+        late: dict[str, errors.HeadwaterError] = {}
         if not request.validate_only:
             created = [(r.name, r.num_partitions) for r in results if r.error is None]
-            await self._wait_for(
-                lambda: all(self._metadata.topic_has_leaders(n, k) for n, k in created),
-                request.timeout_ms,
-            )
+            late = await self._wait_for_leaders(created, request.timeout_ms, "created")
         timer.done()
+        outcomes = [(r, r.error if r.error is not None else late.get(r.name)) for r in results]
         return admin_pb2.CreateTopicsResponse(
             topics=[
                 admin_pb2.CreatableTopicResult(
                     name=r.name,
-                    error=pb_error(r.error.code if r.error is not None else ErrorCode.NONE),
-                    error_message=str(r.error) if r.error is not None else "",
+                    error=pb_error(error.code if error is not None else ErrorCode.NONE),
+                    error_message=str(error) if error is not None else "",
                     num_partitions=r.num_partitions,
                     replication_factor=r.replication_factor,
                 )
-                for r in results
+                for r, error in outcomes
             ]
         )
+
+    async def _wait_for_leaders(
+        self, topics: list[tuple[str, int]], timeout_ms: int, what: str
+    ) -> dict[str, errors.HeadwaterError]:
+        """Wait until every partition of ``topics`` has a leader; REQUEST_TIMED_OUT for the rest.
+
+        As in Kafka, the change stays written: the controller goes on with it,
+        and the error only says it was not finished within ``timeout_ms``.
+        """
+        if not topics:
+            return {}
+        await self._wait_for(
+            lambda: all(self._metadata.topic_has_leaders(n, k) for n, k in topics), timeout_ms
+        )
+        waited_ms = timeout_ms if timeout_ms > 0 else DEFAULT_TIMEOUT_MS
+        return {
+            name: errors.RequestTimedOutError(
+                f"topic {name!r} was {what}, but not all of its {count} partitions had a "
+                f"leader within {waited_ms} ms; the controller is still working on it"
+            )
+            for name, count in topics
+            if not self._metadata.topic_has_leaders(name, count)
+        }
 
     async def DeleteTopics(
         self, request: admin_pb2.DeleteTopicsRequest, context: Context
@@ -148,10 +170,12 @@ class AdminService(admin_pb2_grpc.AdminServicer):
                     )
                 )
         if grown and not request.validate_only:
-            await self._wait_for(
-                lambda: all(self._metadata.topic_has_leaders(n, k) for n, k in grown),
-                request.timeout_ms,
-            )
+            late = await self._wait_for_leaders(grown, request.timeout_ms, "grown")
+            for result in out:
+                error = late.get(result.name)
+                if error is not None and ErrorCode(result.error) is ErrorCode.NONE:
+                    result.error = pb_error(error.code)
+                    result.error_message = str(error)
         timer.done()
         return admin_pb2.CreatePartitionsResponse(topics=out)
 
