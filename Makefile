@@ -21,7 +21,7 @@ system-deps:
 
 venv: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml node/headwater/records/_speedups.c
 	@echo "==> creating $(VENV) and installing headwater[all]"
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip

@@ -18,6 +18,15 @@ Memory is bounded: every queued record reserves its estimated size from
 ``max_block_ms`` (then fails with :class:`BufferExhaustedError`) until the
 sender releases acknowledged batches.
 
+Records are encoded as they are appended, as in Kafka's ``MemoryRecordsBuilder``:
+each batch holds a :class:`~headwater.records.RecordsBuilder` of the record codec
+in use, ``send`` appends to it under the accumulator's lock, and the sender only
+adds the header (and compression) when it drains the batch.  With the native
+codec that moves the per-record encoding into C on the caller's thread and
+leaves the sender thread per-batch work only.  Batch fullness and
+``buffer_memory`` still count :func:`estimate_size` (an upper bound known
+before encoding, which is what deciding "does it fit" needs).
+
 Thread-safety: every method takes the accumulator's lock; ``clock`` gives
 monotonic milliseconds and ``wait`` blocks on the condition (both injectable,
 so tests drive time).
@@ -28,19 +37,26 @@ from __future__ import annotations
 import collections
 import dataclasses
 import threading
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
 
 from headwater import errors
 from headwater.client.futures import BatchResult, RecordFuture
 from headwater.client.retry import Clock, monotonic_ms
 from headwater.client.types import TopicPartition
-from headwater.records import Record
+from headwater.records import Header, Record, RecordsBuilder, new_records_builder
 
 RECORD_OVERHEAD_BYTES = 21
 """Upper estimate of a record's framing in a batch (length, attributes, deltas, counts)."""
 BATCH_OVERHEAD_BYTES = 61
 """A RecordBatch v2 header."""
+MAX_INITIAL_BUILDER_BYTES = 64 * 1024
+"""A new batch's builder starts with room for ``min(batch_size, this)`` bytes and grows by
+doubling.  Not ``batch_size`` itself: the native builder keeps large values by reference
+until the batch is sent, so with big records it writes little at append time, and a
+producer with many partitions must not reserve ``batch_size`` for each (measured with
+1 MiB batches: starting at 1 MiB cost more page faults than growing from 64 KiB)."""
 
 
 class BufferExhaustedError(errors.HeadwaterError):
@@ -67,14 +83,17 @@ class ProducerBatch:
     """Records bound for one partition, sent and acknowledged together.
 
     Owned by the accumulator while queued and by the sender while in flight;
+    ``builder`` holds the records, encoded as they were appended; it is only
+    appended to under the accumulator's lock while ``closed`` is false.
     ``base_sequence`` and ``encoded`` are set on the first drain and reused on
     every retry, so a retry is byte-for-byte the original request.
     """
 
     tp: TopicPartition
     created_ms: float
-    records: list[Record] = dataclasses.field(default_factory=list)
+    builder: RecordsBuilder = dataclasses.field(default_factory=new_records_builder)
     size_bytes: int = BATCH_OVERHEAD_BYTES
+    """``BATCH_OVERHEAD_BYTES`` plus the :func:`estimate_size` of every record."""
     attempts: int = 0
     retry_after_ms: float = 0.0
     base_sequence: int = -1
@@ -89,7 +108,7 @@ class ProducerBatch:
         self.result = BatchResult(self.tp)
 
     def __len__(self) -> int:
-        return len(self.records)
+        return self.builder.count
 
     def complete(self, *, base_offset: int, timestamp_ms: int | None) -> None:
         """Resolve every record's future; record ``i`` is at ``base_offset + i``.
@@ -136,6 +155,7 @@ class RecordAccumulator:
         self.linger_ms = linger_ms
         self.buffer_memory = buffer_memory
         self.delivery_timeout_ms = delivery_timeout_ms
+        self._builder_bytes = min(batch_size, MAX_INITIAL_BUILDER_BYTES)
         self._clock = clock
         self._lock = threading.RLock()  # C-level ``with`` for the hot path; re-entrant
         self._cond = threading.Condition(self._lock)
@@ -157,29 +177,44 @@ class RecordAccumulator:
         max_block_ms: float,
         size: int | None = None,
     ) -> AppendResult:
-        """Queue ``record`` (timestamped) for ``tp``; blocks up to ``max_block_ms`` for space."""
+        """Queue ``record`` for ``tp``; blocks up to ``max_block_ms`` for space.
+
+        A record without a timestamp is stamped with the wall clock now.  A
+        record the codec cannot encode (TypeError, ValueError) changes nothing.
+        """
+        key, value, headers, timestamp_ms = record
+        if timestamp_ms is None:
+            timestamp_ms = time.time_ns() // 1_000_000
         if size is None:
             size = estimate_size(record)
         with self._cond:
             self._reserve(size, max_block_ms)
-            queue = self._queues.get(tp)
-            if queue is None:
-                queue = self._queues[tp] = collections.deque()
-            last = queue[-1] if queue else None
-            new_batch = False
-            if (
-                last is None
-                or last.closed
-                or (last.records and last.size_bytes + size > self.batch_size)
-            ):
-                if last is not None:
-                    last.closed = True
-                last = ProducerBatch(tp, created_ms=self._clock())
-                queue.append(last)
-                self._incomplete.add(last)
-                new_batch = True
-            future = RecordFuture(last.result, len(last.records), record.timestamp_ms or -1)
-            last.records.append(record)
+            try:
+                queue = self._queues.get(tp)
+                if queue is None:
+                    queue = self._queues[tp] = collections.deque()
+                last = queue[-1] if queue else None
+                new_batch = (
+                    last is None
+                    or last.closed
+                    or (len(last) > 0 and last.size_bytes + size > self.batch_size)
+                )
+                if new_batch:
+                    # Encode first: a record that cannot be encoded leaves no empty batch.
+                    builder = new_records_builder(capacity=max(self._builder_bytes, size))
+                    index = builder.append(key, value, headers, timestamp_ms)
+                    if last is not None:
+                        last.closed = True
+                    last = ProducerBatch(tp, created_ms=self._clock(), builder=builder)
+                    queue.append(last)
+                    self._incomplete.add(last)
+                else:
+                    assert last is not None
+                    index = last.builder.append(key, value, headers, timestamp_ms)
+            except BaseException:
+                self._used_bytes -= size
+                raise
+            future = RecordFuture(last.result, index, timestamp_ms)
             last.size_bytes += size
             full = last.size_bytes >= self.batch_size
             if full:
@@ -191,14 +226,21 @@ class RecordAccumulator:
             )
 
     def try_append(
-        self, tp: TopicPartition, record: Record, size: int
+        self,
+        tp: TopicPartition,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header],
+        timestamp_ms: int,
+        size: int,
     ) -> tuple[RecordFuture, bool] | None:
         """The per-record fast path: join ``tp``'s open batch if it has room, never block.
 
         Returns the record's future and whether the batch is now full, or None
         when the caller must take :meth:`append` (a new batch is needed, the
         buffer is full, or the producer is closed) -- once per batch, so that
-        path may be slower.  Uses the plain lock (C-level ``with``) rather than the condition.
+        path may be slower.  Uses the plain lock (C-level ``with``) rather than
+        the condition.  A record the codec cannot encode raises and changes nothing.
         """
         with self._lock:
             queue = self._queues.get(tp)
@@ -207,10 +249,9 @@ class RecordAccumulator:
             last = queue[-1]
             if last.closed or last.size_bytes + size > self.batch_size:
                 return None
+            index = last.builder.append(key, value, headers, timestamp_ms)
             self._used_bytes += size
-            records = last.records
-            future = RecordFuture(last.result, len(records), record[3] or -1)
-            records.append(record)
+            future = RecordFuture(last.result, index, timestamp_ms)
             last.size_bytes += size
             if last.size_bytes >= self.batch_size:
                 last.closed = True

@@ -25,7 +25,7 @@ from headwater.client.accumulator import (
     estimate_size,
 )
 from headwater.client.futures import RecordFuture, failed_future
-from headwater.client.metadata import MetadataManager
+from headwater.client.metadata import ClusterMetadata, MetadataManager
 from headwater.client.partitioner import DefaultPartitioner, Partitioner
 from headwater.client.retry import Clock, RetryPolicy, monotonic_ms
 from headwater.client.sender import Sender
@@ -39,6 +39,7 @@ Callback = Callable[[RecordMetadata | None, BaseException | None], object]
 
 _new_record = tuple.__new__
 """Builds a :class:`Record` without its Python-level ``__new__`` (the send hot path)."""
+_time_ns = time.time_ns
 
 HeadersArg = Mapping[str, bytes | None] | Iterable[tuple[str, bytes | None]] | None
 
@@ -114,7 +115,7 @@ class Producer:
         )
         self._partitioner = partitioner or DefaultPartitioner()
         self._partition_lock = threading.Lock()
-        self._tp_cache: dict[str, list[TopicPartition]] = {}
+        self._tp_cache: dict[str, tuple[ClusterMetadata, list[TopicPartition]]] = {}
         self._max_request_size = s.max_request_size
         self._sender = Sender(
             settings=s,
@@ -151,27 +152,32 @@ class Producer:
         if self._closed:
             raise errors.HeadwaterError("cannot send: the producer is closed")
         if timestamp_ms is None:
-            timestamp_ms = time.time_ns() // 1_000_000
+            timestamp_ms = _time_ns() // 1_000_000
         if headers:
-            record = Record(key, value, _headers(headers), timestamp_ms)
-            size = estimate_size(record)
+            record_headers = _headers(headers)
+            size = estimate_size(_new_record(Record, (key, value, record_headers, timestamp_ms)))
         else:
-            # The per-record hot path: no NamedTuple __new__ call, the size inline.
-            record = _new_record(Record, (key, value, (), timestamp_ms))
+            # The per-record hot path: no Record tuple at all, the size inline.
+            record_headers = ()
             size = RECORD_OVERHEAD_BYTES
             if value is not None:
                 size += len(value)
             if key is not None:
                 size += len(key)
         if partition is None and size <= self._max_request_size:
-            count = self._metadata.current.partition_count(topic)
-            if count is not None:
+            # The topic's partitions, cached per metadata snapshot (replaced, never mutated).
+            meta = self._metadata.current
+            cached = self._tp_cache.get(topic)
+            if cached is None or cached[0] is not meta:
+                cached = self._cache_partitions(topic, meta)
+            tps = cached[1]
+            if tps:
+                count = len(tps)
                 with self._partition_lock:
                     chosen = self._partitioner.partition(topic, key, count)
-                tps = self._tp_cache.get(topic)
-                if tps is None or len(tps) != count:
-                    tps = self._tp_cache[topic] = [TopicPartition(topic, i) for i in range(count)]
-                fast = self._accumulator.try_append(tps[chosen], record, size)
+                fast = self._accumulator.try_append(
+                    tps[chosen], key, value, record_headers, timestamp_ms, size
+                )
                 if fast is not None:
                     future, full = fast
                     if full:
@@ -181,7 +187,19 @@ class Producer:
                     if callback is not None:
                         _attach(future, callback)
                     return future
+        record = _new_record(Record, (key, value, record_headers, timestamp_ms))
         return self._send_slow(topic, record, key, partition, size, callback)
+
+    def _cache_partitions(
+        self, topic: str, meta: ClusterMetadata
+    ) -> tuple[ClusterMetadata, list[TopicPartition]]:
+        count = meta.partition_count(topic) or 0
+        cached = self._tp_cache.get(topic)
+        tps = cached[1] if cached is not None and len(cached[1]) == count else None
+        if tps is None:
+            tps = [TopicPartition(topic, i) for i in range(count)]
+        entry = self._tp_cache[topic] = (meta, tps)
+        return entry
 
     def _send_slow(
         self,

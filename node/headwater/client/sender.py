@@ -156,8 +156,8 @@ class Sender:
         elif batch.encoded is not None:
             return batch.encoded
         batch.base_sequence = base_sequence
-        batch.encoded = records.build_batch(
-            batch.records,
+        batch.encoded = records.finish_batch(
+            batch.builder,
             compression=self._settings.compression_type,
             producer_id=producer_id,
             producer_epoch=epoch,

@@ -4,12 +4,15 @@ Pure bytes in, bytes out (DESIGN.md, "Record format").  :mod:`.header` is the
 broker's hot path and never decodes records; :mod:`.batch` builds and reads
 whole batches for clients; :mod:`.compression` holds Kafka's codec framings
 and :mod:`.record_codec` the per-record varint format, each behind a Protocol
-so a native implementation can be swapped in.
+so a native implementation can be swapped in; :mod:`.native` is the C one,
+used by default when built (:func:`record_codec` says which is active).
 """
 
 from headwater.records.batch import (
     Batch,
     build_batch,
+    finish_batch,
+    new_records_builder,
     read_batches,
     record_codec,
     set_record_codec,
@@ -30,8 +33,15 @@ from headwater.records.header import (
     validate_batches,
     verify_crc,
 )
+from headwater.records.native import NativeRecordCodec, native_available
 from headwater.records.record import ConsumedRecord, Header, Record
-from headwater.records.record_codec import EncodedRecords, PythonRecordCodec, RecordCodec
+from headwater.records.record_codec import (
+    EncodedRecords,
+    PythonRecordCodec,
+    PythonRecordsBuilder,
+    RecordCodec,
+    RecordsBuilder,
+)
 
 __all__ = [
     "HEADER_SIZE",
@@ -44,11 +54,17 @@ __all__ = [
     "ConsumedRecord",
     "EncodedRecords",
     "Header",
+    "NativeRecordCodec",
     "PythonRecordCodec",
+    "PythonRecordsBuilder",
     "Record",
     "RecordCodec",
+    "RecordsBuilder",
     "TimestampType",
     "build_batch",
+    "finish_batch",
+    "native_available",
+    "new_records_builder",
     "parse_header",
     "read_batches",
     "record_codec",

@@ -1,6 +1,8 @@
 """Building and reading whole RecordBatch v2 batches (the client's view).
 
-Producers call :func:`build_batch` once per batch; consumers call
+Producers fill a :class:`~headwater.records.record_codec.RecordsBuilder` per
+batch and call :func:`finish_batch` once (or :func:`build_batch` on a list of
+records); consumers call
 :func:`read_batches` on a fetch response and :meth:`Batch.records` on each
 batch.  The broker never comes here: it uses :mod:`headwater.records.header`.
 
@@ -32,21 +34,40 @@ from headwater.records.header import (
     scan_batches,
     verify_crc,
 )
+from headwater.records.native import default_record_codec
 from headwater.records.record import ConsumedRecord, Record
-from headwater.records.record_codec import PythonRecordCodec, RecordCodec
+from headwater.records.record_codec import RecordCodec, RecordsBuilder
 
-__all__ = ["Batch", "build_batch", "read_batches", "record_codec", "set_record_codec"]
+__all__ = [
+    "Batch",
+    "build_batch",
+    "finish_batch",
+    "new_records_builder",
+    "read_batches",
+    "record_codec",
+    "set_record_codec",
+]
 
 
 NO_PARTITION_LEADER_EPOCH = -1
 _MAX_RECORDS = (1 << 31) - 1
 
-_codec: RecordCodec = PythonRecordCodec()
+_codec: RecordCodec = default_record_codec()
 
 
 def record_codec() -> RecordCodec:
-    """The record codec in use (pure Python unless a native one was installed)."""
+    """The record codec in use; its ``name`` says which ("native" or "python").
+
+    The native codec by default when the C extension is built, unless the
+    environment sets ``HEADWATER_PURE_PYTHON_RECORDS=1`` (see
+    :mod:`headwater.records.native`).
+    """
     return _codec
+
+
+def new_records_builder(*, capacity: int = 4096) -> RecordsBuilder:
+    """An empty :class:`RecordsBuilder` of the codec in use (one per producer batch)."""
+    return _codec.builder(capacity=capacity)
 
 
 def set_record_codec(codec: RecordCodec) -> None:
@@ -84,14 +105,86 @@ def build_batch(
     if timestamp_ms is None:
         timestamp_ms = time.time_ns() // 1_000_000
     encoded = _codec.encode(records, default_timestamp_ms=timestamp_ms)
-    payload = encoded.data
+    return _assemble(
+        encoded.data,
+        codec_id=codec_id,
+        count=count,
+        base_timestamp=encoded.base_timestamp,
+        max_timestamp=encoded.max_timestamp,
+        base_offset=base_offset,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+    )
+
+
+def finish_batch(
+    builder: RecordsBuilder,
+    *,
+    compression: str | Compression = "none",
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+) -> bytes:
+    """The RecordBatch v2 of what ``builder`` holds, base offset 0; finishes the builder.
+
+    Byte for byte what :func:`build_batch` makes of the same records.  May be
+    called again (a retry under a new producer epoch re-stamps the header).
+    Uncompressed, the native builder writes the header in front of the records
+    it holds: the batch is never copied on its way to the request.
+    """
+    count = builder.count
+    base_timestamp = builder.base_timestamp
+    max_timestamp = builder.max_timestamp
+    if count == 0 or base_timestamp is None or max_timestamp is None:
+        raise ValueError("a record batch needs at least one record")
+    codec_id = Compression.parse(compression)
+    if codec_id is Compression.NONE:
+        return builder.batch(
+            HEADER_TAIL.pack(
+                codec_id.value,
+                count - 1,
+                base_timestamp,
+                max_timestamp,
+                producer_id,
+                producer_epoch,
+                base_sequence,
+                count,
+            )
+        )
+    return _assemble(
+        builder.records(),
+        codec_id=codec_id,
+        count=count,
+        base_timestamp=base_timestamp,
+        max_timestamp=max_timestamp,
+        base_offset=0,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+    )
+
+
+def _assemble(
+    records: Buffer,
+    *,
+    codec_id: Compression,
+    count: int,
+    base_timestamp: int,
+    max_timestamp: int,
+    base_offset: int,
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
+) -> bytes:
+    payload = records
     if codec_id is not Compression.NONE:
         payload = _compression.compress(codec_id, payload)
     tail = HEADER_TAIL.pack(
         codec_id.value,
         count - 1,
-        encoded.base_timestamp,
-        encoded.max_timestamp,
+        base_timestamp,
+        max_timestamp,
         producer_id,
         producer_epoch,
         base_sequence,
@@ -222,25 +315,22 @@ class Batch:
         start = self._pos + HEADER_SIZE
         end = self._pos + h.size_in_bytes
         codec_id = h.compression
-        with memoryview(self._buf) as view:
-            section = view[start:end]
-            if codec_id is Compression.NONE:
-                data = bytes(section)
-            else:
+        with memoryview(self._buf) as view, view[start:end] as section:
+            data: Buffer = section  # uncompressed: decoded in place, not copied
+            if codec_id is not Compression.NONE:
                 data = _compression.decompress(
                     codec_id, section, where=f"batch at offset {h.base_offset}"
                 )
-            section.release()
-        try:
-            return _codec.decode(
-                data,
-                count=h.records_count,
-                base_offset=h.base_offset,
-                base_timestamp=h.base_timestamp,
-                log_append_time=h.max_timestamp if h.attributes & TIMESTAMP_TYPE_MASK else None,
-            )
-        except CorruptRecordError as e:
-            raise CorruptRecordError(f"batch at offset {h.base_offset}: {e.message}") from None
+            try:
+                return _codec.decode(
+                    data,
+                    count=h.records_count,
+                    base_offset=h.base_offset,
+                    base_timestamp=h.base_timestamp,
+                    log_append_time=h.max_timestamp if h.attributes & TIMESTAMP_TYPE_MASK else None,
+                )
+            except CorruptRecordError as e:
+                raise CorruptRecordError(f"batch at offset {h.base_offset}: {e.message}") from None
 
 
 def read_batches(data: Buffer) -> Iterator[Batch]:

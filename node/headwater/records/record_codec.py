@@ -23,7 +23,17 @@ than elegance: locals bound once, table lookups for small varints, inline
 one- and two-byte varint decoding, records emitted as pieces of a single
 ``bytes.join``, and results built with ``tuple.__new__`` instead of the
 NamedTuple constructor.  :class:`RecordCodec` is the seam where a native
-implementation can replace :class:`PythonRecordCodec` without touching callers.
+implementation can replace :class:`PythonRecordCodec` without touching callers;
+:mod:`headwater.records.native` is that implementation, and
+:mod:`headwater.records.batch` picks it by default when it is built.
+
+The producer does not hand a list of records to :meth:`RecordCodec.encode`: each
+batch being filled holds a :class:`RecordsBuilder` from :meth:`RecordCodec.builder`
+and ``send`` appends to it (Kafka's ``MemoryRecordsBuilder``), so the native
+builder encodes each record as it arrives and the sender thread only adds the
+batch header.  :class:`PythonRecordsBuilder` keeps the records and encodes them
+all in :meth:`~PythonRecordsBuilder.finish`, which is the fastest a pure-Python
+producer can do.
 """
 
 from __future__ import annotations
@@ -31,7 +41,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple, Protocol
 
+from crc32c import crc32c
+
 from headwater.errors import CorruptRecordError
+from headwater.records.header import (
+    HEADER_PREFIX,
+    HEADER_SIZE,
+    HEADER_TAIL,
+    LOG_OVERHEAD,
+    MAGIC,
+    Buffer,
+)
 from headwater.records.record import ConsumedRecord, Header, Record
 from headwater.records.varint import (
     SMALL_VARINT_LIMIT,
@@ -40,7 +60,13 @@ from headwater.records.varint import (
     encode_varint,
 )
 
-__all__ = ["EncodedRecords", "PythonRecordCodec", "RecordCodec"]
+__all__ = [
+    "EncodedRecords",
+    "PythonRecordCodec",
+    "PythonRecordsBuilder",
+    "RecordCodec",
+    "RecordsBuilder",
+]
 
 
 class EncodedRecords(NamedTuple):
@@ -51,8 +77,80 @@ class EncodedRecords(NamedTuple):
     max_timestamp: int
 
 
+class RecordsBuilder(Protocol):
+    """A records section being filled one record at a time (one batch's worth).
+
+    Record ``i`` gets offset delta ``i`` and a timestamp delta against the first
+    record's timestamp, as :meth:`RecordCodec.encode` would give it.  Not
+    thread-safe: the producer appends under its accumulator's lock, and the
+    sender calls :meth:`finish` only after the batch was closed to appends.
+    """
+
+    @property
+    def count(self) -> int:
+        """Records appended so far."""
+        ...
+
+    @property
+    def size(self) -> int:
+        """Bytes of the encoded records section so far."""
+        ...
+
+    @property
+    def base_timestamp(self) -> int | None:
+        """The first record's timestamp (the batch's ``baseTimestamp``); None when empty."""
+        ...
+
+    @property
+    def max_timestamp(self) -> int | None:
+        """The largest timestamp appended (the batch's ``maxTimestamp``); None when empty."""
+        ...
+
+    @property
+    def finished(self) -> bool:
+        """:meth:`records` or :meth:`batch` was called: no more appends."""
+        ...
+
+    def append(
+        self,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header],
+        timestamp_ms: int,
+    ) -> int:
+        """Encode one record at the end; return its index (offset delta).
+
+        Raises (TypeError, ValueError) without appending anything when a field
+        cannot be encoded, or ValueError once the builder is finished.
+        """
+        ...
+
+    def records(self) -> Buffer:
+        """The records section, uncompressed (to compress it); finishes the builder."""
+        ...
+
+    def batch(self, tail: bytes) -> bytes:
+        """The whole uncompressed batch; finishes the builder.
+
+        ``tail`` is the header from ``attributes`` to ``recordsCount``
+        (``HEADER_TAIL``, 40 bytes); the builder adds ``baseOffset`` 0,
+        ``batchLength``, ``partitionLeaderEpoch`` -1, magic 2 and the CRC-32C.
+        The native builder writes them in front of the records it already
+        holds, so a MiB batch is not copied.  May be called again with another
+        tail (a retry under a new producer epoch).
+        """
+        ...
+
+
 class RecordCodec(Protocol):
     """Turns records into a records section and back (no header, no compression)."""
+
+    name: str
+    """Which implementation this is ("python", "native")."""
+
+    def builder(self, *, capacity: int = 4096) -> RecordsBuilder:
+        """A new, empty builder; ``capacity`` is a hint of the bytes it will hold."""
+        ...
 
     def encode(self, records: Sequence[Record], *, default_timestamp_ms: int) -> EncodedRecords:
         """Encode with offset deltas 0..n-1; ``default_timestamp_ms`` for untimed records."""
@@ -60,7 +158,7 @@ class RecordCodec(Protocol):
 
     def decode(
         self,
-        data: bytes,
+        data: Buffer,
         *,
         count: int,
         base_offset: int,
@@ -129,6 +227,11 @@ def _decode_headers(data: bytes, pos: int, count: int) -> tuple[tuple[Header, ..
 class PythonRecordCodec:
     """The pure-Python record codec.  Stateless; safe to share between threads."""
 
+    name = "python"
+
+    def builder(self, *, capacity: int = 4096) -> PythonRecordsBuilder:
+        return PythonRecordsBuilder(capacity=capacity)
+
     def encode(self, records: Sequence[Record], *, default_timestamp_ms: int) -> EncodedRecords:
         table = SMALL_VARINTS
         prefixes = _PREFIXES
@@ -193,13 +296,15 @@ class PythonRecordCodec:
 
     def decode(
         self,
-        data: bytes,
+        data: Buffer,
         *,
         count: int,
         base_offset: int,
         base_timestamp: int,
         log_append_time: int | None,
     ) -> list[ConsumedRecord]:
+        if type(data) is not bytes:
+            data = bytes(data)  # slices of a bytes are bytes, the values consumers want
         if count < 0:
             raise CorruptRecordError(f"negative recordsCount {count}")
         zigzag = _ZIGZAG
@@ -325,3 +430,92 @@ class PythonRecordCodec:
                 f"{len(data) - pos} bytes left after the {count} records the header declares"
             )
         return out
+
+
+_new_record = tuple.__new__
+_CODEC = PythonRecordCodec()
+
+
+class PythonRecordsBuilder:
+    """The pure-Python :class:`RecordsBuilder`: keeps the records, encodes when finished.
+
+    Encoding record by record in Python would cost more than encoding the
+    whole list at once (:meth:`PythonRecordCodec.encode` hoists its lookups
+    out of the loop), and moving it from the sender thread to ``send`` would
+    not help a GIL-bound process anyway.  :attr:`size` therefore encodes what
+    has been appended so far (and caches it): fine for tests, not for a hot path.
+    """
+
+    __slots__ = ("_encoded", "_finished", "_max_timestamp", "_records")
+
+    def __init__(self, *, capacity: int = 4096) -> None:
+        del capacity  # a list needs no size hint
+        self._records: list[Record] = []
+        self._max_timestamp: int | None = None
+        self._encoded: bytes | None = None
+        self._finished = False
+
+    @property
+    def count(self) -> int:
+        return len(self._records)
+
+    @property
+    def size(self) -> int:
+        return len(self._encode())
+
+    @property
+    def base_timestamp(self) -> int | None:
+        return self._records[0][3] if self._records else None
+
+    @property
+    def max_timestamp(self) -> int | None:
+        return self._max_timestamp
+
+    @property
+    def finished(self) -> bool:
+        return self._finished
+
+    def append(
+        self,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header],
+        timestamp_ms: int,
+    ) -> int:
+        if self._finished:
+            raise ValueError("the builder is finished")
+        if not isinstance(timestamp_ms, int):
+            raise TypeError(f"timestamp_ms must be an int, not {type(timestamp_ms).__name__}")
+        records = self._records
+        index = len(records)
+        records.append(_new_record(Record, (key, value, headers, timestamp_ms)))
+        if self._max_timestamp is None or timestamp_ms > self._max_timestamp:
+            self._max_timestamp = timestamp_ms
+        self._encoded = None
+        return index
+
+    def records(self) -> bytes:
+        data = self._encode()
+        self._finished = True
+        return data
+
+    def batch(self, tail: bytes) -> bytes:
+        if len(tail) != HEADER_TAIL.size:
+            raise ValueError(
+                f"batch(tail): tail must be the {HEADER_TAIL.size} bytes from attributes on"
+            )
+        if not self._records:
+            raise ValueError("a record batch needs at least one record")
+        records = self.records()
+        crc = crc32c(records, crc32c(tail))
+        batch_length = HEADER_SIZE - LOG_OVERHEAD + len(records)
+        prefix = HEADER_PREFIX.pack(0, batch_length, -1, MAGIC, crc)
+        return b"".join((prefix, tail, records))
+
+    def _encode(self) -> bytes:
+        if self._encoded is None:
+            if not self._records:
+                self._encoded = b""
+            else:
+                self._encoded = _CODEC.encode(self._records, default_timestamp_ms=0).data
+        return self._encoded

@@ -67,8 +67,8 @@ def encode_varint(n: int) -> bytes:
 def decode_varint(buf: Buffer, pos: int) -> tuple[int, int]:
     """Decode the zigzag varint at ``pos``; return ``(value, position after it)``.
 
-    Raises CorruptRecordError if the buffer ends mid-varint or the varint is
-    longer than ten bytes.
+    Raises CorruptRecordError if the buffer ends mid-varint, the varint is
+    longer than ten bytes or its value does not fit 64 bits.
     """
     z = 0
     shift = 0
@@ -83,5 +83,8 @@ def decode_varint(buf: Buffer, pos: int) -> tuple[int, int]:
         if b < 0x80:
             return (z >> 1) ^ -(z & 1), pos
         shift += 7
+        if shift == 63 and pos < end and buf[pos] & 0x7E:
+            # Kafka's varlongs are 64 bits; a tenth byte above 1 would not fit.
+            raise CorruptRecordError(f"varint at record byte {start} overflows 64 bits")
         if shift >= 7 * _MAX_VARINT_BYTES:
             raise CorruptRecordError(f"varint at record byte {start} is longer than 10 bytes")

@@ -1,10 +1,14 @@
 """The record accumulator under a fake clock: batching by batch_size and linger_ms,
 buffer_memory blocking bounded by max_block_ms, retries at the head of the queue,
-muting (one batch in flight per partition), expiry and flush bookkeeping."""
+muting (one batch in flight per partition), expiry and flush bookkeeping; records
+encoded into each batch's builder as they are appended, and (native codec) a record
+that cannot be encoded raising at once and changing nothing."""
 
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Iterator
 
 import pytest
 from headwater.client.accumulator import (
@@ -13,7 +17,15 @@ from headwater.client.accumulator import (
     estimate_size,
 )
 from headwater.client.types import TopicPartition
-from headwater.records import Record
+from headwater.records import (
+    NativeRecordCodec,
+    Record,
+    finish_batch,
+    native_available,
+    read_batches,
+    record_codec,
+    set_record_codec,
+)
 
 A = TopicPartition("t", 0)
 B = TopicPartition("t", 1)
@@ -196,3 +208,59 @@ def test_closed_accumulator_refuses_appends() -> None:
     acc.close()
     with pytest.raises(Exception, match="closed"):
         acc.append(A, rec(), max_block_ms=0)
+
+
+def test_drained_batch_holds_the_encoded_records() -> None:
+    clock = FakeClock()
+    acc = make(clock, linger_ms=0)
+    acc.append(A, Record(b"k", b"first", [("h", b"x")], 10), max_block_ms=0)
+    fast = acc.try_append(A, None, b"second", (), 12, estimate_size(rec(6)))
+    assert fast is not None and fast[1] is False
+    (batch,) = acc.drain([A])
+    [decoded] = read_batches(finish_batch(batch.builder))
+    assert [(r.offset, r.timestamp_ms, r.key, r.value, r.headers) for r in decoded.records()] == [
+        (0, 10, b"k", b"first", (("h", b"x"),)),
+        (1, 12, None, b"second", ()),
+    ]
+
+
+def test_record_without_timestamp_is_stamped_at_append() -> None:
+    clock = FakeClock()
+    acc = make(clock, linger_ms=0)
+    before = time.time_ns() // 1_000_000
+    future = acc.append(A, Record(None, b"v"), max_block_ms=0).future
+    (batch,) = acc.drain([A])
+    batch.complete(base_offset=5, timestamp_ms=None)
+    stamped = future.result(0).timestamp_ms
+    assert before <= stamped <= time.time_ns() // 1_000_000
+    assert batch.builder.base_timestamp == stamped
+
+
+@pytest.fixture
+def native() -> Iterator[None]:
+    if not native_available():
+        pytest.skip("native record codec not built")
+    previous = record_codec()
+    set_record_codec(NativeRecordCodec())
+    try:
+        yield
+    finally:
+        set_record_codec(previous)
+
+
+@pytest.mark.usefixtures("native")
+def test_unencodable_record_raises_and_changes_nothing() -> None:
+    clock = FakeClock()
+    acc = make(clock)
+    with pytest.raises(TypeError):
+        acc.append(A, Record(None, "text", (), 1), max_block_ms=0)  # type: ignore[arg-type]
+    assert acc.used_bytes == 0 and not acc.has_queued() and not acc.has_incomplete()
+    acc.append(A, rec(), max_block_ms=0)
+    used = acc.used_bytes
+    with pytest.raises(TypeError):
+        acc.try_append(A, None, "text", (), 1, 30)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        acc.append(A, Record(None, "text", (), 1), max_block_ms=0)  # type: ignore[arg-type]
+    assert acc.used_bytes == used
+    (batch,) = acc.drain([A])
+    assert len(batch) == 1

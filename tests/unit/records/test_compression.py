@@ -20,7 +20,6 @@ import pytest
 from headwater.records import (
     HEADER_SIZE,
     Compression,
-    PythonRecordCodec,
     Record,
     build_batch,
     parse_header,
@@ -185,9 +184,3 @@ def test_a_registered_codec_replaces_the_default() -> None:
         assert [r.value for r in batch.records()] == [r.value for r in RECORDS[:3]]
     finally:
         register_codec(Compression.ZSTD, original)
-
-
-def test_python_record_codec_is_the_default_seam() -> None:
-    from headwater.records import record_codec
-
-    assert isinstance(record_codec(), PythonRecordCodec)

@@ -1,4 +1,5 @@
-"""Zigzag varints: known encodings, the small-value table, and bad input."""
+"""Zigzag varints: known encodings, the small-value table, and bad input
+(truncated, longer than ten bytes, or a tenth byte that overflows 64 bits)."""
 
 from __future__ import annotations
 
@@ -61,4 +62,6 @@ def test_truncated_and_overlong_varints_are_corrupt() -> None:
     with pytest.raises(CorruptRecordError, match="past the end"):
         decode_varint(b"\x80\x80", 0)
     with pytest.raises(CorruptRecordError, match="longer than 10"):
-        decode_varint(b"\xff" * 11, 0)
+        decode_varint(b"\x80" * 10 + b"\x00", 0)
+    with pytest.raises(CorruptRecordError, match="overflows 64 bits"):
+        decode_varint(b"\xff" * 9 + b"\x02", 0)

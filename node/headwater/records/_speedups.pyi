@@ -1,0 +1,39 @@
+"""Type stubs of the C extension (see _speedups.c and headwater.records.native)."""
+
+from collections.abc import Sequence
+
+from headwater.records.header import Buffer
+from headwater.records.record import ConsumedRecord, Header, Record
+
+def encode(records: Sequence[Record], default_timestamp_ms: int, /) -> tuple[bytes, int, int]: ...
+def decode(
+    data: Buffer,
+    count: int,
+    base_offset: int,
+    base_timestamp: int,
+    log_append_time: int | None,
+    /,
+) -> list[ConsumedRecord]: ...
+
+class RecordsBuilder:
+    def __init__(self, *, capacity: int = 4096) -> None: ...
+    @property
+    def count(self) -> int: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def base_timestamp(self) -> int | None: ...
+    @property
+    def max_timestamp(self) -> int | None: ...
+    @property
+    def finished(self) -> bool: ...
+    def append(
+        self,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header],
+        timestamp_ms: int,
+        /,
+    ) -> int: ...
+    def records(self) -> memoryview: ...
+    def batch(self, tail: bytes, /) -> bytes: ...
