@@ -22,6 +22,11 @@ COPY pyproject.toml README.md ./
 COPY node ./node
 COPY operator ./operator
 COPY spark ./spark
+# headwater.records._speedups (the native record codec) is a C extension: the build
+# stage needs a compiler; the final stage gets only the built wheel.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends gcc libc6-dev \
+ && rm -rf /var/lib/apt/lists/*
 RUN python -m pip wheel --wheel-dir /wheels ".[operator]"
 
 FROM ${PYTHON_IMAGE}

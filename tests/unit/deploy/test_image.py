@@ -32,6 +32,13 @@ def test_two_stages_and_an_offline_install() -> None:
     assert not re.search(r"apt-get install|build-essential|gcc|COPY \. ", final)
 
 
+def test_the_build_stage_can_compile_the_native_codec() -> None:
+    """headwater.records._speedups is a C extension; slim Python images have no compiler."""
+    build = DOCKERFILE.split("\nFROM ")[1]
+    assert re.search(r"apt-get install[^\n]*\bgcc\b", build)
+    assert build.index("gcc") < build.index("pip wheel")
+
+
 def test_user_and_entrypoint_match_the_chart() -> None:
     final = final_stage()
     (user,) = re.findall(r"^USER (\d+):(\d+)$", final, flags=re.MULTILINE)
