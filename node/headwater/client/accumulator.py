@@ -5,13 +5,25 @@ drains whole batches.  A partition's batch is *ready* when it is full
 (``batch_size`` bytes), has waited ``linger_ms``, a flush or close is under
 way, or it is a retry whose backoff has passed.
 
-Ordering is kept per partition across retries by sending at most one batch per
-partition at a time: a partition is *muted* from drain until its in-flight
-batch is acknowledged or put back for a retry, and a retried batch goes back
-to the head of its queue, keeping its original sequence numbers.  Requests to
-a broker still carry every ready partition and several requests may be in
-flight per broker (``max_in_flight_requests_per_connection``), so throughput
-comes from batching across partitions rather than pipelining within one.
+Ordering is kept per partition across retries (Kafka's idempotent producer).  Up
+to ``max_in_flight_per_partition`` batches of a partition may be unresolved at
+once: drained, and not yet acknowledged or failed (the partition's *window*).
+Each batch keeps its place (``drain_order``) and, with idempotence, its sequence
+numbers for good.  A batch put back for a retry goes back in front of every
+batch drained after it (Kafka's ``insertInSequenceOrder``), and a retry is sent
+only when nothing else of its partition is in flight, so the broker sees the
+partition's sequences in order; a batch whose predecessor it has not appended
+answers OUT_OF_ORDER_SEQUENCE_NUMBER and is retried the same way.  The window
+also bounds how far the broker can get past a batch whose answer was lost: at
+most ``max_in_flight_per_partition - 1`` later batches, so the retry is still
+among the last 5 batches the broker remembers and is answered as a duplicate.
+
+Answers come back in any order (separate gRPC calls), so outcomes are recorded
+with :meth:`RecordAccumulator.finish`, which hands back the batches whose
+futures may now resolve: always the oldest of the window first, so futures of
+one partition resolve in send order.  With a window of 1 (a producer without
+idempotence that retries, see :attr:`ProducerSettings.max_in_flight_per_partition`)
+this is one batch per partition at a time, as before.
 
 Memory is bounded: every queued record reserves its estimated size from
 ``buffer_memory``; an append that would exceed it blocks for at most
@@ -86,7 +98,9 @@ class ProducerBatch:
     ``builder`` holds the records, encoded as they were appended; it is only
     appended to under the accumulator's lock while ``closed`` is false.
     ``base_sequence`` and ``encoded`` are set on the first drain and reused on
-    every retry, so a retry is byte-for-byte the original request.
+    every retry, so a retry is byte-for-byte the original request (a new
+    producer epoch renumbers it).  ``drain_order``, ``in_flight``,
+    ``predecessor_unresolved`` and ``outcome`` change under the accumulator's lock.
     """
 
     tp: TopicPartition
@@ -102,6 +116,15 @@ class ProducerBatch:
     """Producer id and epoch ``encoded`` was built with (idempotence)."""
     closed: bool = False
     """No more appends (it filled up, or it has been drained once)."""
+    drain_order: int = -1
+    """Its rank among drained batches (set on the first drain, kept on retries)."""
+    in_flight: bool = False
+    """Drained and not yet answered (acknowledged, failed or put back)."""
+    predecessor_unresolved: bool = False
+    """When last drained, an earlier batch of the partition had no outcome yet: the
+    broker may not have appended it, so OUT_OF_ORDER_SEQUENCE_NUMBER is expected."""
+    outcome: Outcome | None = None
+    """Set by :meth:`RecordAccumulator.finish`; the future resolves with it in order."""
     result: BatchResult = dataclasses.field(init=False)
 
     def __post_init__(self) -> None:
@@ -120,6 +143,24 @@ class ProducerBatch:
 
     def fail(self, exc: BaseException) -> None:
         self.result.set(base_offset=-1, timestamp_ms=None, error=exc)
+
+    def resolve(self) -> None:
+        """Resolve the futures with ``outcome`` (set by :meth:`RecordAccumulator.finish`)."""
+        assert self.outcome is not None
+        self.result.set(
+            base_offset=self.outcome.base_offset,
+            timestamp_ms=self.outcome.timestamp_ms,
+            error=self.outcome.error,
+        )
+
+
+class Outcome(NamedTuple):
+    """How a batch ended: acknowledged at ``base_offset`` or failed with ``error``."""
+
+    base_offset: int
+    timestamp_ms: int | None
+    """The broker's LogAppendTime, or None for each record's own timestamp."""
+    error: BaseException | None
 
 
 class AppendResult(NamedTuple):
@@ -148,6 +189,7 @@ class RecordAccumulator:
         linger_ms: int,
         buffer_memory: int,
         delivery_timeout_ms: int,
+        max_in_flight_per_partition: int = 1,
         clock: Clock = monotonic_ms,
         wait: Callable[[threading.Condition, float], object] | None = None,
     ) -> None:
@@ -161,7 +203,11 @@ class RecordAccumulator:
         self._cond = threading.Condition(self._lock)
         self._wait = wait or (lambda cond, timeout_ms: cond.wait(timeout_ms / 1000.0))
         self._queues: dict[TopicPartition, collections.deque[ProducerBatch]] = {}
-        self._muted: set[TopicPartition] = set()
+        self.max_in_flight_per_partition = max_in_flight_per_partition
+        self._window: dict[TopicPartition, collections.deque[ProducerBatch]] = {}
+        """Per partition, drained batches without a resolved future, in drain order."""
+        self._in_flight: dict[TopicPartition, int] = {}
+        self._drained = 0
         self._incomplete: set[ProducerBatch] = set()
         self._used_bytes = 0
         self._flushes = 0
@@ -289,15 +335,22 @@ class RecordAccumulator:
     # -- sender thread --------------------------------------------------------------
 
     def ready(self, now_ms: float) -> ReadyCheck:
-        """Which partitions to drain now, and how long until the next may be ready."""
+        """Which partitions to drain now, and how long until the next may be ready.
+
+        A partition whose window is full, or whose head is a retry waiting for the
+        partition's in-flight batches to come back, is left out without a time:
+        an answer wakes the sender.
+        """
         ready: list[TopicPartition] = []
         next_check = float(self.linger_ms) if self.linger_ms else 1000.0
         with self._cond:
             flushing = self._flushes > 0 or self._closed
             for tp, queue in self._queues.items():
-                if not queue or tp in self._muted:
+                if not queue:
                     continue
                 head = queue[0]
+                if not self._may_drain(tp, head):
+                    continue
                 if head.attempts > 0:
                     wait = head.retry_after_ms - now_ms
                 else:
@@ -310,39 +363,98 @@ class RecordAccumulator:
                     next_check = min(next_check, wait)
         return ReadyCheck(ready, next_check)
 
+    def _may_drain(self, tp: TopicPartition, head: ProducerBatch) -> bool:
+        if head.drain_order >= 0:
+            # A retry goes alone, after every batch sent before it has come back, so
+            # the broker sees its sequence before any later one (Kafka does the same).
+            return not self._in_flight.get(tp)
+        window = self._window.get(tp)
+        return window is None or len(window) < self.max_in_flight_per_partition
+
     def drain(self, tps: Iterable[TopicPartition]) -> list[ProducerBatch]:
-        """Take the head batch of each of ``tps`` (muting them) for sending."""
+        """Take the head batch of each of ``tps`` that may go now, for sending."""
         out: list[ProducerBatch] = []
         with self._cond:
             for tp in tps:
                 queue = self._queues.get(tp)
-                if not queue or tp in self._muted:
+                if not queue or not self._may_drain(tp, queue[0]):
                     continue
                 batch = queue.popleft()
                 batch.closed = True
-                self._muted.add(tp)
+                window = self._window.get(tp)
+                if window is None:
+                    window = self._window[tp] = collections.deque()
+                if batch.drain_order < 0:
+                    batch.drain_order = self._drained
+                    self._drained += 1
+                    window.append(batch)
+                batch.predecessor_unresolved = window[0] is not batch
+                batch.in_flight = True
+                self._in_flight[tp] = self._in_flight.get(tp, 0) + 1
                 out.append(batch)
         return out
 
-    def reenqueue(self, batch: ProducerBatch, *, retry_after_ms: float) -> None:
-        """Put an unacknowledged batch back at the head of its queue for a retry."""
-        with self._cond:
-            batch.retry_after_ms = retry_after_ms
-            self._queues.setdefault(batch.tp, collections.deque()).appendleft(batch)
-            self._muted.discard(batch.tp)
+    def _landed(self, batch: ProducerBatch) -> None:
+        if batch.in_flight:
+            batch.in_flight = False
+            left = self._in_flight[batch.tp] - 1
+            if left:
+                self._in_flight[batch.tp] = left
+            else:
+                del self._in_flight[batch.tp]
 
-    def unmute(self, tp: TopicPartition) -> None:
+    def reenqueue(self, batch: ProducerBatch, *, retry_after_ms: float) -> None:
+        """Put an unanswered batch back for a retry, ahead of every batch drained after it."""
         with self._cond:
-            self._muted.discard(tp)
+            self._landed(batch)
+            batch.retry_after_ms = retry_after_ms
+            queue = self._queues.setdefault(batch.tp, collections.deque())
+            # Retries sit at the head, in drain order, ahead of never-drained batches.
+            i = 0
+            while i < len(queue) and 0 <= queue[i].drain_order < batch.drain_order:
+                i += 1
+            queue.insert(i, batch)
+
+    def finish(self, batch: ProducerBatch, outcome: Outcome) -> list[ProducerBatch]:
+        """Record how ``batch`` ended; return the batches whose futures may resolve now.
+
+        Those are the oldest of the partition's window that have an outcome, in
+        drain order; ``batch`` itself waits while an earlier batch of its
+        partition has none (a retry under way).  A batch never drained (it
+        expired in the queue) queues behind the window the same way.  The caller
+        calls :meth:`ProducerBatch.resolve` and then :meth:`done` on each,
+        outside the lock (user callbacks run there).
+        """
+        with self._cond:
+            self._landed(batch)
+            if batch.outcome is not None:
+                return []
+            batch.outcome = outcome
+            window = self._window.get(batch.tp)
+            if not window:
+                return [batch]
+            if batch.drain_order < 0:
+                window.append(batch)
+            out: list[ProducerBatch] = []
+            while window and window[0].outcome is not None:
+                out.append(window.popleft())
+            if not window:
+                del self._window[batch.tp]
+            return out
 
     def done(self, batch: ProducerBatch) -> None:
-        """``batch`` is finished (acknowledged or failed): release its memory."""
+        """``batch`` is finished (its future resolved): release its memory."""
         with self._cond:
+            self._landed(batch)
             if batch in self._incomplete:
                 self._incomplete.discard(batch)
                 self._used_bytes -= batch.size_bytes - BATCH_OVERHEAD_BYTES
-            self._muted.discard(batch.tp)
             self._cond.notify_all()
+
+    def in_flight(self, tp: TopicPartition) -> int:
+        """How many of ``tp``'s batches are drained and not yet answered."""
+        with self._cond:
+            return self._in_flight.get(tp, 0)
 
     def expire(self, now_ms: float) -> list[ProducerBatch]:
         """Remove and return queued batches older than ``delivery_timeout_ms``."""
@@ -354,12 +466,17 @@ class RecordAccumulator:
         return expired
 
     def abort_all(self) -> list[ProducerBatch]:
-        """Remove and return every queued batch (a forced close)."""
+        """Remove and return every batch not yet resolved, queued or drained (a forced close)."""
         with self._cond:
-            batches = [b for q in self._queues.values() for b in q]
+            batches = {b: None for w in self._window.values() for b in w}
+            batches.update((b, None) for q in self._queues.values() for b in q)
             for q in self._queues.values():
                 q.clear()
-        return batches
+            self._window.clear()
+            self._in_flight.clear()
+            for b in batches:
+                b.in_flight = False
+        return list(batches)
 
     # -- flush and close ------------------------------------------------------------
 

@@ -111,6 +111,7 @@ class Producer:
             linger_ms=s.linger_ms,
             buffer_memory=s.buffer_memory,
             delivery_timeout_ms=s.delivery_timeout_ms,
+            max_in_flight_per_partition=s.max_in_flight_per_partition,
             clock=clock,
         )
         self._partitioner = partitioner or DefaultPartitioner()

@@ -8,10 +8,20 @@ answer on a queue and wake the thread, so no lock guards that state.  Each loop:
 2. handle finished requests (acknowledge, retry with backoff, or fail);
 3. fail queued batches older than ``delivery_timeout_ms``;
 4. group the ready partitions by leader and send **one request per broker**
-   carrying every ready partition, while that broker has fewer than
-   ``max_in_flight_requests_per_connection`` requests outstanding;
+   carrying one batch of every ready partition, while that broker has fewer
+   than ``max_in_flight_requests_per_connection`` requests outstanding; a
+   partition's next batch may go in the next request while the previous one
+   is in flight (up to the accumulator's per-partition window);
 5. sleep until the next batch may be ready, a request finishes or ``send``
    wakes it.
+
+Every outcome goes through :meth:`RecordAccumulator.finish`, which resolves a
+partition's futures in send order whatever order the answers arrive in.  An
+OUT_OF_ORDER_SEQUENCE_NUMBER answer for a batch sent while an earlier batch of
+its partition was unresolved is what pipelining produces when that earlier batch
+failed (or arrived second): the batch is retried, after its predecessors, with
+the same sequence numbers.  The same answer for the oldest unresolved batch means
+the broker lost the producer's state: that is fatal for the batch, as in Kafka.
 """
 
 from __future__ import annotations
@@ -24,7 +34,7 @@ from typing import Any, NamedTuple
 
 from headwater import errors, records
 from headwater.client import connection
-from headwater.client.accumulator import ProducerBatch, RecordAccumulator
+from headwater.client.accumulator import Outcome, ProducerBatch, RecordAccumulator
 from headwater.client.idempotence import IdempotenceState, ProducerIdAndEpoch
 from headwater.client.metadata import MetadataManager
 from headwater.client.retry import Clock, monotonic_ms
@@ -35,6 +45,15 @@ from headwater.v1 import broker_pb2
 log = logging.getLogger(__name__)
 
 _IDLE_WAIT_MS = 100.0
+
+
+class _ExpectedOutOfOrderError(errors.OutOfOrderSequenceNumberError):
+    """OUT_OF_ORDER_SEQUENCE_NUMBER for a batch sent behind an unresolved one: retriable."""
+
+    retriable = True
+
+
+_OK = Outcome(base_offset=-1, timestamp_ms=None, error=None)
 
 
 class _Finished(NamedTuple):
@@ -190,9 +209,9 @@ class Sender:
         except errors.HeadwaterError as exc:
             self._finished.put(_Finished(address, batches, None, exc))
             return
-        if acks == 0:
+        if acks == 0:  # nothing will be answered: the records are sent, as in Kafka
             for b in batches:
-                b.complete(base_offset=-1, timestamp_ms=None)
+                self._finish(b, _OK)
 
         def done(fut: Any) -> None:
             try:
@@ -214,10 +233,13 @@ class Sender:
             if fin.error is not None:
                 self._channels_failed(fin)
                 for b in fin.batches:
-                    self._retry_or_fail(b, fin.error)
+                    if b.outcome is None:
+                        self._retry_or_fail(b, fin.error)
                 continue
             answers = {(p.topic, p.partition): p for p in fin.response.partitions}
             for b in fin.batches:
+                if b.outcome is not None:
+                    continue  # acks=0: finished when sent
                 p = answers.get(b.tp)
                 if p is None:
                     self._retry_or_fail(b, errors.UnknownServerError(f"no answer for {b.tp}"))
@@ -225,12 +247,18 @@ class Sender:
                     self._idempotence is not None and self._idempotence.is_duplicate(p.error)
                 ):
                     log_append = p.log_append_time_ms if p.log_append_time_ms >= 0 else None
-                    b.complete(base_offset=p.base_offset, timestamp_ms=log_append)
-                    self._acc.done(b)
+                    self._finish(b, Outcome(p.base_offset, log_append, None))
                 else:
-                    self._retry_or_fail(
-                        b, errors.for_code(p.error, p.error_message or f"producing to {b.tp}")
-                    )
+                    message = p.error_message or f"producing to {b.tp}"
+                    error: errors.HeadwaterError
+                    if (
+                        p.error == errors.ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+                        and b.predecessor_unresolved
+                    ):
+                        error = _ExpectedOutOfOrderError(message)
+                    else:
+                        error = errors.for_code(p.error, message)
+                    self._retry_or_fail(b, error)
 
     def _channels_failed(self, fin: _Finished) -> None:
         if isinstance(fin.error, errors.NetworkError):
@@ -261,8 +289,12 @@ class Sender:
     def _fail(self, batch: ProducerBatch, error: BaseException) -> None:
         if self._idempotence is not None and batch.base_sequence >= 0:
             self._idempotence.batch_failed(error)
-        batch.fail(error)
-        self._acc.done(batch)
+        self._finish(batch, Outcome(-1, None, error))
+
+    def _finish(self, batch: ProducerBatch, outcome: Outcome) -> None:
+        for b in self._acc.finish(batch, outcome):
+            b.resolve()
+            self._acc.done(b)
 
     def _abort(self, error: BaseException) -> None:
         for batch in self._acc.abort_all():

@@ -115,6 +115,23 @@ class ProducerSettings:
         if self.delivery_timeout_ms < self.linger_ms + self.request_timeout_ms:
             raise ValueError("delivery_timeout_ms must be >= linger_ms + request_timeout_ms")
 
+    @property
+    def max_in_flight_per_partition(self) -> int:
+        """How many batches of one partition may be sent and unresolved at once.
+
+        With idempotence, ``max_in_flight_requests_per_connection`` (at most 5):
+        sequence numbers let the broker refuse a batch that overtook a failed one,
+        and the client resends both in order.  Without retries (``retries=0``) or
+        answers (``acks=0``) nothing is resent, so batches pipeline the same way.
+        Otherwise 1: without sequence numbers a retried batch could land after a
+        later one.  Kafka pipelines there too and accepts the reordering;
+        Headwater keeps a partition's records in order instead, at the cost of
+        one batch per partition per round trip.
+        """
+        if self.enable_idempotence or self.retry.retries == 0 or self.acks == 0:
+            return self.max_in_flight_requests_per_connection
+        return 1
+
 
 @dataclasses.dataclass(frozen=True)
 class ConsumerSettings:

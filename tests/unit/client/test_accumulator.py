@@ -1,6 +1,7 @@
 """The record accumulator under a fake clock: batching by batch_size and linger_ms,
-buffer_memory blocking bounded by max_block_ms, retries at the head of the queue,
-muting (one batch in flight per partition), expiry and flush bookkeeping; records
+buffer_memory blocking bounded by max_block_ms, retries at the head of the queue, a
+window of one batch per partition by default (more: test_pipelining.py), expiry and
+flush bookkeeping; records
 encoded into each batch's builder as they are appended, and (native codec) a record
 that cannot be encoded raising at once and changing nothing."""
 
@@ -13,6 +14,7 @@ from collections.abc import Iterator
 import pytest
 from headwater.client.accumulator import (
     BufferExhaustedError,
+    Outcome,
     RecordAccumulator,
     estimate_size,
 )
@@ -102,15 +104,16 @@ def test_record_larger_than_batch_size_gets_its_own_batch() -> None:
     assert len(drained[0]) == 1
 
 
-def test_drain_mutes_partition_until_done() -> None:
+def test_drain_holds_partition_until_finished() -> None:
     clock = FakeClock()
     acc = make(clock, linger_ms=0)
     acc.append(A, rec(), max_block_ms=0)
     (first,) = acc.drain([A])
     acc.append(A, rec(), max_block_ms=0)
-    assert acc.ready(clock.now).ready == []  # A is muted: first is in flight
+    assert acc.ready(clock.now).ready == []  # A's window of 1 is full: first is in flight
     assert acc.drain([A]) == []
-    first.complete(base_offset=0, timestamp_ms=None)
+    assert acc.finish(first, Outcome(0, None, None)) == [first]
+    first.resolve()
     acc.done(first)
     assert acc.ready(clock.now).ready == [A]
 
@@ -264,3 +267,25 @@ def test_unencodable_record_raises_and_changes_nothing() -> None:
     assert acc.used_bytes == used
     (batch,) = acc.drain([A])
     assert len(batch) == 1
+
+
+def test_retries_put_back_in_any_order_go_out_again_in_drain_order() -> None:
+    clock = FakeClock()
+    acc = make(clock, linger_ms=0, max_in_flight_per_partition=3)
+    drained = []
+    for _ in range(3):
+        acc.append(A, rec(), max_block_ms=0)
+        drained += acc.drain([A])
+    acc.append(A, rec(), max_block_ms=0)  # never drained: stays behind the retries
+    first, second, third = drained
+    for batch in (third, first, second):  # answers (failures) arrive in any order
+        batch.attempts = 1
+        acc.reenqueue(batch, retry_after_ms=0)
+    resent = []
+    for _ in range(4):
+        (batch,) = acc.drain([A])  # a retry goes alone: one at a time
+        resent.append(batch)
+        for done in acc.finish(batch, Outcome(0, None, None)):
+            acc.done(done)
+    assert resent[:3] == [first, second, third]
+    assert resent[3] not in drained

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from headwater.client.retry import RetryPolicy
 from headwater.client.settings import (
     ConsumerSettings,
     ProducerSettings,
@@ -66,3 +67,15 @@ def test_defaults_are_kafkas() -> None:
         500,
         1024 * 1024,
     )
+
+
+def test_batches_pipeline_per_partition_only_when_order_survives_retries() -> None:
+    def depth(**kwargs: object) -> int:
+        settings = ProducerSettings(bootstrap_servers=BOOT, **kwargs)  # type: ignore[arg-type]
+        return settings.max_in_flight_per_partition
+
+    assert depth() == 5  # idempotent: sequence numbers keep the order
+    assert depth(max_in_flight_requests_per_connection=3) == 3
+    assert depth(acks=1, enable_idempotence=False) == 1  # retries could reorder: one at a time
+    assert depth(acks=1, enable_idempotence=False, retry=RetryPolicy(retries=0)) == 5
+    assert depth(acks=0, enable_idempotence=False) == 5
