@@ -7,13 +7,25 @@ Kafka client would see, so retry decisions are made in one vocabulary:
 ``UNAVAILABLE`` (connection refused or lost) is ``NetworkError`` and a
 missed deadline is ``RequestTimedOutError``, both retriable; anything else is
 a malformed request or a broker bug and is not retried.
+
+Background calls (the producer's Produce, the consumer's Fetch) go through
+:class:`CallPool`: persistent worker threads making blocking calls.  grpcio's
+``future()`` starts a "channel spin" thread whenever a channel goes from no
+call in flight to one, and that thread exits again when the call ends; a
+producer sending a record at a time, or a consumer whose long-poll fetch is
+answered at once, paid a thread start per request (about 200 us of CPU and a
+GIL hand-off on the latency path; ``bench/client.py`` prints the client's CPU
+per record).  A worker that is already running
+costs one queue hand-off instead.
 """
 
 from __future__ import annotations
 
+import logging
+import queue
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import grpc
 
@@ -51,13 +63,128 @@ def translate_rpc_error(exc: grpc.RpcError, address: str) -> errors.HeadwaterErr
     return errors.UnknownServerError(where)
 
 
-class Channels:
-    """A cache of gRPC channels by address; safe to use from any thread."""
+def as_error(exc: BaseException, address: str) -> errors.HeadwaterError:
+    """Any exception of a call to ``address`` as the Kafka error a client acts on."""
+    if isinstance(exc, errors.HeadwaterError):
+        return exc
+    if isinstance(exc, grpc.RpcError):
+        return translate_rpc_error(exc, address)
+    return errors.UnknownServerError(f"{type(exc).__name__}: {exc}")
 
-    def __init__(self) -> None:
+
+Done = Callable[[Any, "errors.HeadwaterError | None"], object]
+"""Called with ``(response, None)`` or ``(None, error)`` on a pool thread; must not block."""
+
+
+class _Item(NamedTuple):
+    method: Callable[..., Any]
+    request: Any
+    timeout_s: float
+    address: str
+    ticket: int
+    done: Done
+
+
+class CallPool:
+    """Worker threads that make blocking unary calls and report each outcome to a callback.
+
+    A worker is started when a call is submitted and none is idle (at most
+    ``max_workers``; past that calls queue), and stays for the pool's life, so
+    steady traffic starts no threads.  ``submit`` may be called from any
+    thread; ``done`` runs on the worker.  ``close`` stops idle workers and lets
+    busy ones finish their call (closing the channels ends those calls first).
+
+    Calls to one address start in the order they were submitted (a ticket per
+    address; a worker starts its call only after the previous ticket's), so
+    pipelined Produce requests leave in order as they did from one thread.
+    gRPC itself promises no order across calls, so the guarantee that matters
+    is the idempotent producer's: the broker refuses a batch that overtook
+    another (OUT_OF_ORDER_SEQUENCE_NUMBER) and the sender resends both in order.
+    """
+
+    def __init__(self, *, name: str, max_workers: int = 32) -> None:
+        self._name = name
+        self._max_workers = max_workers
+        self._queue: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._started = threading.Condition(self._lock)
+        self._workers: list[threading.Thread] = []
+        self._idle = 0
+        self._closed = False
+        self._tickets: dict[str, int] = {}
+        """Per address: tickets handed out by ``submit``."""
+        self._turn: dict[str, int] = {}
+        """Per address: the ticket whose call may start next."""
+
+    def submit(
+        self,
+        method: Callable[..., Any],
+        request: Any,
+        *,
+        address: str,
+        timeout_s: float,
+        done: Done,
+    ) -> None:
+        with self._lock:
+            if self._closed:
+                raise errors.NetworkError("client is closed")
+            if self._idle:
+                self._idle -= 1  # that worker takes this call
+            elif len(self._workers) < self._max_workers:
+                worker = threading.Thread(
+                    target=self._work, name=f"{self._name}-{len(self._workers)}", daemon=True
+                )
+                self._workers.append(worker)
+                worker.start()
+            ticket = self._tickets.get(address, 0)
+            self._tickets[address] = ticket + 1
+            self._queue.put(_Item(method, request, timeout_s, address, ticket, done))
+
+    def _work(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            method, request, timeout_s, address, ticket, done = item
+            with self._started:  # FIFO queue: the previous ticket is already taken
+                self._wait_turn(address, ticket)
+                self._started.notify_all()
+            try:
+                response, error = method(request, timeout=max(0.001, timeout_s)), None
+            except Exception as exc:
+                response, error = None, as_error(exc, address)
+            try:
+                done(response, error)
+            except Exception:  # a callback bug must not kill the worker
+                logging.getLogger(__name__).exception("call callback failed")
+            with self._lock:
+                self._idle += 1
+
+    def _wait_turn(self, address: str, ticket: int) -> None:
+        """Called holding the lock; bounded, so a lost ticket can only delay a call."""
+        self._started.wait_for(lambda: self._turn.get(address, 0) >= ticket, 10.0)
+        self._turn[address] = max(self._turn.get(address, 0), ticket + 1)
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        with self._lock:
+            self._closed = True
+            workers = list(self._workers)
+        for _ in workers:
+            self._queue.put(None)
+        for worker in workers:
+            if worker is not threading.current_thread():
+                worker.join(timeout_s)
+
+
+class Channels:
+    """A cache of gRPC channels by address, and the pool that makes background calls
+    on them; safe to use from any thread."""
+
+    def __init__(self, *, name: str = "headwater-call") -> None:
         self._lock = threading.Lock()
         self._channels: dict[str, grpc.Channel] = {}
         self._closed = False
+        self.pool = CallPool(name=name)
 
     def channel(self, address: str) -> grpc.Channel:
         with self._lock:
@@ -89,6 +216,7 @@ class Channels:
             self._channels.clear()
         for ch in channels:
             ch.close()
+        self.pool.close()
 
 
 def call(method: Callable[..., Resp], request: Any, *, address: str, timeout_ms: float) -> Resp:

@@ -449,28 +449,21 @@ class Fetcher:
         self, address: str, request: Any, parts: dict[TopicPartition, tuple[int, int]]
     ) -> None:
         timeout_s = (self._settings.fetch_max_wait_ms + self._settings.request_timeout_ms) / 1000
-        try:
-            call = self._channels.broker(address).Fetch.future(request, timeout=timeout_s)
-        except errors.HeadwaterError as exc:
-            self._answers.put(_Answer(address, parts, None, exc))
-            return
 
-        def done(fut: Any) -> None:
-            try:
-                resp, err = fut.result(), None
-            except Exception as exc:
-                import grpc
-
-                err = (
-                    connection.translate_rpc_error(exc, address)
-                    if isinstance(exc, grpc.RpcError)
-                    else errors.UnknownServerError(f"{type(exc).__name__}: {exc}")
-                )
-                resp = None
-            self._answers.put(_Answer(address, parts, resp, err))
+        def done(response: Any, error: errors.HeadwaterError | None) -> None:
+            self._answers.put(_Answer(address, parts, response, error))
             self._wakeup.set()
 
-        call.add_done_callback(done)
+        try:
+            self._channels.pool.submit(
+                self._channels.broker(address).Fetch,
+                request,
+                address=address,
+                timeout_s=timeout_s,
+                done=done,
+            )
+        except errors.HeadwaterError as exc:
+            self._answers.put(_Answer(address, parts, None, exc))
 
     def _handle(self, answer: _Answer) -> None:
         now = self._clock()

@@ -202,9 +202,18 @@ class Sender:
         for b in batches:
             b.attempts += 1
         self._in_flight[address] += 1
+
+        def done(response: Any, error: errors.HeadwaterError | None) -> None:
+            self._finished.put(_Finished(address, batches, response, error))
+            self._wakeup.set()
+
         try:
-            call = self._channels.broker(address).Produce.future(
-                request, timeout=self._settings.request_timeout_ms / 1000.0
+            self._channels.pool.submit(
+                self._channels.broker(address).Produce,
+                request,
+                address=address,
+                timeout_s=self._settings.request_timeout_ms / 1000.0,
+                done=done,
             )
         except errors.HeadwaterError as exc:
             self._finished.put(_Finished(address, batches, None, exc))
@@ -212,16 +221,6 @@ class Sender:
         if acks == 0:  # nothing will be answered: the records are sent, as in Kafka
             for b in batches:
                 self._finish(b, _OK)
-
-        def done(fut: Any) -> None:
-            try:
-                resp, err = fut.result(), None
-            except Exception as exc:
-                resp, err = None, _as_error(exc, address)
-            self._finished.put(_Finished(address, batches, resp, err))
-            self._wakeup.set()
-
-        call.add_done_callback(done)
 
     def _handle_finished(self) -> None:
         while True:
@@ -339,13 +338,3 @@ class Sender:
         self._metadata.request_update()
         self._pid_retry_after_ms = now + self._settings.retry.backoff_ms(self._pid_attempts)
         return False
-
-
-def _as_error(exc: BaseException, address: str) -> errors.HeadwaterError:
-    if isinstance(exc, errors.HeadwaterError):
-        return exc
-    import grpc
-
-    if isinstance(exc, grpc.RpcError):
-        return connection.translate_rpc_error(exc, address)
-    return errors.UnknownServerError(f"{type(exc).__name__}: {exc}")

@@ -91,7 +91,7 @@ class FakeBroker:
         self.log_end = 0
         self.producers = ProducerStateManager()
         self.epoch = -1
-        self.Produce = self  # the stub's attribute: ``Produce.future(request, timeout=)``
+        self.Produce = self  # the stub's attribute, called through FakePool
 
     def future(self, request: Any, timeout: float) -> FakeCall:
         call = FakeCall(request)
@@ -137,9 +137,28 @@ def answer(error: ErrorCode, base_offset: int = -1) -> Any:
     )
 
 
+class FakePool:
+    """Stands in for ``connection.CallPool``: the call is made when submitted and its
+    outcome reported when the test delivers (or loses) the answer."""
+
+    def submit(
+        self, method: Any, request: Any, *, address: str, timeout_s: float, done: Any
+    ) -> None:
+        call = method.future(request, timeout=timeout_s)
+
+        def finished(c: FakeCall) -> None:
+            try:
+                done(c.result(), None)
+            except errors.HeadwaterError as exc:
+                done(None, exc)
+
+        call.add_done_callback(finished)
+
+
 class FakeChannels:
     def __init__(self, broker: FakeBroker) -> None:
         self._broker = broker
+        self.pool = FakePool()
 
     def broker(self, address: str) -> FakeBroker:
         assert address == ADDRESS
