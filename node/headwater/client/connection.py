@@ -8,8 +8,9 @@ Kafka client would see, so retry decisions are made in one vocabulary:
 missed deadline is ``RequestTimedOutError``, both retriable; anything else is
 a malformed request or a broker bug and is not retried.
 
-Background calls (the producer's Produce, the consumer's Fetch) go through
-:class:`CallPool`: persistent worker threads making blocking calls.  grpcio's
+Background calls (the consumer's Fetch; the producer's Produce while one batch
+per partition is in flight) go through :class:`CallPool`: persistent worker
+threads making blocking calls.  grpcio's
 ``future()`` starts a "channel spin" thread whenever a channel goes from no
 call in flight to one, and that thread exits again when the call ends; a
 producer sending a record at a time, or a consumer whose long-poll fetch is

@@ -207,14 +207,25 @@ class Sender:
             self._finished.put(_Finished(address, batches, response, error))
             self._wakeup.set()
 
+        timeout_s = self._settings.request_timeout_ms / 1000.0
         try:
-            self._channels.pool.submit(
-                self._channels.broker(address).Produce,
-                request,
-                address=address,
-                timeout_s=self._settings.request_timeout_ms / 1000.0,
-                done=done,
-            )
+            if self._acc.max_in_flight_per_partition == 1:
+                # Nothing of a partition can overtake anything: the pool's persistent
+                # workers (no thread started per request; see connection.CallPool).
+                self._channels.pool.submit(
+                    self._channels.broker(address).Produce,
+                    request,
+                    address=address,
+                    timeout_s=timeout_s,
+                    done=done,
+                )
+            else:
+                # Batches of a partition pipeline: start the call on this thread, so
+                # requests leave in drain order.  From pool threads they overtook one
+                # another on the way often enough (~3% at 1,000 requests/s) to cost
+                # OUT_OF_ORDER_SEQUENCE_NUMBER retries; from one thread, almost never.
+                call = self._channels.broker(address).Produce.future(request, timeout=timeout_s)
+                call.add_done_callback(lambda fut: _report(fut, address, done))
         except errors.HeadwaterError as exc:
             self._finished.put(_Finished(address, batches, None, exc))
             return
@@ -279,9 +290,14 @@ class Sender:
             ):
                 self._metadata.request_update()
             log.debug("retrying %s after %s (attempt %d)", batch.tp, error, batch.attempts)
-            self._acc.reenqueue(
-                batch, retry_after_ms=now + self._settings.retry.backoff_ms(batch.attempts)
-            )
+            if isinstance(error, _ExpectedOutOfOrderError):
+                # It overtook its predecessor on the way (separate gRPC calls have no
+                # order): nothing is wrong with the broker, so no backoff.  The retry
+                # still waits until every earlier batch of its partition has come back.
+                backoff_ms = 0.0
+            else:
+                backoff_ms = self._settings.retry.backoff_ms(batch.attempts)
+            self._acc.reenqueue(batch, retry_after_ms=now + backoff_ms)
             return
         self._fail(batch, error)
 
@@ -338,3 +354,12 @@ class Sender:
         self._metadata.request_update()
         self._pid_retry_after_ms = now + self._settings.retry.backoff_ms(self._pid_attempts)
         return False
+
+
+def _report(fut: Any, address: str, done: connection.Done) -> None:
+    """A finished ``future()`` call, reported the way ``CallPool`` reports its calls."""
+    try:
+        response, error = fut.result(), None
+    except Exception as exc:
+        response, error = None, connection.as_error(exc, address)
+    done(response, error)
