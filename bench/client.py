@@ -60,7 +60,7 @@ def target(bootstrap: str | None) -> Iterator[tuple[str, str, object]]:
         Cluster = None
     if Cluster is not None:
         with Cluster(brokers=1) as cluster:
-            yield cluster.bootstrap, "local 1-broker headwater.testing.Cluster", None
+            yield cluster.bootstrap, "local 1-broker headwater.testing.Cluster", cluster
         return
     from tests.unit.client.fake_broker import FakeBroker
 
@@ -85,19 +85,43 @@ class Figure(NamedTuple):
     records_per_s: float
     mb_per_s: float
     cpu_us_per_record: float
+    broker_cpu_ms_per_mib: float | None = None
+    """The broker processes' user+system CPU per MiB of values (local cluster only)."""
 
 
-def produce(bootstrap: str, topic: str, count: int, size: int) -> Figure:
+def broker_cpu_s(handle: object) -> float | None:
+    """User+system CPU seconds the local cluster's brokers used so far (None: not local)."""
+    brokers = getattr(handle, "brokers", None)
+    if not isinstance(brokers, dict):
+        return None
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for broker in brokers.values():
+        process = getattr(broker, "process", None)
+        if process is None:
+            continue
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+def produce(bootstrap: str, topic: str, count: int, size: int, handle: object = None) -> Figure:
     value = os.urandom(size)
     with headwater.Producer(
         bootstrap, acks=1, batch_size=MIB, linger_ms=5, buffer_memory=256 * MIB
     ) as p:
+        broker_before = broker_cpu_s(handle)
         start, cpu = time.perf_counter(), time.process_time()
         for _ in range(count):
             p.send(topic, value)
         p.flush()
         elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
-    return Figure(count / elapsed, count * size / elapsed / 1e6, cpu / count * 1e6)
+        broker_after = broker_cpu_s(handle)
+    broker = None
+    if broker_before is not None and broker_after is not None:
+        broker = (broker_after - broker_before) * 1000 / (count * size / MIB)
+    return Figure(count / elapsed, count * size / elapsed / 1e6, cpu / count * 1e6, broker)
 
 
 def consume(bootstrap: str, topic: str, count: int, size: int) -> Figure:
@@ -188,11 +212,12 @@ def main() -> None:
     args = parser.parse_args()
     n_small = int(200_000 * args.scale)
     n_large = int(200_000 * args.scale)
-    with target(args.bootstrap) as (bootstrap, where, _handle):
+    with target(args.bootstrap) as (bootstrap, where, handle):
         print(f"target: {where}")
         run = uuid.uuid4().hex[:6]
         rows: dict[str, list[float]] = {"p100": [], "p1k": [], "c100": [], "p99": [], "p50": []}
         cpu: dict[str, list[float]] = {"p100": [], "p1k": [], "c100": [], "p99": []}
+        broker_ms: list[float] = []
         for r in range(args.rounds):
             small, large, e2e = (f"bench-{k}-{run}-{r}" for k in ("small", "large", "e2e"))
             for name in (small, large, e2e):
@@ -200,7 +225,9 @@ def main() -> None:
             f = produce(bootstrap, small, n_small, 100)
             rows["p100"].append(f.records_per_s)
             cpu["p100"].append(f.cpu_us_per_record)
-            f = produce(bootstrap, large, n_large, 1024)
+            f = produce(bootstrap, large, n_large, 1024, handle)
+            if f.broker_cpu_ms_per_mib is not None:
+                broker_ms.append(f.broker_cpu_ms_per_mib)
             rows["p1k"].append(f.mb_per_s)
             cpu["p1k"].append(f.cpu_us_per_record)
             f = consume(bootstrap, small, n_small, 100)
@@ -216,7 +243,9 @@ def main() -> None:
             cpu["p99"].append(lat["cpu_us"])
             print(
                 f"[round {r + 1}/{args.rounds}] producer 100 B {rows['p100'][-1]:,.0f} rec/s, "
-                f"1 KiB {rows['p1k'][-1]:.1f} MB/s, consumer {rows['c100'][-1]:,.0f} rec/s, "
+                f"1 KiB {rows['p1k'][-1]:.1f} MB/s"
+                f" (broker {f'{broker_ms[-1]:.2f}' if broker_ms else '?'} CPU ms/MiB), "
+                f"consumer {rows['c100'][-1]:,.0f} rec/s, "
                 f"e2e p50 {lat['p50']:.2f} p99 {lat['p99']:.2f} max {lat['max']:.2f} ms",
                 file=sys.stderr,
                 flush=True,
@@ -235,7 +264,11 @@ def main() -> None:
             f"producer 100 B : {line('p100', '{:,.0f}')} records/s (target >= 300,000); "
             + cpu_us("p100")
         )
-        print(f"producer 1 KiB : {line('p1k', '{:.1f}')} MB/s (target >= 200); " + cpu_us("p1k"))
+        print(
+            f"producer 1 KiB : {line('p1k', '{:.1f}')} MB/s (target >= 200); "
+            + cpu_us("p1k")
+            + (f"; broker {statistics.median(broker_ms):.2f} CPU ms/MiB" if broker_ms else "")
+        )
         print(
             f"consumer 100 B : {line('c100', '{:,.0f}')} records/s (target >= 400,000); "
             + cpu_us("c100")
