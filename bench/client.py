@@ -112,12 +112,15 @@ def produce(bootstrap: str, topic: str, count: int, size: int, handle: object = 
         bootstrap, acks=1, batch_size=MIB, linger_ms=5, buffer_memory=256 * MIB
     ) as p:
         broker_before = broker_cpu_s(handle)
+        send = p.send
         start, cpu = time.perf_counter(), time.process_time()
-        for _ in range(count):
-            p.send(topic, value)
+        futures = [send(topic, value) for _ in range(count)]
         p.flush()
         elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
         broker_after = broker_cpu_s(handle)
+        failed = [f.exception(0) for f in futures if f.exception(0) is not None]
+        if failed:  # a figure of records that did not land would mean nothing
+            raise SystemExit(f"{len(failed)} of {count} records failed: {failed[0]}")
     broker = None
     if broker_before is not None and broker_after is not None:
         broker = (broker_after - broker_before) * 1000 / (count * size / MIB)

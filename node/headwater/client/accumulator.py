@@ -204,6 +204,10 @@ class RecordAccumulator:
         self._wait = wait or (lambda cond, timeout_ms: cond.wait(timeout_ms / 1000.0))
         self._queues: dict[TopicPartition, collections.deque[ProducerBatch]] = {}
         self.max_in_flight_per_partition = max_in_flight_per_partition
+        self.may_pipeline: Callable[[TopicPartition], bool] = lambda tp: True
+        """Whether ``tp`` may have more than one batch in flight now; set by the sender
+        (sequence numbers protect the order only once the leader has the producer's
+        state for the partition).  Called from the sender thread, under the lock."""
         self._window: dict[TopicPartition, collections.deque[ProducerBatch]] = {}
         """Per partition, drained batches without a resolved future, in drain order."""
         self._in_flight: dict[TopicPartition, int] = {}
@@ -337,9 +341,10 @@ class RecordAccumulator:
     def ready(self, now_ms: float) -> ReadyCheck:
         """Which partitions to drain now, and how long until the next may be ready.
 
-        A partition whose window is full, or whose head is a retry waiting for the
-        partition's in-flight batches to come back, is left out without a time:
-        an answer wakes the sender.
+        A partition whose window is full, whose head is a retry waiting for the
+        partition's in-flight batches to come back, or whose head is a partial
+        batch while others are in flight, is left out without a time: an answer
+        wakes the sender.
         """
         ready: list[TopicPartition] = []
         next_check = float(self.linger_ms) if self.linger_ms else 1000.0
@@ -369,7 +374,16 @@ class RecordAccumulator:
             # the broker sees its sequence before any later one (Kafka does the same).
             return not self._in_flight.get(tp)
         window = self._window.get(tp)
-        return window is None or len(window) < self.max_in_flight_per_partition
+        if not window:
+            return True
+        if len(window) >= self.max_in_flight_per_partition or not self.may_pipeline(tp):
+            return False
+        # Pipelining is for full batches.  A partial one (the latency case: a
+        # trickle of records, linger_ms=0) waits for the partition's batches in
+        # flight, so that records arriving meanwhile join it: fewer, larger
+        # requests, as with Nagle's rule.  Requests cost this client far more than
+        # records do (thread hand-offs, the broker's per-request work).
+        return head.closed
 
     def drain(self, tps: Iterable[TopicPartition]) -> list[ProducerBatch]:
         """Take the head batch of each of ``tps`` that may go now, for sending."""

@@ -58,6 +58,22 @@ class IdempotenceState:
         self.producer = NONE
         self._next_sequence: dict[TopicPartition, int] = {}
         self._reset_needed = False
+        self._acknowledged: set[TopicPartition] = set()
+
+    def acknowledged(self, tp: TopicPartition) -> None:
+        """The leader appended a batch of ``tp`` under the current producer id/epoch."""
+        self._acknowledged.add(tp)
+
+    def may_pipeline(self, tp: TopicPartition) -> bool:
+        """Whether a second batch of ``tp`` may be sent before the first is answered.
+
+        Only once the leader has appended one batch of this producer id/epoch
+        for ``tp``: a leader with no state for a producer accepts any sequence
+        (Kafka's rule since KIP-360, for state lost to retention), so a second
+        batch that overtook the first would be appended ahead of it and the
+        first then refused, for good, as out of order.
+        """
+        return tp in self._acknowledged
 
     @property
     def has_producer_id(self) -> bool:
@@ -67,6 +83,7 @@ class IdempotenceState:
         """A new id or epoch from InitProducerId: every partition restarts at sequence 0."""
         self.producer = producer
         self._next_sequence.clear()
+        self._acknowledged.clear()
         self._reset_needed = False
 
     def next_sequence(self, tp: TopicPartition) -> int:

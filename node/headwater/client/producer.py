@@ -71,6 +71,7 @@ class Producer:
     ) -> None:
         tune_allocator()  # MiB batches: see headwater.records.allocator
         acks_value = parse_acks(acks)
+        sequence_acks_1 = enable_idempotence is None  # see ProducerSettings.sequenced
         if enable_idempotence is None:
             # Kafka's default is idempotence on, silently off when the other settings
             # conflict with it; an explicit True with acks != all is an error.
@@ -87,6 +88,7 @@ class Producer:
             delivery_timeout_ms=delivery_timeout_ms,
             request_timeout_ms=request_timeout_ms,
             enable_idempotence=enable_idempotence,
+            sequence_acks_1=sequence_acks_1,
             max_request_size=max_request_size,
             metadata_max_age_ms=metadata_max_age_ms,
             retry=RetryPolicy(

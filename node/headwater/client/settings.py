@@ -81,6 +81,10 @@ class ProducerSettings:
     """How long to wait for one produce answer before treating the request as lost."""
     enable_idempotence: bool = True
     """Producer id + sequence numbers so retries never duplicate (needs acks=all)."""
+    sequence_acks_1: bool = False
+    """With acks=1, still number batches (producer id + sequences) so that several
+    batches of a partition can be in flight while a retry keeps their order.  Set by
+    ``Producer`` when ``enable_idempotence`` was left unset; see :attr:`sequenced`."""
     max_request_size: int = 1024 * 1024
     """Largest single record (encoded) that ``send`` accepts."""
     metadata_max_age_ms: int = 300000
@@ -119,8 +123,9 @@ class ProducerSettings:
     def max_in_flight_per_partition(self) -> int:
         """How many batches of one partition may be sent and unresolved at once.
 
-        With idempotence, ``max_in_flight_requests_per_connection`` (at most 5):
-        sequence numbers let the broker refuse a batch that overtook a failed one,
+        With sequence numbers (:attr:`sequenced`),
+        ``max_in_flight_requests_per_connection`` (at most 5): sequence numbers
+        let the broker refuse a batch that overtook a failed one,
         and the client resends both in order.  Without retries (``retries=0``) or
         answers (``acks=0``) nothing is resent, so batches pipeline the same way.
         Otherwise 1: without sequence numbers a retried batch could land after a
@@ -128,9 +133,32 @@ class ProducerSettings:
         Headwater keeps a partition's records in order instead, at the cost of
         one batch per partition per round trip.
         """
-        if self.enable_idempotence or self.retry.retries == 0 or self.acks == 0:
+        if self.sequenced or self.retry.retries == 0 or self.acks == 0:
             return self.max_in_flight_requests_per_connection
         return 1
+
+    @property
+    def sequenced(self) -> bool:
+        """Whether batches carry a producer id and sequence numbers.
+
+        Always with idempotence.  With acks=1 too when idempotence was left
+        unset (``sequence_acks_1``): Kafka pipelines acks=1 batches and lets a
+        retry reorder them; Headwater numbers them, so the leader refuses a
+        batch that overtook a failed predecessor (OUT_OF_ORDER_SEQUENCE_NUMBER)
+        and the sender resends both in order.  acks=1 still promises what
+        Kafka's acks=1 does and no more: a leader that dies before its
+        followers copied a batch loses it (and the offsets it acknowledged are
+        handed out again); if the new leader holds part of the producer's
+        sequence, the next batch of that partition fails with
+        OutOfOrderSequenceNumberError (the loss is reported, not hidden) and the
+        producer goes on under a new producer epoch.  ``enable_idempotence=False``
+        turns the numbering off, and then one batch per partition is in flight.
+        """
+        return self.enable_idempotence or (
+            self.sequence_acks_1
+            and self.acks == 1
+            and self.max_in_flight_requests_per_connection <= 5
+        )
 
 
 @dataclasses.dataclass(frozen=True)

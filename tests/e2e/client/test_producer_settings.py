@@ -118,8 +118,13 @@ def test_idempotent_batches_carry_contiguous_sequences(
         assert h.base_sequence == expected
         expected += h.records_count
     with headwater.Producer(cluster.bootstrap, acks=1) as p:
+        p.send(name, b"numbered").result(30)
+    # acks=1 with idempotence left unset: numbered too, so batches can pipeline in order.
+    last = batch_headers(cluster, name)[-1]
+    assert last.producer_id >= 0 and last.base_sequence == 0
+    with headwater.Producer(cluster.bootstrap, acks=1, enable_idempotence=False) as p:
         p.send(name, b"plain").result(30)
-    assert batch_headers(cluster, name)[-1].producer_id == -1  # acks=1: not idempotent
+    assert batch_headers(cluster, name)[-1].producer_id == -1  # explicitly not numbered
 
 
 def test_full_buffer_blocks_send_for_max_block_ms(cluster: Cluster, topic: TopicFactory) -> None:

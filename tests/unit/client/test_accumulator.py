@@ -274,7 +274,7 @@ def test_retries_put_back_in_any_order_go_out_again_in_drain_order() -> None:
     acc = make(clock, linger_ms=0, max_in_flight_per_partition=3)
     drained = []
     for _ in range(3):
-        acc.append(A, rec(), max_block_ms=0)
+        acc.append(A, rec(1000), max_block_ms=0)  # fills its batch: full batches pipeline
         drained += acc.drain([A])
     acc.append(A, rec(), max_block_ms=0)  # never drained: stays behind the retries
     first, second, third = drained
@@ -289,3 +289,23 @@ def test_retries_put_back_in_any_order_go_out_again_in_drain_order() -> None:
             acc.done(done)
     assert resent[:3] == [first, second, third]
     assert resent[3] not in drained
+
+
+def test_full_batches_pipeline_and_a_partial_one_waits_for_those_in_flight() -> None:
+    clock = FakeClock()
+    acc = make(clock, linger_ms=0, max_in_flight_per_partition=5)
+    acc.append(A, rec(1000), max_block_ms=0)
+    acc.append(A, rec(1000), max_block_ms=0)
+    first, second = acc.drain([A]) + acc.drain([A])  # two full batches in flight
+    acc.append(A, rec(), max_block_ms=0)
+    # A partial batch waits while its partition has batches in flight (records
+    # arriving meanwhile join it), with no timer: an answer wakes the sender.
+    check = acc.ready(clock.now)
+    assert check.ready == [] and acc.drain([A]) == []
+    acc.append(A, rec(), max_block_ms=0)
+    for batch in (first, second):
+        for done in acc.finish(batch, Outcome(0, None, None)):
+            acc.done(done)
+    assert acc.ready(clock.now).ready == [A]
+    (partial,) = acc.drain([A])
+    assert len(partial) == 2  # both late records in one request

@@ -20,6 +20,7 @@ from typing import Any, cast
 import pytest
 from headwater import errors
 from headwater.client.accumulator import RecordAccumulator
+from headwater.client.idempotence import ProducerIdAndEpoch
 from headwater.client.metadata import MetadataManager
 from headwater.client.retry import RetryPolicy
 from headwater.client.sender import Sender
@@ -247,6 +248,13 @@ class Harness:
         return [cast(RecordMetadata, f.result(0)).offset for f in futures]
 
 
+SEQUENCED_FIRST = pytest.mark.parametrize(
+    "settings",
+    [{}, {"acks": 1, "enable_idempotence": False, "sequence_acks_1": True}],
+    ids=["idempotent", "acks-1-sequenced"],
+)
+
+
 def first_acknowledged(h: Harness) -> Any:
     """One batch appended and acknowledged, so the broker has the producer's state."""
     (fut,) = h.send(1)
@@ -259,14 +267,51 @@ def first_acknowledged(h: Harness) -> Any:
 
 def test_batches_of_one_partition_pipeline_with_consecutive_sequences() -> None:
     h = Harness()
+    first_acknowledged(h)
     h.send(3)
     h.step(3)
-    assert [c.base_sequence for c in h.broker.calls] == [0, 1, 2]
+    assert [c.base_sequence for c in h.broker.calls] == [0, 1, 2, 3]
     assert h.acc.in_flight(TP) == 3
 
 
-def test_retriable_failure_resends_it_and_its_followers_in_sequence_order() -> None:
-    h = Harness()
+@SEQUENCED_FIRST
+def test_a_partition_pipelines_only_after_its_first_batch_is_acknowledged(
+    settings: dict[str, Any],
+) -> None:
+    """A leader with no state for the producer accepts any sequence: had batch 2 gone
+    out beside batch 1 and overtaken it, it would be appended first, and batch 1 then
+    refused for good."""
+    h = Harness(**settings)
+    futs = h.send(3)
+    h.step(3)
+    assert len(h.broker.calls) == 1 and h.acc.in_flight(TP) == 1
+    h.broker.answer(h.broker.calls[0])
+    h.step(3)
+    assert [c.base_sequence for c in h.broker.calls] == [0, 1, 2]
+    for call in h.broker.calls[1:]:
+        h.broker.answer(call)
+    h.step()
+    assert h.offsets(futs) == [0, 1, 2]
+    # A new producer epoch starts over: its first batch goes alone again.
+    h.sender._idempotence.set_producer_id(ProducerIdAndEpoch(7, 1))  # type: ignore[union-attr]
+    h.broker.epoch = 1
+    h.send(2)
+    h.step(3)
+    assert len(h.broker.calls) == 4
+
+
+SEQUENCED = pytest.mark.parametrize(
+    "settings",
+    [{}, {"acks": 1, "enable_idempotence": False, "sequence_acks_1": True}],
+    ids=["idempotent", "acks-1-sequenced"],
+)
+
+
+@SEQUENCED
+def test_retriable_failure_resends_it_and_its_followers_in_sequence_order(
+    settings: dict[str, Any],
+) -> None:
+    h = Harness(**settings)
     first_acknowledged(h)
     futs = h.send(3)
     h.step(3)
@@ -322,16 +367,18 @@ def test_lost_answer_is_a_duplicate_and_later_batches_resolve_after_it() -> None
 
 def test_futures_resolve_in_send_order_when_answers_arrive_reversed() -> None:
     h = Harness()
+    first_acknowledged(h)
     futs = h.send(3)
     h.step(3)
-    for call in reversed(h.broker.calls):
+    calls = h.broker.calls[1:]
+    for call in calls:
         h.broker.process(call)
-    for call, base in zip(reversed(h.broker.calls), (2, 1, 0), strict=True):
+    for call, base in zip(reversed(calls), (3, 2, 1), strict=True):
         call.deliver(answer(ErrorCode.NONE, base))
         h.step()
-        assert futs[0].done() == (base == 0)
-    assert h.resolved == [0, 1, 2]
-    assert h.offsets(futs) == [0, 1, 2]
+        assert futs[0].done() == (base == 1)
+    assert h.resolved == [0, 1, 2, 3]
+    assert h.offsets(futs) == [1, 2, 3]
 
 
 def test_out_of_order_for_the_oldest_unresolved_batch_is_fatal() -> None:

@@ -77,5 +77,24 @@ def test_batches_pipeline_per_partition_only_when_order_survives_retries() -> No
     assert depth() == 5  # idempotent: sequence numbers keep the order
     assert depth(max_in_flight_requests_per_connection=3) == 3
     assert depth(acks=1, enable_idempotence=False) == 1  # retries could reorder: one at a time
+    # acks=1 with idempotence left unset: batches are numbered, so they pipeline.
+    assert depth(acks=1, enable_idempotence=False, sequence_acks_1=True) == 5
     assert depth(acks=1, enable_idempotence=False, retry=RetryPolicy(retries=0)) == 5
     assert depth(acks=0, enable_idempotence=False) == 5
+
+
+def test_acks_1_is_sequenced_only_when_idempotence_was_left_unset() -> None:
+    def sequenced(**kwargs: object) -> bool:
+        settings = ProducerSettings(bootstrap_servers=BOOT, **kwargs)  # type: ignore[arg-type]
+        return settings.sequenced
+
+    assert sequenced()  # acks=all, idempotent
+    assert sequenced(acks=1, enable_idempotence=False, sequence_acks_1=True)
+    assert not sequenced(acks=1, enable_idempotence=False)  # explicitly off
+    assert not sequenced(acks=0, enable_idempotence=False, sequence_acks_1=True)
+    assert not sequenced(
+        acks=1,
+        enable_idempotence=False,
+        sequence_acks_1=True,
+        max_in_flight_requests_per_connection=6,
+    )
