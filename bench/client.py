@@ -232,6 +232,10 @@ def main() -> None:
         for r in range(args.rounds):
             e2e = f"bench-e2e-{run}-{r}"
             create_topic(bootstrap, e2e, 1)
+            # Dirty page cache left by whatever ran before (another benchmark's GBs)
+            # is written back meanwhile, and the kernel throttles the broker's writes
+            # behind it: stalls of 100+ ms that measure the disk, not headwater.
+            os.sync()
             lat = end_to_end(bootstrap, e2e, 1000, 3.0 * args.scale)
             rows["p99"].append(lat["p99"])
             rows["p50"].append(lat["p50"])
