@@ -248,7 +248,7 @@ class Harness:
         return [cast(RecordMetadata, f.result(0)).offset for f in futures]
 
 
-SEQUENCED_FIRST = pytest.mark.parametrize(
+SEQUENCED = pytest.mark.parametrize(
     "settings",
     [{}, {"acks": 1, "enable_idempotence": False, "sequence_acks_1": True}],
     ids=["idempotent", "acks-1-sequenced"],
@@ -274,7 +274,7 @@ def test_batches_of_one_partition_pipeline_with_consecutive_sequences() -> None:
     assert h.acc.in_flight(TP) == 3
 
 
-@SEQUENCED_FIRST
+@SEQUENCED
 def test_a_partition_pipelines_only_after_its_first_batch_is_acknowledged(
     settings: dict[str, Any],
 ) -> None:
@@ -298,13 +298,6 @@ def test_a_partition_pipelines_only_after_its_first_batch_is_acknowledged(
     h.send(2)
     h.step(3)
     assert len(h.broker.calls) == 4
-
-
-SEQUENCED = pytest.mark.parametrize(
-    "settings",
-    [{}, {"acks": 1, "enable_idempotence": False, "sequence_acks_1": True}],
-    ids=["idempotent", "acks-1-sequenced"],
-)
 
 
 @SEQUENCED
