@@ -26,7 +26,7 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping
 from types import TracebackType
 
-from headwater import errors
+from headwater import errors, runtime
 from headwater.client import connection, offsets
 from headwater.client.fetcher import Fetcher
 from headwater.client.group.assignors import ASSIGNORS
@@ -83,6 +83,7 @@ class Consumer:
         clock: Clock = monotonic_ms,
     ) -> None:
         tune_allocator()  # MiB fetch responses: see headwater.records.allocator
+        runtime.tune_switch_interval()  # background threads: see headwater.runtime
         self.settings = ConsumerSettings(
             bootstrap_servers=parse_bootstrap(bootstrap_servers),
             group_id=group_id,

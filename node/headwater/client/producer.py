@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 
-from headwater import errors
+from headwater import errors, runtime
 from headwater.client import connection
 from headwater.client.accumulator import (
     RECORD_OVERHEAD_BYTES,
@@ -70,6 +70,7 @@ class Producer:
         clock: Clock = monotonic_ms,
     ) -> None:
         tune_allocator()  # MiB batches: see headwater.records.allocator
+        runtime.tune_switch_interval()  # background threads: see headwater.runtime
         acks_value = parse_acks(acks)
         sequence_acks_1 = enable_idempotence is None  # see ProducerSettings.sequenced
         if enable_idempotence is None:

@@ -44,7 +44,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 
-from headwater import __version__, errors
+from headwater import __version__, errors, runtime
 from headwater.coordination import session
 from headwater.coordination.broker import BrokerCoordinator
 from headwater.coordination.model import BrokerRegistration
@@ -567,18 +567,9 @@ class _LazyCoordinator:
         return coordinator.get_topic_config(topic) if coordinator is not None else {}
 
 
-GIL_SWITCH_INTERVAL_S = 0.0005
-"""How long a thread may hold the GIL while another waits for it (CPython's default
-is 5 ms).  The event loop shares the interpreter with grpc's and kazoo's threads;
-with the default, a request could wait up to 5 ms for the GIL behind them.  At
-0.5 ms, a 1,000 records/s end-to-end run had p99 4.7-6.0 ms instead of 8.5-12.7
-(``bench/client.py``), and the acks=1 throughput of ``bench/broker.py`` did not
-drop (454/241 against 423/238 MB/s, 550/249 against 521/243 in alternate runs)."""
-
-
 def run_broker(config: BrokerConfig, *, test_hooks: bool = False) -> int:
     """Run one broker until SIGTERM; returns the exit code."""
-    sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
+    runtime.tune_switch_interval()  # the event loop shares the GIL with grpc's threads
     return asyncio.run(BrokerServer(config, test_hooks=test_hooks).run())
 
 
