@@ -32,6 +32,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from headwater import runtime
+from headwater.records import native
+
 ENV_PREFIX = "HEADWATER_"
 NOT_BROKER_ENV = frozenset(
     {
@@ -40,9 +43,12 @@ NOT_BROKER_ENV = frozenset(
         "HEADWATER_RESYNC_INTERVAL_S",
         "HEADWATER_OPERATION_TIMEOUT_S",
         "HEADWATER_ROLL_CHECK_INTERVAL_S",
+        runtime.KEEP_ENV,
+        native.PURE_PYTHON_ENV,
     }
 )
-"""``HEADWATER_*`` variables of the clients and the operator, never broker settings."""
+"""``HEADWATER_*`` variables of the clients, the operator and the process itself (the
+switch interval, the record codec), never broker settings."""
 _NOT_BROKER_PREFIXES = ("HEADWATER_OPERATOR_",)
 # Kubernetes service links: <SVC>_SERVICE_HOST, <SVC>_SERVICE_PORT[_<NAME>], <SVC>_PORT,
 # <SVC>_PORT_<N>_<PROTO>[_PROTO|_PORT|_ADDR].

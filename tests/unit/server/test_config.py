@@ -111,3 +111,12 @@ def test_chroot_and_log_config() -> None:
     assert config.zookeeper_chroot == "/team/hw"
     assert config.log_config_properties()["max.message.bytes"] == "1048588"
     assert BrokerConfig.from_properties(config.to_properties()) == config
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["HEADWATER_KEEP_SWITCH_INTERVAL", "HEADWATER_PURE_PYTHON_RECORDS", "HEADWATER_BOOTSTRAP"],
+)
+def test_process_and_client_env_names_are_not_broker_settings(name: str) -> None:
+    config = BrokerConfig.load(environ={"HEADWATER_BROKER_ID": "3", name: "1"})
+    assert config.broker_id == 3
