@@ -47,11 +47,13 @@ import headwater
 from headwater.cli.perf import percentiles
 from headwater.testing import Cluster
 
+from bench.broker import cpu_seconds
+
 MIB = 1024 * 1024
 
 
 @contextlib.contextmanager
-def target(bootstrap: str | None) -> Iterator[tuple[str, str, object]]:
+def target(bootstrap: str | None) -> Iterator[tuple[str, str, Cluster | None]]:
     """Yield (bootstrap, description, the local cluster or None)."""
     if bootstrap:
         yield bootstrap, f"cluster at {bootstrap}", None
@@ -78,24 +80,16 @@ class Figure(NamedTuple):
     """The broker processes' user+system CPU per MiB of values (local cluster only)."""
 
 
-def broker_cpu_s(handle: object) -> float | None:
+def broker_cpu_s(cluster: Cluster | None) -> float | None:
     """User+system CPU seconds the local cluster's brokers used so far (None: not local)."""
-    brokers = getattr(handle, "brokers", None)
-    if not isinstance(brokers, dict):
+    if cluster is None:
         return None
-    tick = os.sysconf("SC_CLK_TCK")
-    total = 0.0
-    for broker in brokers.values():
-        process = getattr(broker, "process", None)
-        if process is None:
-            continue
-        with contextlib.suppress(OSError):
-            fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / tick
-    return total
+    return sum(user + system for user, system in cpu_seconds(cluster).values())
 
 
-def produce(bootstrap: str, topic: str, count: int, size: int, handle: object = None) -> Figure:
+def produce(
+    bootstrap: str, topic: str, count: int, size: int, handle: Cluster | None = None
+) -> Figure:
     value = os.urandom(size)
     with headwater.Producer(
         bootstrap, acks=1, batch_size=MIB, linger_ms=5, buffer_memory=256 * MIB

@@ -32,26 +32,27 @@ def interval() -> Iterator[None]:
         sys.setswitchinterval(before)
 
 
-def test_switch_interval_lowered_from_the_default(
-    interval: None, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("keep_env", "start_s", "changed", "after_s"),
+    [
+        (None, 0.005, True, runtime.GIL_SWITCH_INTERVAL_S),  # CPython's default: lowered
+        (None, 0.002, False, 0.002),  # the application chose one: kept
+        ("1", 0.005, False, 0.005),  # opted out
+    ],
+    ids=["default-lowered", "chosen-kept", "opt-out"],
+)
+def test_switch_interval(
+    interval: None,
+    monkeypatch: pytest.MonkeyPatch,
+    keep_env: str | None,
+    start_s: float,
+    changed: bool,
+    after_s: float,
 ) -> None:
-    monkeypatch.delenv(runtime.KEEP_ENV, raising=False)
-    sys.setswitchinterval(0.005)
-    assert runtime.tune_switch_interval() is True
-    assert sys.getswitchinterval() == pytest.approx(runtime.GIL_SWITCH_INTERVAL_S)
-
-
-def test_switch_interval_the_application_chose_is_kept(
-    interval: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.delenv(runtime.KEEP_ENV, raising=False)
-    sys.setswitchinterval(0.002)
-    assert runtime.tune_switch_interval() is False
-    assert sys.getswitchinterval() == pytest.approx(0.002)
-
-
-def test_switch_interval_opt_out(interval: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(runtime.KEEP_ENV, "1")
-    sys.setswitchinterval(0.005)
-    assert runtime.tune_switch_interval() is False
-    assert sys.getswitchinterval() == pytest.approx(0.005)
+    if keep_env is None:
+        monkeypatch.delenv(runtime.KEEP_ENV, raising=False)
+    else:
+        monkeypatch.setenv(runtime.KEEP_ENV, keep_env)
+    sys.setswitchinterval(start_s)
+    assert runtime.tune_switch_interval() is changed
+    assert sys.getswitchinterval() == pytest.approx(after_s)
