@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make k8s-down`: stops the local cluster that scripts/k8s/up.sh started, and only that:
 # the processes recorded in .tools/k8s/state/*.pid, the containers of its own containerd,
-# its mounts and pod network namespaces, its bridge, dummy interface, iptables rules and
+# its mounts and pod network namespaces, its bridge, host interface, iptables rules and
 # route, and ip_forward as it was.  The built binaries and images stay cached in .tools/k8s.
 set -uo pipefail
 cd "$(dirname "$0")/../.."

@@ -10,7 +10,7 @@
 #
 # Addresses.  etcd, the controller-manager, the scheduler and every metrics/health port
 # listen on 127.0.0.1.  The API server, the kubelet and CoreDNS listen on HOST_IP, a /32 on
-# a dummy interface of this machine (hwk8s0): pods must reach them, and neither a Service
+# an interface of its own (hwk8s0, a bridge with no ports): pods must reach them, and neither a Service
 # endpoint nor a node address may be a loopback address.  Pods live on the bridge
 # POD_CIDR; their traffic is kept on this machine (a FORWARD rule drops anything leaving by
 # another interface, and Service IPs that match no Service are blackholed).
@@ -52,7 +52,7 @@ wait_for() {  # wait_for WHAT SECONDS COMMAND...: poll, bounded
 
 echo "==> network: $HOST_IF $HOST_IP/32, pods $POD_CIDR on $BRIDGE, services $SERVICE_CIDR"
 sysctl -n net.ipv4.ip_forward > "$S/ip_forward.before"
-ip link show "$HOST_IF" >/dev/null 2>&1 || ip link add "$HOST_IF" type dummy
+ip link show "$HOST_IF" >/dev/null 2>&1 || ip link add "$HOST_IF" type bridge
 ip addr replace "$HOST_IP/32" dev "$HOST_IF"
 ip link set "$HOST_IF" up
 sysctl -qw net.ipv4.ip_forward=1
@@ -100,6 +100,7 @@ kube-apiserver \
     --service-account-key-file="$P/sa.pub" --service-account-signing-key-file="$P/sa.key" \
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
     --service-cluster-ip-range="$SERVICE_CIDR" \
+    --kubelet-preferred-address-types=InternalIP \
     --authorization-mode=Node,RBAC --allow-privileged=true \
     > "$S/logs/kube-apiserver.log" 2>&1 &
 started kube-apiserver $!
@@ -150,7 +151,8 @@ EOT
 cat > "$N/cni-conf/10-headwater.conflist" <<EOT
 {"cniVersion": "1.0.0", "name": "headwater-local", "plugins": [
   {"type": "bridge", "bridge": "$BRIDGE", "isGateway": true, "ipMasq": false, "hairpinMode": true,
-   "ipam": {"type": "host-local", "ranges": [[{"subnet": "$POD_CIDR"}]], "dataDir": "$N/cni-net"}},
+   "ipam": {"type": "host-local", "ranges": [[{"subnet": "$POD_CIDR"}]], "routes": [{"dst": "0.0.0.0/0"}],
+           "dataDir": "$N/cni-net"}},
   {"type": "portmap", "capabilities": {"portMappings": true}}]}
 EOT
 containerd --config "$N/ctd/config.toml" > "$S/logs/containerd.log" 2>&1 &
