@@ -10,7 +10,7 @@
 # It needs BuildKit (the default builder since Docker 23; DOCKER_BUILDKIT=1 before) for
 # RUN --mount.  There is no `# syntax=` line on purpose: the builder's own Dockerfile frontend
 # suffices, so building needs no registry beyond the base image (air-gapped builds work with
-# a locally made base, e.g. tests/e2e/kind/make-base-image.sh).
+# a locally made base, e.g. the debootstrap one of scripts/k8s/images.sh).
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
 FROM ${PYTHON_IMAGE} AS build

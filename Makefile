@@ -8,10 +8,10 @@ BIN := $(VENV)/bin
 export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/$(BIN):$(PATH)
 PYTEST_ARGS ?=
 
-.PHONY: e2e-kind docs-check test install system-deps venv check lint typecheck layers proto proto-check up down unit e2e bench clean
+.PHONY: e2e-k8s k8s-up k8s-down k8s-images docs-check test install system-deps venv check lint typecheck layers proto proto-check up down unit e2e bench clean
 
 test: install check
-	$(BIN)/pytest -m "not slow and not kind" $(PYTEST_ARGS)
+	$(BIN)/pytest -m "not slow and not k8s" $(PYTEST_ARGS)
 
 install: system-deps venv
 
@@ -53,7 +53,7 @@ unit: venv
 	$(BIN)/pytest tests/unit $(PYTEST_ARGS)
 
 e2e: install
-	$(BIN)/pytest tests/e2e tests/interop -m "not kind" $(PYTEST_ARGS)
+	$(BIN)/pytest tests/e2e tests/interop -m "not k8s" $(PYTEST_ARGS)
 
 up: install
 	$(BIN)/headwater dev up --brokers 3 --data-dir .headwater-dev
@@ -62,8 +62,19 @@ up: install
 down: venv
 	$(BIN)/headwater dev down --data-dir .headwater-dev
 
-e2e-kind: install
-	bash tests/e2e/kind/run.sh $(PYTEST_ARGS)
+# The Kubernetes tier (tests/e2e/k8s): a local Kubernetes built from the package
+# registries (scripts/k8s), the images built with no registry, then the users' whole path.
+k8s-up:
+	bash scripts/k8s/up.sh
+
+k8s-down:
+	bash scripts/k8s/down.sh
+
+k8s-images:
+	bash scripts/k8s/images.sh
+
+e2e-k8s: install k8s-up k8s-images
+	$(BIN)/pytest tests/e2e/k8s -m k8s -v -rs $(PYTEST_ARGS)
 
 bench: venv
 	$(BIN)/python bench/storage.py

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Run deploy/spark/read_topic.py on Kubernetes with spark-submit (cluster mode), reading a
-# topic from the Helm-installed Headwater cluster (release "hw" in namespace "headwater").
+# Run an example job of deploy/spark on Kubernetes with spark-submit (cluster mode), against
+# the Helm-installed Headwater cluster (release "hw" in namespace "headwater"):
+#   read_topic.py   (the default) reads TOPIC in bulk and prints per-partition counts
+#   copy_topic.py   copies TOPIC into another topic, committing to a group (JOB_ARGS)
 #
 #   NAMESPACE=headwater IMAGE=headwater-spark:0.1.0 TOPIC=orders deploy/spark/spark-submit.sh
+#   JOB=copy_topic.py JOB_ARGS="--output orders-upper --group spark-copy" deploy/spark/spark-submit.sh
 #
 # Needs a service account allowed to create pods (kubectl create serviceaccount spark;
 # kubectl create rolebinding spark --clusterrole=edit --serviceaccount=$NAMESPACE:spark).
@@ -10,13 +13,15 @@ set -euo pipefail
 NAMESPACE=${NAMESPACE:-headwater}
 IMAGE=${IMAGE:-headwater-spark:0.1.0}
 TOPIC=${TOPIC:-orders}
+JOB=${JOB:-read_topic.py}
+read -r -a JOB_ARGS <<< "${JOB_ARGS:-}"
 BOOTSTRAP=${BOOTSTRAP:-hw-headwater-bootstrap.${NAMESPACE}.svc:9092}
 APISERVER=${APISERVER:-$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')}
 
 exec spark-submit \
   --master "k8s://${APISERVER}" \
   --deploy-mode cluster \
-  --name headwater-read-topic \
+  --name "headwater-${JOB%.py}" \
   --conf spark.kubernetes.namespace="${NAMESPACE}" \
   --conf spark.kubernetes.container.image="${IMAGE}" \
   --conf spark.kubernetes.authenticate.driver.serviceAccountName=spark \
@@ -24,5 +29,7 @@ exec spark-submit \
   --conf spark.executor.cores=1 \
   --conf spark.executor.memory=1g \
   --conf spark.kubernetes.pyspark.pythonVersion=3 \
-  local:///opt/spark/examples/headwater/read_topic.py \
-  --bootstrap "${BOOTSTRAP}" --topic "${TOPIC}" --min-partitions 4
+  --conf spark.kubernetes.driver.request.cores=100m \
+  --conf spark.kubernetes.executor.request.cores=100m \
+  "local:///opt/spark/examples/headwater/${JOB}" \
+  --bootstrap "${BOOTSTRAP}" --topic "${TOPIC}" --min-partitions 4 "${JOB_ARGS[@]}"

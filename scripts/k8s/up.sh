@@ -189,8 +189,13 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 serializeImagePulls: false
 EOT
-kubelet --config="$N/kubelet/config.yaml" --kubeconfig="$KUBECONFIG" --root-dir="$N/kubelet/root" \
-    --hostname-override=localhost --node-ip="$HOST_IP" > "$S/logs/kubelet.log" 2>&1 &
+# Its command line is kept in state/kubelet.sh: the tier's fault test kills the kubelet
+# and starts it again the same way.
+cat > "$S/kubelet.sh" <<EOT
+exec "$BIN/kubelet" --config="$N/kubelet/config.yaml" --kubeconfig="$KUBECONFIG" \\
+    --root-dir="$N/kubelet/root" --hostname-override=localhost --node-ip="$HOST_IP"
+EOT
+bash "$S/kubelet.sh" > "$S/logs/kubelet.log" 2>&1 &
 started kubelet $!
 
 echo "==> kube-proxy (iptables), CoreDNS, volume provisioner"
