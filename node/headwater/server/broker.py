@@ -61,9 +61,10 @@ from headwater.server.control_service import ControlService
 from headwater.server.controller_channel import GrpcControllerChannel
 from headwater.server.fetcher import ReplicaFetcherManager, channel_options
 from headwater.server.group_service import GroupService, replica_callables
+from headwater.server.hosted import wall_ms
 from headwater.server.metadata_cache import MetadataCache
 from headwater.server.metrics import BrokerMetrics, GroupOffset, RebalanceFigures
-from headwater.server.replica_manager import ReplicaManager, wall_ms
+from headwater.server.replica_manager import ReplicaManager
 from headwater.server.startup import DeferredServices, Readiness
 from headwater.storage import LogConfig, LogManager
 from headwater.storage.cleaner import LogCleaner

@@ -15,7 +15,7 @@ from headwater.coordination import names
 from headwater.errors import ErrorCode
 from headwater.records.allocator import tune_allocator
 from headwater.replication import TopicPartition
-from headwater.server import offsets
+from headwater.server import hosted, offsets
 from headwater.server import replica_manager as rm
 from headwater.server.convert import Context, broker_to_proto, pb_error
 from headwater.server.metadata_cache import MetadataCache
@@ -159,7 +159,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             min_bytes=request.min_bytes,
             max_bytes=request.max_bytes,
             specs=[
-                rm.FetchSpec(
+                hosted.FetchSpec(
                     TopicPartition(p.topic, p.partition),
                     p.fetch_offset,
                     p.current_leader_epoch,

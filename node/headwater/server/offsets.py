@@ -7,7 +7,8 @@ from typing import NamedTuple
 from headwater import errors
 from headwater.errors import ErrorCode
 from headwater.replication import TopicPartition
-from headwater.server.replica_manager import HostedPartition, ReplicaManager
+from headwater.server.hosted import HostedPartition
+from headwater.server.replica_manager import ReplicaManager
 from headwater.storage import Log
 
 

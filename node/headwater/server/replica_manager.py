@@ -20,72 +20,31 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import itertools
 import logging
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from headwater import errors
 from headwater.coordination.model import LeaderAndIsr, PartitionState
 from headwater.errors import ErrorCode
 from headwater.replication import FetchWait, IsrChange, Partition, ProduceCompletion, TopicPartition
-from headwater.replication.producer_state import ProducerStateManager, Verdict
+from headwater.replication.follower import LocalLog, StartAt, TruncateTo
+from headwater.replication.producer_state import Verdict
 from headwater.server import idempotence
+from headwater.server.hosted import (
+    FetchResult,
+    FetchSpec,
+    HostedPartition,
+    ProduceResult,
+    assign_epoch,
+    monotonic_ms,
+    wall_ms,
+)
 from headwater.server.metrics import BrokerMetrics, PartitionSnapshot
-from headwater.storage import Log, LogConfig, LogManager
+from headwater.storage import LogConfig, LogManager
 
 log = logging.getLogger(__name__)
-
-
-def monotonic_ms() -> float:
-    return time.monotonic() * 1000.0
-
-
-def wall_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
-class ProduceResult(NamedTuple):
-    topic_partition: TopicPartition
-    error: ErrorCode
-    message: str = ""
-    base_offset: int = -1
-    log_start_offset: int = -1
-    log_append_time_ms: int = -1
-
-
-class FetchSpec(NamedTuple):
-    topic_partition: TopicPartition
-    fetch_offset: int
-    current_leader_epoch: int
-    partition_max_bytes: int
-
-
-class FetchResult(NamedTuple):
-    topic_partition: TopicPartition
-    error: ErrorCode
-    message: str = ""
-    high_watermark: int = -1
-    log_start_offset: int = -1
-    log_end_offset: int = -1
-    records: bytes = b""
-
-
-@dataclasses.dataclass(eq=False)
-class HostedPartition:
-    """A partition on this broker: its state machine, its log and who waits on it."""
-
-    state: Partition
-    log: Log
-    watchers: set[asyncio.Event] = dataclasses.field(default_factory=set)
-    producers: ProducerStateManager = dataclasses.field(default_factory=ProducerStateManager)
-    """Idempotent producers' state; rebuilt from the log on becoming leader."""
-
-    def wake(self) -> None:
-        for event in self.watchers:
-            event.set()
 
 
 class ReplicaManager:
@@ -151,30 +110,23 @@ class ReplicaManager:
             if future is not None and not future.done():
                 future.set_result(completion.error)
 
-    def _high_watermark_moved(self, hosted: HostedPartition) -> None:
+    @staticmethod
+    def _sync_high_watermark(hosted: HostedPartition) -> None:
+        """Mirror the high watermark into the log: the only place that writes it there.
+
+        ``Partition.high_watermark`` is the live value; ``Log.high_watermark``
+        is its persisted copy (checkpoint file, cleaner bound), read back only
+        when the partition becomes leader after a restart.
+        """
         hosted.log.high_watermark = hosted.state.high_watermark
+
+    def _high_watermark_moved(self, hosted: HostedPartition) -> None:
+        self._sync_high_watermark(hosted)
         self._apply_completions(hosted.state.complete_delayed_produces())
         hosted.wake()
 
     def snapshots(self) -> list[PartitionSnapshot]:
-        out = []
-        for tp, hosted in self.partitions.items():
-            st = hosted.state
-            try:
-                size = int(hosted.log.size_in_bytes)
-            except Exception:  # a metric must never break a scrape
-                size = 0
-            out.append(
-                PartitionSnapshot(
-                    tp.topic,
-                    tp.partition,
-                    st.is_leader,
-                    st.is_under_replicated,
-                    st.leader_id is None or st.leader_id < 0,
-                    size,
-                )
-            )
-        return out
+        return [hosted.snapshot() for hosted in self.partitions.values()]
 
     # -- produce ----------------------------------------------------------------------------
 
@@ -388,6 +340,63 @@ class ReplicaManager:
             tp, ErrorCode.NONE, "", state.high_watermark, plog.log_start_offset, end, records
         )
 
+    # -- follower side (the replica fetcher's operations) ----------------------------------
+
+    def local_log(self, tp: TopicPartition) -> LocalLog | None:
+        """Where the local replica of ``tp`` stands, or None if it is not hosted here."""
+        hosted = self.partitions.get(tp)
+        if hosted is None:
+            return None
+        plog = hosted.log
+        return LocalLog(
+            plog.log_start_offset, plog.log_end_offset, plog.high_watermark, plog.latest_epoch
+        )
+
+    def local_end_offset_for_epoch(self, tp: TopicPartition, epoch: int) -> int:
+        """Where ``epoch`` ends in the local log (-1 if unknown or not hosted)."""
+        hosted = self.partitions.get(tp)
+        if hosted is None:
+            return -1
+        _epoch, end = hosted.log.end_offset_for_epoch(epoch)
+        return end
+
+    def truncate_follower(self, tp: TopicPartition, decision: TruncateTo | StartAt) -> None:
+        """Apply a follower truncation decision; the high watermark follows the new end."""
+        hosted = self.partitions.get(tp)
+        if hosted is None:
+            return
+        plog = hosted.log
+        if isinstance(decision, StartAt):
+            log.info("%s: restarting the log at %d", tp, decision.offset)
+            plog.truncate_fully_and_start_at(decision.offset)
+        elif decision.offset < plog.log_end_offset:
+            log.info("%s: truncating from %d to %d", tp, plog.log_end_offset, decision.offset)
+            plog.truncate_to(decision.offset)
+        else:
+            return
+        if hosted.state.on_follower_truncate(
+            log_start_offset=plog.log_start_offset, log_end_offset=plog.log_end_offset
+        ):
+            self._sync_high_watermark(hosted)
+
+    def append_as_follower(
+        self, tp: TopicPartition, records: bytes, *, leader_high_watermark: int
+    ) -> None:
+        """Append fetched batches (may be empty) and follow the leader's high watermark.
+
+        Raises :class:`headwater.errors.HeadwaterError` when the log refuses them.
+        """
+        hosted = self.partitions.get(tp)
+        if hosted is None:
+            return
+        plog = hosted.log
+        if records:
+            plog.append_as_follower(records)
+        if hosted.state.on_follower_append(
+            log_end_offset=plog.log_end_offset, leader_high_watermark=leader_high_watermark
+        ):
+            self._sync_high_watermark(hosted)
+
     # -- ISR maintenance --------------------------------------------------------------------
 
     async def _write_isr(self, hosted: HostedPartition, change: IsrChange) -> None:
@@ -548,7 +557,7 @@ class ReplicaManager:
                 self.on_stop_follower([tp])
                 idempotence.rebuild(hosted.producers, hosted.log)
             log.info("%s: leader in epoch %d, ISR %s", tp, lai.leader_epoch, list(lai.isr))
-            hosted.log.high_watermark = hosted.state.high_watermark
+            self._sync_high_watermark(hosted)
             hosted.wake()
 
     def stop_replicas(
@@ -591,9 +600,3 @@ class ReplicaManager:
         self._waiting_produces.clear()
         for hosted in self.partitions.values():
             hosted.wake()
-
-
-def assign_epoch(plog: Log, epoch: int, start_offset: int) -> None:
-    """Record ``epoch`` starting at ``start_offset`` in the log's leader-epoch cache."""
-    if epoch > plog.latest_epoch:
-        plog.epoch_cache.assign(epoch, start_offset)
