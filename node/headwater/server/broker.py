@@ -62,6 +62,7 @@ from headwater.server.controller_channel import GrpcControllerChannel
 from headwater.server.fetcher import ReplicaFetcherManager, channel_options
 from headwater.server.group_service import GroupService, replica_callables
 from headwater.server.hosted import wall_ms
+from headwater.server.isr_store import ZooKeeperIsrStore
 from headwater.server.metadata_cache import MetadataCache
 from headwater.server.metrics import BrokerMetrics, GroupOffset, RebalanceFigures
 from headwater.server.replica_manager import ReplicaManager
@@ -221,7 +222,7 @@ class BrokerServer:
         replicas = ReplicaManager(
             broker_id=config.broker_id,
             log_manager=self.log_manager,
-            isr_store=_LazyCoordinator(self),
+            isr_store=ZooKeeperIsrStore(lambda: self.coordinator),
             metrics=self.metrics,
             min_insync_replicas=config.min_insync_replicas,
             replica_lag_time_max_ms=config.replica_lag_time_max_ms,
@@ -385,8 +386,7 @@ class BrokerServer:
         replicas.on_leadership_change = on_leadership_change
 
         def end_offset(topic: str, partition: int) -> int | None:
-            hosted = replicas.partitions.get(TopicPartition(topic, partition))
-            return hosted.log.high_watermark if hosted is not None else None
+            return replicas.high_watermark(TopicPartition(topic, partition))
 
         self.metrics.register_groups(
             committed=lambda: [
@@ -541,31 +541,6 @@ def _dump_stacks() -> None:
 
 def _validate_topic_config(props: Mapping[str, str]) -> None:
     LogConfig.from_properties(props)
-
-
-class _LazyCoordinator:
-    """The ISR store, resolved when used (the coordinator starts after the logs)."""
-
-    def __init__(self, server: BrokerServer) -> None:
-        self._server = server
-
-    def _get(self) -> BrokerCoordinator:
-        coordinator = self._server.coordinator
-        if coordinator is None:
-            raise errors.BrokerNotAvailableError("not connected to ZooKeeper yet")
-        return coordinator
-
-    def update_isr(self, topic: str, partition: int, lai: Any, expected_zk_version: int) -> Any:
-        return self._get().update_isr(topic, partition, lai, expected_zk_version)
-
-    def watch_topic_config(
-        self, topic: str, callback: Callable[[str, dict[str, str]], None]
-    ) -> Callable[[], None]:
-        return self._get().watch_topic_config(topic, callback)
-
-    def get_topic_config(self, topic: str) -> Mapping[str, str]:
-        coordinator = self._server.coordinator
-        return coordinator.get_topic_config(topic) if coordinator is not None else {}
 
 
 def run_broker(config: BrokerConfig, *, test_hooks: bool = False) -> int:

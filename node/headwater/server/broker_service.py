@@ -15,7 +15,7 @@ from headwater.coordination import names
 from headwater.errors import ErrorCode
 from headwater.records.allocator import tune_allocator
 from headwater.replication import TopicPartition
-from headwater.server import hosted, offsets
+from headwater.server import hosted
 from headwater.server import replica_manager as rm
 from headwater.server.convert import Context, broker_to_proto, pb_error
 from headwater.server.metadata_cache import MetadataCache
@@ -194,8 +194,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         timer = Timer(self._metrics, "ListOffsets")
         out = []
         for p in request.partitions:
-            r = offsets.list_offset(
-                self._replicas,
+            r = self._replicas.list_offset(
                 TopicPartition(p.topic, p.partition),
                 timestamp=p.timestamp,
                 current_leader_epoch=p.current_leader_epoch,
@@ -221,8 +220,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         timer = Timer(self._metrics, "OffsetsForLeaderEpoch")
         out = []
         for p in request.partitions:
-            code, epoch, end = offsets.offset_for_leader_epoch(
-                self._replicas,
+            code, epoch, end = self._replicas.offset_for_leader_epoch(
                 TopicPartition(p.topic, p.partition),
                 current_leader_epoch=p.current_leader_epoch,
                 leader_epoch=p.leader_epoch,

@@ -56,14 +56,7 @@ def replica_callables(
             raise errors.for_code(result.error, result.message)
 
     async def read(partition: int, offset: int) -> bytes:
-        hosted = replicas.partitions.get(TopicPartition(OFFSETS_TOPIC, partition))
-        if hosted is None:
-            raise errors.NotLeaderOrFollowerError(f"{OFFSETS_TOPIC}-{partition} is not here")
-        plog = hosted.log
-        start = max(offset, plog.log_start_offset)
-        if start >= plog.log_end_offset:
-            return b""
-        return plog.read(start, 4 << 20).records
+        return replicas.read_local(TopicPartition(OFFSETS_TOPIC, partition), offset, 4 << 20)
 
     return append, read
 

@@ -2,22 +2,28 @@
 
 Split from :mod:`headwater.server.replica_manager` so the services and the
 replica fetcher can name results without importing the manager's internals.
-Only the :class:`~headwater.server.replica_manager.ReplicaManager` creates or
-mutates a :class:`HostedPartition`; everyone else goes through the manager.
+Only the :class:`~headwater.server.replica_manager.ReplicaManager` creates,
+reads or mutates a :class:`HostedPartition` (and so its ``Log``); everyone
+else goes through the manager's operations.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import time
 from typing import NamedTuple
 
+from headwater import errors
 from headwater.errors import ErrorCode
 from headwater.replication import Partition, TopicPartition
+from headwater.replication.follower import LocalLog, StartAt, TruncateTo
 from headwater.replication.producer_state import ProducerStateManager
 from headwater.server.metrics import PartitionSnapshot
 from headwater.storage import Log
+
+_log = logging.getLogger(__name__)
 
 
 def monotonic_ms() -> float:
@@ -54,6 +60,19 @@ class FetchResult(NamedTuple):
     records: bytes = b""
 
 
+class OffsetLookup(NamedTuple):
+    topic_partition: TopicPartition
+    error: ErrorCode
+    message: str = ""
+    timestamp: int = -1
+    offset: int = -1
+    leader_epoch: int = -1
+
+
+LATEST_TIMESTAMP = -1
+"""ListOffsets' timestamp for "the end" (the HW for consumers, the LEO for replicas)."""
+
+
 @dataclasses.dataclass(eq=False)
 class HostedPartition:
     """A partition on this broker: its state machine, its log and who waits on it."""
@@ -80,6 +99,72 @@ class HostedPartition:
             st.leader_id is None or st.leader_id < 0,
             size,
         )
+
+    def list_offset(self, *, timestamp: int, replica_id: int) -> OffsetLookup:
+        """ListOffsets on this (leader) replica; consumers see only below the HW."""
+        tp, state = self.state.topic_partition, self.state
+        try:
+            found = self.log.fetch_offset_by_timestamp(timestamp)
+        except errors.HeadwaterError as exc:
+            return OffsetLookup(tp, exc.code, str(exc))
+        if timestamp == LATEST_TIMESTAMP and replica_id < 0:
+            return OffsetLookup(
+                tp, ErrorCode.NONE, "", -1, state.high_watermark, state.leader_epoch
+            )
+        if found is None or (replica_id < 0 and found.offset >= state.high_watermark):
+            return OffsetLookup(tp, ErrorCode.NONE, "", -1, -1, -1)
+        return OffsetLookup(
+            tp, ErrorCode.NONE, "", found.timestamp, found.offset, found.leader_epoch
+        )
+
+    def read_local(self, offset: int, max_bytes: int) -> bytes:
+        """Stored batches from ``offset`` (clamped to the log start), whatever the role."""
+        start = max(offset, self.log.log_start_offset)
+        if start >= self.log.log_end_offset:
+            return b""
+        return self.log.read(start, max_bytes).records
+
+    # -- the high watermark: live in ``state``, mirrored into ``log`` here only -----------
+
+    def sync_high_watermark(self) -> None:
+        """Mirror the high watermark into the log: the only code that writes it there.
+
+        ``Partition.high_watermark`` is the live value; ``Log.high_watermark``
+        is its persisted copy (checkpoint file, cleaner bound), read back only
+        when the partition becomes leader after a restart.
+        """
+        self.log.high_watermark = self.state.high_watermark
+
+    # -- follower side ----------------------------------------------------------------------
+
+    def local_log(self) -> LocalLog:
+        plog = self.log
+        return LocalLog(
+            plog.log_start_offset, plog.log_end_offset, plog.high_watermark, plog.latest_epoch
+        )
+
+    def truncate_follower(self, decision: TruncateTo | StartAt) -> None:
+        plog, tp = self.log, self.state.topic_partition
+        if isinstance(decision, StartAt):
+            _log.info("%s: restarting the log at %d", tp, decision.offset)
+            plog.truncate_fully_and_start_at(decision.offset)
+        elif decision.offset < plog.log_end_offset:
+            _log.info("%s: truncating from %d to %d", tp, plog.log_end_offset, decision.offset)
+            plog.truncate_to(decision.offset)
+        else:
+            return
+        if self.state.on_follower_truncate(
+            log_start_offset=plog.log_start_offset, log_end_offset=plog.log_end_offset
+        ):
+            self.sync_high_watermark()
+
+    def append_as_follower(self, records: bytes, *, leader_high_watermark: int) -> None:
+        if records:
+            self.log.append_as_follower(records)
+        if self.state.on_follower_append(
+            log_end_offset=self.log.log_end_offset, leader_high_watermark=leader_high_watermark
+        ):
+            self.sync_high_watermark()
 
     def wake(self) -> None:
         for event in self.watchers:

@@ -36,12 +36,15 @@ from headwater.server.hosted import (
     FetchResult,
     FetchSpec,
     HostedPartition,
+    OffsetLookup,
     ProduceResult,
     assign_epoch,
     monotonic_ms,
     wall_ms,
 )
+from headwater.server.isr_store import IsrStore
 from headwater.server.metrics import BrokerMetrics, PartitionSnapshot
+from headwater.server.topic_configs import TopicConfigs
 from headwater.storage import LogConfig, LogManager
 
 log = logging.getLogger(__name__)
@@ -55,7 +58,7 @@ class ReplicaManager:
         *,
         broker_id: int,
         log_manager: LogManager,
-        isr_store: Any,
+        isr_store: IsrStore,
         metrics: BrokerMetrics,
         min_insync_replicas: int,
         replica_lag_time_max_ms: int,
@@ -70,15 +73,17 @@ class ReplicaManager:
         self._metrics = metrics
         self._min_isr = min_insync_replicas
         self._lag_ms = replica_lag_time_max_ms
-        self._default_props = dict(default_log_properties)
         self._is_known = is_known_partition
         self.partitions: dict[TopicPartition, HostedPartition] = {}
         self.controller_epoch = -1
         self._produce_ids = itertools.count(1)
         self._waiting_produces: dict[int, asyncio.Future[int]] = {}
         self._background: set[asyncio.Task[None]] = set()
-        self._config_watches: dict[str, Callable[[], None]] = {}
-        self._topic_overrides: dict[str, dict[str, str]] = {}
+        self._configs = TopicConfigs(
+            store=isr_store,
+            default_properties=default_log_properties,
+            on_change=self._apply_log_config,
+        )
         self.on_follower_change: Callable[[dict[TopicPartition, tuple[int, int]]], None] = (
             lambda _changes: None
         )
@@ -110,18 +115,8 @@ class ReplicaManager:
             if future is not None and not future.done():
                 future.set_result(completion.error)
 
-    @staticmethod
-    def _sync_high_watermark(hosted: HostedPartition) -> None:
-        """Mirror the high watermark into the log: the only place that writes it there.
-
-        ``Partition.high_watermark`` is the live value; ``Log.high_watermark``
-        is its persisted copy (checkpoint file, cleaner bound), read back only
-        when the partition becomes leader after a restart.
-        """
-        hosted.log.high_watermark = hosted.state.high_watermark
-
     def _high_watermark_moved(self, hosted: HostedPartition) -> None:
-        self._sync_high_watermark(hosted)
+        hosted.sync_high_watermark()
         self._apply_completions(hosted.state.complete_delayed_produces())
         hosted.wake()
 
@@ -345,39 +340,18 @@ class ReplicaManager:
     def local_log(self, tp: TopicPartition) -> LocalLog | None:
         """Where the local replica of ``tp`` stands, or None if it is not hosted here."""
         hosted = self.partitions.get(tp)
-        if hosted is None:
-            return None
-        plog = hosted.log
-        return LocalLog(
-            plog.log_start_offset, plog.log_end_offset, plog.high_watermark, plog.latest_epoch
-        )
+        return hosted.local_log() if hosted is not None else None
 
     def local_end_offset_for_epoch(self, tp: TopicPartition, epoch: int) -> int:
         """Where ``epoch`` ends in the local log (-1 if unknown or not hosted)."""
         hosted = self.partitions.get(tp)
-        if hosted is None:
-            return -1
-        _epoch, end = hosted.log.end_offset_for_epoch(epoch)
-        return end
+        return hosted.log.end_offset_for_epoch(epoch)[1] if hosted is not None else -1
 
     def truncate_follower(self, tp: TopicPartition, decision: TruncateTo | StartAt) -> None:
         """Apply a follower truncation decision; the high watermark follows the new end."""
         hosted = self.partitions.get(tp)
-        if hosted is None:
-            return
-        plog = hosted.log
-        if isinstance(decision, StartAt):
-            log.info("%s: restarting the log at %d", tp, decision.offset)
-            plog.truncate_fully_and_start_at(decision.offset)
-        elif decision.offset < plog.log_end_offset:
-            log.info("%s: truncating from %d to %d", tp, plog.log_end_offset, decision.offset)
-            plog.truncate_to(decision.offset)
-        else:
-            return
-        if hosted.state.on_follower_truncate(
-            log_start_offset=plog.log_start_offset, log_end_offset=plog.log_end_offset
-        ):
-            self._sync_high_watermark(hosted)
+        if hosted is not None:
+            hosted.truncate_follower(decision)
 
     def append_as_follower(
         self, tp: TopicPartition, records: bytes, *, leader_high_watermark: int
@@ -387,15 +361,61 @@ class ReplicaManager:
         Raises :class:`headwater.errors.HeadwaterError` when the log refuses them.
         """
         hosted = self.partitions.get(tp)
+        if hosted is not None:
+            hosted.append_as_follower(records, leader_high_watermark=leader_high_watermark)
+
+    # -- offsets and local reads (ListOffsets, OffsetsForLeaderEpoch, group loading) ---------
+
+    def _leader(
+        self, tp: TopicPartition, current_leader_epoch: int
+    ) -> tuple[HostedPartition | None, ErrorCode, str]:
+        """The hosted partition if this broker leads it in the given epoch, else an error."""
+        hosted = self.partitions.get(tp)
         if hosted is None:
-            return
-        plog = hosted.log
-        if records:
-            plog.append_as_follower(records)
-        if hosted.state.on_follower_append(
-            log_end_offset=plog.log_end_offset, leader_high_watermark=leader_high_watermark
-        ):
-            self._sync_high_watermark(hosted)
+            code = self.missing_error(tp)
+            return None, code, f"{code.name}: {tp} is not hosted on broker {self.broker_id}"
+        if not hosted.state.is_leader:
+            return (
+                None,
+                ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                f"broker {self.broker_id} does not lead {tp}",
+            )
+        code = hosted.state.check_fetch_epoch(current_leader_epoch)
+        if code is not ErrorCode.NONE:
+            return None, code, f"leader epoch {current_leader_epoch} vs {hosted.state.leader_epoch}"
+        return hosted, ErrorCode.NONE, ""
+
+    def list_offset(
+        self, tp: TopicPartition, *, timestamp: int, current_leader_epoch: int, replica_id: int
+    ) -> OffsetLookup:
+        """Kafka's ListOffsets for one partition (consumers see only below the HW)."""
+        hosted, code, message = self._leader(tp, current_leader_epoch)
+        if hosted is None:
+            return OffsetLookup(tp, code, message)
+        return hosted.list_offset(timestamp=timestamp, replica_id=replica_id)
+
+    def offset_for_leader_epoch(
+        self, tp: TopicPartition, *, current_leader_epoch: int, leader_epoch: int
+    ) -> tuple[ErrorCode, int, int]:
+        """The end offset of ``leader_epoch`` on this leader: (error, epoch, end offset)."""
+        hosted, code, _message = self._leader(tp, current_leader_epoch)
+        if hosted is None:
+            return code, -1, -1
+        epoch, end = hosted.log.end_offset_for_epoch(leader_epoch)
+        return ErrorCode.NONE, int(epoch), int(end)
+
+    def read_local(self, tp: TopicPartition, offset: int, max_bytes: int) -> bytes:
+        """Stored batches from ``offset`` whatever the role (the group coordinator loading
+        ``__consumer_offsets``); raises NotLeaderOrFollowerError if ``tp`` is not hosted."""
+        hosted = self.partitions.get(tp)
+        if hosted is None:
+            raise errors.NotLeaderOrFollowerError(f"{tp} is not here")
+        return hosted.read_local(offset, max_bytes)
+
+    def high_watermark(self, tp: TopicPartition) -> int | None:
+        """The high watermark of a hosted partition, None if not hosted here."""
+        hosted = self.partitions.get(tp)
+        return hosted.state.high_watermark if hosted is not None else None
 
     # -- ISR maintenance --------------------------------------------------------------------
 
@@ -443,8 +463,7 @@ class ReplicaManager:
     def _hosted(self, tp: TopicPartition) -> HostedPartition:
         hosted = self.partitions.get(tp)
         if hosted is None:
-            props = {**self._default_props, **self._topic_overrides.get(tp.topic, {})}
-            config = LogConfig.from_properties(props)
+            config = self._configs.log_config(tp.topic)
             plog = self._log_manager.get_or_create_log(tp.topic, tp.partition, config)
             hosted = HostedPartition(
                 Partition(
@@ -464,30 +483,10 @@ class ReplicaManager:
         Called before :meth:`become_leader_or_follower` so that role changes never
         block the event loop on ZooKeeper.
         """
-        loop = asyncio.get_running_loop()
+        await self._configs.prepare(topics)
 
-        def on_change(changed_topic: str, config: Mapping[str, str]) -> None:  # kazoo's thread
-            loop.call_soon_threadsafe(self.apply_topic_config, changed_topic, dict(config))
-
-        for topic in set(topics) - set(self._config_watches):
-            try:
-                overrides = await asyncio.to_thread(self._isr_store.get_topic_config, topic)
-                self._topic_overrides[topic] = dict(overrides)
-                if hasattr(self._isr_store, "watch_topic_config"):
-                    self._config_watches[topic] = await asyncio.to_thread(
-                        self._isr_store.watch_topic_config, topic, on_change
-                    )
-            except Exception as exc:  # the defaults still apply; the next LeaderAndIsr retries
-                log.warning("cannot read or watch the config of topic %s: %s", topic, exc)
-
-    def apply_topic_config(self, topic: str, overrides: Mapping[str, str]) -> None:
+    def _apply_log_config(self, topic: str, config: LogConfig) -> None:
         """New topic-level overrides: update every hosted log of ``topic``."""
-        try:
-            config = LogConfig.from_properties({**self._default_props, **overrides})
-        except errors.HeadwaterError as exc:
-            log.warning("ignoring invalid config of topic %s: %s", topic, exc)
-            return
-        self._topic_overrides[topic] = dict(overrides)
         for tp, hosted in self.partitions.items():
             if tp.topic == topic:
                 hosted.log.update_config(config)
@@ -557,7 +556,7 @@ class ReplicaManager:
                 self.on_stop_follower([tp])
                 idempotence.rebuild(hosted.producers, hosted.log)
             log.info("%s: leader in epoch %d, ISR %s", tp, lai.leader_epoch, list(lai.isr))
-            self._sync_high_watermark(hosted)
+            hosted.sync_high_watermark()
             hosted.wake()
 
     def stop_replicas(
@@ -582,16 +581,11 @@ class ReplicaManager:
                     log.warning("deleting log of %s failed: %s", tp, exc)
             results.append((tp, ErrorCode.NONE))
         hosted_topics = {tp.topic for tp in self.partitions}
-        for tp, _delete in partitions:
-            if tp.topic not in hosted_topics and tp.topic in self._config_watches:
-                self._config_watches.pop(tp.topic)()
-                self._topic_overrides.pop(tp.topic, None)
+        self._configs.release({tp.topic for tp, _ in partitions} - hosted_topics)
         return ErrorCode.NONE, results
 
     def shutdown(self) -> None:
-        for cancel in self._config_watches.values():
-            cancel()
-        self._config_watches.clear()
+        self._configs.shutdown()
         for task in list(self._background):
             task.cancel()
         for future in self._waiting_produces.values():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -16,10 +16,11 @@ TP = TopicPartition("orders", 0)
 
 
 class FakeIsrStore:
-    """Accepts every conditional ISR write and remembers it."""
+    """An in-memory IsrStore: accepts every conditional ISR write and remembers it."""
 
     def __init__(self) -> None:
         self.writes: list[tuple[str, int, LeaderAndIsr, int]] = []
+        self.watched: list[str] = []
 
     def update_isr(
         self, topic: str, partition: int, leader_and_isr: LeaderAndIsr, expected_zk_version: int
@@ -29,6 +30,12 @@ class FakeIsrStore:
 
     def get_topic_config(self, topic: str) -> Mapping[str, str]:
         return {"max.message.bytes": "10000"}
+
+    def watch_topic_config(
+        self, topic: str, callback: Callable[[str, dict[str, str]], None]
+    ) -> Callable[[], None]:
+        self.watched.append(topic)
+        return lambda: self.watched.remove(topic)
 
 
 class FakeClock:
