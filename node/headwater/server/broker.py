@@ -16,7 +16,8 @@ recovery), deregister from ZooKeeper, exit 0.
 
 Threads: the asyncio loop runs everything here; the coordinator (kazoo, the
 controller) has its own threads and reaches the loop only through gRPC, and
-blocking ZooKeeper calls are made in daemon threads (:func:`_blocking`), so a
+blocking ZooKeeper and disk calls are made in daemon threads
+(:func:`headwater.server.offload.run_blocking`), so a
 call stuck on an unreachable ZooKeeper can neither hold up the shutdown nor
 keep the process from exiting.
 
@@ -28,7 +29,6 @@ shutdown: a broker told to stop always exits in bounded time.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import faulthandler
 import gc
 import logging
@@ -37,7 +37,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Mapping
 from typing import Any, TypeVar
 
 import grpc
@@ -65,7 +65,9 @@ from headwater.server.hosted import wall_ms
 from headwater.server.isr_store import ZooKeeperIsrStore
 from headwater.server.metadata_cache import MetadataCache
 from headwater.server.metrics import BrokerMetrics, GroupOffset, RebalanceFigures
+from headwater.server.offload import run_blocking
 from headwater.server.replica_manager import ReplicaManager
+from headwater.server.scheduler import PeriodicJob, PeriodicScheduler
 from headwater.server.startup import DeferredServices, Readiness
 from headwater.storage import LogConfig, LogManager
 from headwater.storage.cleaner import LogCleaner
@@ -87,6 +89,9 @@ SERVICE_NAMES = (
 )
 
 _T = TypeVar("_T")
+
+GROUP_TICK_INTERVAL_MS = 250
+"""How often the group coordinator's timers (session expiry, rebalance delays) run."""
 
 SLOW_SHUTDOWN_STEP_S = 0.5
 SHUTDOWN_TIMEOUT_S = 30.0
@@ -125,38 +130,6 @@ def _start_exit_watchdog(broker_id: int, timeout_s: float) -> None:
         os._exit(1)
 
     threading.Thread(target=watch, name="exit-watchdog", daemon=True).start()
-
-
-async def _blocking(func: Callable[..., _T], *args: Any) -> _T:
-    """``func(*args)`` in a new daemon thread (a blocking ZooKeeper or disk call).
-
-    Unlike :func:`asyncio.to_thread`, an abandoned call (its awaiter timed
-    out) does not keep the interpreter from exiting: asyncio's executor
-    threads are joined at exit, daemon threads are not.
-    """
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[_T] = loop.create_future()
-
-    def settle(result: _T | None, error: BaseException | None) -> None:
-        if future.done():
-            return
-        if error is not None:
-            future.set_exception(error)
-        else:
-            future.set_result(result)  # type: ignore[arg-type]
-
-    def run() -> None:
-        try:
-            result = func(*args)
-        except BaseException as exc:
-            with contextlib.suppress(RuntimeError):  # the loop is closed
-                loop.call_soon_threadsafe(settle, None, exc)
-        else:
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(settle, result, None)
-
-    threading.Thread(target=run, name=f"blocking-{func.__name__}", daemon=True).start()
-    return await future
 
 
 class BrokerServer:
@@ -214,10 +187,9 @@ class BrokerServer:
         log.info("broker %d listening on %s:%d", config.broker_id, listener.host, port)
 
         defaults = LogConfig.from_properties(config.log_config_properties())
-        self.log_manager = await asyncio.to_thread(
+        self.log_manager = await run_blocking(
             LogManager, config.log_dir_list, default_config=defaults
         )
-        self.log_manager.start_scheduler(config.log_retention_check_interval_ms)
 
         replicas = ReplicaManager(
             broker_id=config.broker_id,
@@ -252,9 +224,9 @@ class BrokerServer:
         )
         if config.metrics_port:
             self.metrics.serve(config.metrics_port)
-        isr_task = loop.create_task(replicas.run_isr_expiration())
-        groups_task = loop.create_task(groups.run())
-        cleaner_task = loop.create_task(self._run_log_cleaner(self.log_manager))
+        scheduler = PeriodicScheduler()
+        for job in self._periodic_jobs(self.log_manager, replicas, groups):
+            scheduler.start(job)
         try:
             if not await self._start_coordinator_unless_stopped(port):
                 return 0
@@ -270,21 +242,20 @@ class BrokerServer:
         finally:
             _start_exit_watchdog(config.broker_id, SHUTDOWN_TIMEOUT_S)
             stopping_at = time.monotonic()
-            for task in (isr_task, groups_task, cleaner_task):
-                task.cancel()
+            await _bounded("stopping the periodic jobs", scheduler.close(), 10.0)
             await _bounded("closing the group coordinator", groups.close(), 3.0)
             # Release delayed produces and long polls, then stop serving (so no
             # LeaderAndIsr can start a fetcher any more), then stop the fetchers.
             replicas.shutdown()
             await _bounded("stopping the gRPC server", server.stop(grace=1.0), 3.0)
             await _bounded("stopping the replica fetchers", fetchers.shutdown(), 3.0)
-            await _bounded("closing the logs", _blocking(self.log_manager.shutdown), 15.0)
+            await _bounded("closing the logs", run_blocking(self.log_manager.shutdown), 15.0)
             if self.coordinator is not None:
                 # Closing the controller's channels first cancels any send still waiting
                 # on a broker (this one has stopped serving), so resigning does not wait.
                 if self._controller_channel is not None:
                     self._controller_channel.close()
-                await _bounded("leaving ZooKeeper", _blocking(self.coordinator.stop), 10.0)
+                await _bounded("leaving ZooKeeper", run_blocking(self.coordinator.stop), 10.0)
             log.info(
                 "broker %d stopped in %.1f s", config.broker_id, time.monotonic() - stopping_at
             )
@@ -361,6 +332,7 @@ class BrokerServer:
         append, read = replica_callables(replicas, timeout_ms=config.offsets_commit_timeout_ms)
         runtime = GroupCoordinatorRuntime(
             num_partitions=config.offsets_topic_num_partitions,
+            tick_interval_ms=GROUP_TICK_INTERVAL_MS,  # ticked by the periodic scheduler
             append=append,
             read=read,
             config=GroupConfig(
@@ -401,22 +373,44 @@ class BrokerServer:
         )
         return runtime
 
-    async def _run_log_cleaner(self, log_manager: LogManager) -> None:
-        """Compact ``cleanup.policy=compact`` logs every ``log.cleaner.backoff.ms``."""
-        if not self.config.log_cleaner_enable:
-            return
-        cleaner = LogCleaner()
-        while True:
-            await asyncio.sleep(self.config.log_cleaner_backoff_ms / 1000.0)
-            try:
-                stats = await asyncio.to_thread(
-                    cleaner.maybe_clean, log_manager.logs(), now_ms=wall_ms()
+    def _periodic_jobs(
+        self,
+        log_manager: LogManager,
+        replicas: ReplicaManager,
+        groups: GroupCoordinatorRuntime,
+    ) -> list[PeriodicJob]:
+        """Retention/flush/checkpoints, the cleaner, ISR expiry and the group timers."""
+        config = self.config
+
+        async def log_tasks(now_ms: int) -> None:
+            await run_blocking(log_manager.run_periodic_tasks, now_ms)
+
+        async def isr_expiration(_now_ms: int) -> None:
+            replicas.maybe_shrink_isrs()
+
+        async def group_timers(_now_ms: int) -> None:
+            await groups.tick()
+
+        jobs = [
+            PeriodicJob("log-tasks", config.log_retention_check_interval_ms, log_tasks),
+            # Kafka's isr-expiration: check for lagging followers every lag/2.
+            PeriodicJob(
+                "isr-expiration", max(config.replica_lag_time_max_ms / 2, 50), isr_expiration
+            ),
+            PeriodicJob("group-timers", GROUP_TICK_INTERVAL_MS, group_timers),
+        ]
+        if config.log_cleaner_enable:
+            cleaner = LogCleaner()
+
+            async def clean(now_ms: int) -> None:
+                stats = await run_blocking(
+                    lambda: cleaner.maybe_clean(log_manager.logs(), now_ms=now_ms)
                 )
-            except Exception:
-                log.exception("log cleaner pass failed")
-                continue
-            if stats.segments_rewritten:
-                log.info("log cleaner: %s", stats)
+                if stats.segments_rewritten:
+                    log.info("log cleaner: %s", stats)
+
+            jobs.append(PeriodicJob("log-cleaner", config.log_cleaner_backoff_ms, clean))
+        return jobs
 
     async def _start_coordinator_unless_stopped(self, port: int) -> bool:
         """Start the coordinator; False if a stop was requested first (e.g. while waiting
@@ -459,7 +453,7 @@ class BrokerServer:
             channel=channel,
             config_validator=_validate_topic_config,
         )
-        await _blocking(coordinator.start)
+        await run_blocking(coordinator.start)
         channel.cluster_id = coordinator.cluster_id
         self._controller_channel = channel
         self.coordinator = coordinator
@@ -490,14 +484,14 @@ class BrokerServer:
     async def _controlled_shutdown_once(self, coordinator: BrokerCoordinator) -> int:
         broker_id, epoch = self.config.broker_id, coordinator.broker_epoch
         if coordinator.is_controller:
-            remaining = await _blocking(
+            remaining = await run_blocking(
                 coordinator.controller.controlled_shutdown, broker_id, epoch
             )
             return len(remaining)
-        controller_id = await _blocking(coordinator.controller_id)
+        controller_id = await run_blocking(coordinator.controller_id)
         if controller_id is None:
             raise errors.NotControllerError("no active controller")
-        brokers = (await _blocking(coordinator.describe_cluster)).brokers
+        brokers = (await run_blocking(coordinator.describe_cluster)).brokers
         target = next((b for b in brokers if b.broker_id == controller_id), None)
         if target is None:
             raise errors.NotControllerError(f"controller {controller_id} is not registered")

@@ -24,6 +24,7 @@ from headwater.server.convert import (
 )
 from headwater.server.metadata_cache import MetadataCache
 from headwater.server.metrics import BrokerMetrics
+from headwater.server.offload import run_blocking
 from headwater.server.replica_manager import ReplicaManager
 from headwater.v1 import common_pb2, control_pb2, control_pb2_grpc
 
@@ -146,7 +147,7 @@ class ControlService(control_pb2_grpc.ControlServicer):
                 error_message="this broker is not the active controller",
             )
         try:
-            remaining = await asyncio.to_thread(
+            remaining = await run_blocking(
                 coordinator.controller.controlled_shutdown, request.broker_id, request.broker_epoch
             )
         except errors.HeadwaterError as exc:

@@ -32,6 +32,7 @@ from headwater.groups.runtime import GroupCoordinatorRuntime
 from headwater.replication import TopicPartition
 from headwater.server.convert import Context, pb_error
 from headwater.server.metadata_cache import MetadataCache
+from headwater.server.offload import run_blocking
 from headwater.server.replica_manager import ReplicaManager
 from headwater.v1 import group_pb2, group_pb2_grpc
 
@@ -123,7 +124,7 @@ class GroupService(group_pb2_grpc.GroupServicer):
             configs=offsets_topic_configs(),
         )
         try:
-            (result,) = await asyncio.to_thread(coordinator.create_topics, [topic])
+            (result,) = await run_blocking(coordinator.create_topics, [topic])
         except Exception:
             log.exception("creating %s failed", OFFSETS_TOPIC)
             return

@@ -9,11 +9,13 @@ Waiting is event driven (DESIGN.md, "Fetch is a long poll"): a waiting fetch
 registers an :class:`asyncio.Event` with each partition it reads; an append, a
 high-watermark advance or a role change sets those events.  A delayed produce
 is an :class:`asyncio.Future` resolved when the partition reports completion.
-The only periodic work is the ISR-shrink check, run every half
-``replica.lag.time.max.ms`` as in Kafka.
+The only periodic work is the ISR-shrink check (:meth:`maybe_shrink_isrs`),
+which the broker's periodic scheduler runs every half
+``replica.lag.time.max.ms``, as in Kafka.
 
 Thread model: every method runs on the broker's event loop.  Log calls are
-synchronous and short (page-cache writes); ZooKeeper calls go to a thread.
+synchronous and short (page-cache writes); ZooKeeper calls go to a worker thread
+(:func:`headwater.server.offload.run_blocking`).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from headwater.server.hosted import (
 )
 from headwater.server.isr_store import IsrStore
 from headwater.server.metrics import BrokerMetrics, PartitionSnapshot
+from headwater.server.offload import run_blocking
 from headwater.server.topic_configs import TopicConfigs
 from headwater.storage import LogConfig, LogManager
 
@@ -429,7 +432,7 @@ class ReplicaManager:
             zk_version=change.expected_zk_version,
         )
         try:
-            version = await asyncio.to_thread(
+            version = await run_blocking(
                 self._isr_store.update_isr, tp.topic, tp.partition, lai, change.expected_zk_version
             )
         except Exception as exc:
@@ -450,13 +453,6 @@ class ReplicaManager:
             change = hosted.state.maybe_shrink_isr(now)
             if change is not None:
                 self._spawn(self._write_isr(hosted, change))
-
-    async def run_isr_expiration(self) -> None:
-        """Kafka's ``isr-expiration`` task: check for lagging followers every lag/2."""
-        interval = max(self._lag_ms / 2000.0, 0.05)
-        while True:
-            await asyncio.sleep(interval)
-            self.maybe_shrink_isrs()
 
     # -- role changes ------------------------------------------------------------------------
 

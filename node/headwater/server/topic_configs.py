@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 from headwater import errors
 from headwater.server.isr_store import IsrStore
+from headwater.server.offload import run_blocking
 from headwater.storage import LogConfig
 
 log = logging.getLogger(__name__)
@@ -57,9 +58,9 @@ class TopicConfigs:
 
         for topic in set(topics) - set(self._watches):
             try:
-                overrides = await asyncio.to_thread(self._store.get_topic_config, topic)
+                overrides = await run_blocking(self._store.get_topic_config, topic)
                 self._overrides[topic] = dict(overrides)
-                self._watches[topic] = await asyncio.to_thread(
+                self._watches[topic] = await run_blocking(
                     self._store.watch_topic_config, topic, on_change
                 )
             except Exception as exc:  # the defaults still apply; the next LeaderAndIsr retries
