@@ -1,7 +1,7 @@
 """The follower side of replication as decisions: truncate-to, append, back off.
 
 Kafka's ``AbstractFetcherThread`` without the I/O (STYLE.md 2, 5).  The replica
-fetcher in :mod:`headwater.server.fetcher` does the gRPC calls and asks
+fetcher in :mod:`headwater.server.runtime.fetcher` does the gRPC calls and asks
 :class:`FollowerFetchState` what to do with each answer; the
 ``ReplicaManager`` applies the decision to the local log.  Nothing here reads
 a clock, sleeps or touches a log: the caller passes the local log's position

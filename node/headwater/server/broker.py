@@ -17,7 +17,7 @@ recovery), deregister from ZooKeeper, exit 0.
 Threads: the asyncio loop runs everything here; the coordinator (kazoo, the
 controller) has its own threads and reaches the loop only through gRPC, and
 blocking ZooKeeper and disk calls are made in daemon threads
-(:func:`headwater.server.offload.run_blocking`), so a
+(:func:`headwater.server.runtime.offload.run_blocking`), so a
 call stuck on an unreachable ZooKeeper can neither hold up the shutdown nor
 keep the process from exiting.
 
@@ -54,20 +54,20 @@ from headwater.groups.placement import OFFSETS_TOPIC
 from headwater.groups.runtime import GroupCoordinatorRuntime
 from headwater.groups.values import GroupConfig
 from headwater.replication import TopicPartition
-from headwater.server.admin_service import AdminService
-from headwater.server.broker_service import BrokerService, ProducerIdAllocator
 from headwater.server.config import BrokerConfig
-from headwater.server.control_service import ControlService
-from headwater.server.controller_channel import GrpcControllerChannel
-from headwater.server.fetcher import ReplicaFetcherManager, channel_options
-from headwater.server.group_service import GroupService, replica_callables
-from headwater.server.hosted import wall_ms
-from headwater.server.isr_store import ZooKeeperIsrStore
-from headwater.server.metadata_cache import MetadataCache
 from headwater.server.metrics import BrokerMetrics, GroupOffset, RebalanceFigures
-from headwater.server.offload import run_blocking
-from headwater.server.replica_manager import ReplicaManager
-from headwater.server.scheduler import PeriodicJob, PeriodicScheduler
+from headwater.server.runtime.controller_channel import GrpcControllerChannel
+from headwater.server.runtime.fetcher import ReplicaFetcherManager, channel_options
+from headwater.server.runtime.hosted import wall_ms
+from headwater.server.runtime.isr_store import ZooKeeperIsrStore
+from headwater.server.runtime.metadata_cache import MetadataCache
+from headwater.server.runtime.offload import run_blocking
+from headwater.server.runtime.replica_manager import ReplicaManager
+from headwater.server.runtime.scheduler import PeriodicJob, PeriodicScheduler
+from headwater.server.services.admin import AdminService
+from headwater.server.services.broker import BrokerService, ProducerIdAllocator
+from headwater.server.services.control import ControlService
+from headwater.server.services.group import GroupService, replica_callables
 from headwater.server.startup import DeferredServices, Readiness
 from headwater.storage import LogConfig, LogManager
 from headwater.storage.cleaner import LogCleaner

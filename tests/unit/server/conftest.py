@@ -9,7 +9,7 @@ import pytest
 from headwater.coordination.model import LeaderAndIsr, PartitionState
 from headwater.replication import TopicPartition
 from headwater.server.metrics import BrokerMetrics
-from headwater.server.replica_manager import ReplicaManager
+from headwater.server.runtime.replica_manager import ReplicaManager
 from headwater.storage import LogManager
 
 TP = TopicPartition("orders", 0)

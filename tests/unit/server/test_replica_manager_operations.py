@@ -9,7 +9,7 @@ import asyncio
 from headwater.errors import ErrorCode
 from headwater.records import Record, build_batch
 from headwater.replication.follower import LocalLog, StartAt, TruncateTo
-from headwater.server.hosted import LATEST_TIMESTAMP
+from headwater.server.runtime.hosted import LATEST_TIMESTAMP
 
 from .conftest import TP, Harness
 

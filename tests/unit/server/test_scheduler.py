@@ -7,8 +7,8 @@ import asyncio
 import threading
 
 import pytest
-from headwater.server.offload import run_blocking
-from headwater.server.scheduler import PeriodicJob, PeriodicScheduler
+from headwater.server.runtime.offload import run_blocking
+from headwater.server.runtime.scheduler import PeriodicJob, PeriodicScheduler
 
 
 async def wait_until(predicate: object, *, timeout_s: float = 5.0) -> None:

@@ -4,7 +4,7 @@ ISR expiry and the group coordinator's timers.
 Kafka's ``KafkaScheduler``, on the event loop.  Each job is a name, an
 interval and a coroutine function taking ``now_ms`` (wall clock, as the
 storage layer's retention expects); a job whose work blocks off-loads it
-itself (:func:`headwater.server.offload.run_blocking`).  A job that raises is
+itself (:func:`headwater.server.runtime.offload.run_blocking`).  A job that raises is
 logged and runs again at its next tick; jobs never overlap themselves.
 
 Shutdown: :meth:`PeriodicScheduler.close` stops every job at its next sleep

@@ -1,8 +1,8 @@
 """What the broker runtime holds per hosted partition, and the values its operations return.
 
-Split from :mod:`headwater.server.replica_manager` so the services and the
+Split from :mod:`headwater.server.runtime.replica_manager` so the services and the
 replica fetcher can name results without importing the manager's internals.
-Only the :class:`~headwater.server.replica_manager.ReplicaManager` creates,
+Only the :class:`~headwater.server.runtime.replica_manager.ReplicaManager` creates,
 reads or mutates a :class:`HostedPartition` (and so its ``Log``); everyone
 else goes through the manager's operations.
 """

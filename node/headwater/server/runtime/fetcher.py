@@ -41,8 +41,8 @@ from headwater.replication.follower import (
     StartAt,
     TruncateTo,
 )
-from headwater.server.hosted import monotonic_ms
-from headwater.server.replica_manager import ReplicaManager
+from headwater.server.runtime.hosted import monotonic_ms
+from headwater.server.runtime.replica_manager import ReplicaManager
 from headwater.v1 import broker_pb2, broker_pb2_grpc
 
 log = logging.getLogger(__name__)

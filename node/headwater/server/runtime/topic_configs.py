@@ -18,8 +18,8 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 
 from headwater import errors
-from headwater.server.isr_store import IsrStore
-from headwater.server.offload import run_blocking
+from headwater.server.runtime.isr_store import IsrStore
+from headwater.server.runtime.offload import run_blocking
 from headwater.storage import LogConfig
 
 log = logging.getLogger(__name__)

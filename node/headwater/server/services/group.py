@@ -8,7 +8,7 @@ topic (``offsets.topic.num.partitions``, ``offsets.topic.replication.factor`` ca
 the live broker count, ``cleanup.policy=compact``) and answers
 COORDINATOR_NOT_AVAILABLE until it has leaders -- clients retry.
 
-:func:`replica_callables` adapts a :class:`~headwater.server.replica_manager.ReplicaManager`
+:func:`replica_callables` adapts a :class:`~headwater.server.runtime.replica_manager.ReplicaManager`
 to the runtime's ``append``/``read`` seams.
 """
 
@@ -31,9 +31,9 @@ from headwater.groups.placement import (
 from headwater.groups.runtime import GroupCoordinatorRuntime
 from headwater.replication import TopicPartition
 from headwater.server.convert import Context, pb_error
-from headwater.server.metadata_cache import MetadataCache
-from headwater.server.offload import run_blocking
-from headwater.server.replica_manager import ReplicaManager
+from headwater.server.runtime.metadata_cache import MetadataCache
+from headwater.server.runtime.offload import run_blocking
+from headwater.server.runtime.replica_manager import ReplicaManager
 from headwater.v1 import group_pb2, group_pb2_grpc
 
 log = logging.getLogger(__name__)

@@ -7,7 +7,6 @@ and the replication state machines; this module only converts.
 from __future__ import annotations
 
 import itertools
-import time
 from collections.abc import Callable
 
 from headwater import errors
@@ -15,11 +14,11 @@ from headwater.coordination import names
 from headwater.errors import ErrorCode
 from headwater.records.allocator import tune_allocator
 from headwater.replication import TopicPartition
-from headwater.server import hosted
-from headwater.server import replica_manager as rm
 from headwater.server.convert import Context, broker_to_proto, pb_error
-from headwater.server.metadata_cache import MetadataCache
-from headwater.server.metrics import BrokerMetrics
+from headwater.server.metrics import BrokerMetrics, Timer
+from headwater.server.runtime import hosted
+from headwater.server.runtime import replica_manager as rm
+from headwater.server.runtime.metadata_cache import MetadataCache
 from headwater.v1 import broker_pb2, broker_pb2_grpc
 
 PRODUCER_ID_BITS = 40
@@ -39,19 +38,6 @@ class ProducerIdAllocator:
 
     def next_id(self) -> int:
         return self._base | (next(self._counter) % (1 << PRODUCER_ID_BITS))
-
-
-class Timer:
-    """Counts and times one RPC into the broker metrics."""
-
-    def __init__(self, metrics: BrokerMetrics, rpc: str) -> None:
-        self._metrics = metrics
-        self._rpc = rpc
-        self._start = time.perf_counter()
-
-    def done(self, outcome: str = "ok") -> None:
-        self._metrics.latency.labels(self._rpc).observe(time.perf_counter() - self._start)
-        self._metrics.requests.labels(self._rpc, outcome).inc()
 
 
 class BrokerService(broker_pb2_grpc.BrokerServicer):

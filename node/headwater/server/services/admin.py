@@ -17,12 +17,11 @@ from headwater import errors
 from headwater.coordination.admin import NewTopic
 from headwater.coordination.broker import BrokerCoordinator
 from headwater.errors import ErrorCode
-from headwater.server.broker_service import Timer
 from headwater.server.config import BrokerConfig
 from headwater.server.convert import Context, broker_to_proto, pb_error
-from headwater.server.metadata_cache import MetadataCache
-from headwater.server.metrics import BrokerMetrics
-from headwater.server.offload import run_blocking
+from headwater.server.metrics import BrokerMetrics, Timer
+from headwater.server.runtime.metadata_cache import MetadataCache
+from headwater.server.runtime.offload import run_blocking
 from headwater.storage import LogConfig
 from headwater.v1 import admin_pb2, admin_pb2_grpc, common_pb2
 

@@ -15,7 +15,7 @@ which the broker's periodic scheduler runs every half
 
 Thread model: every method runs on the broker's event loop.  Log calls are
 synchronous and short (page-cache writes); ZooKeeper calls go to a worker thread
-(:func:`headwater.server.offload.run_blocking`).
+(:func:`headwater.server.runtime.offload.run_blocking`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ from headwater.replication import FetchWait, IsrChange, Partition, ProduceComple
 from headwater.replication.follower import LocalLog, StartAt, TruncateTo
 from headwater.replication.producer_state import Verdict
 from headwater.server import idempotence
-from headwater.server.hosted import (
+from headwater.server.metrics import BrokerMetrics, PartitionSnapshot
+from headwater.server.runtime.hosted import (
     FetchResult,
     FetchSpec,
     HostedPartition,
@@ -44,10 +45,9 @@ from headwater.server.hosted import (
     monotonic_ms,
     wall_ms,
 )
-from headwater.server.isr_store import IsrStore
-from headwater.server.metrics import BrokerMetrics, PartitionSnapshot
-from headwater.server.offload import run_blocking
-from headwater.server.topic_configs import TopicConfigs
+from headwater.server.runtime.isr_store import IsrStore
+from headwater.server.runtime.offload import run_blocking
+from headwater.server.runtime.topic_configs import TopicConfigs
 from headwater.storage import LogConfig, LogManager
 
 log = logging.getLogger(__name__)

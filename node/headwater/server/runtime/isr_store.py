@@ -1,7 +1,7 @@
 """The ZooKeeper seam of the replica runtime: ISR writes and topic-config reads.
 
 :class:`IsrStore` is what the ``ReplicaManager`` (ISR changes) and
-:class:`~headwater.server.topic_configs.TopicConfigs` (overrides) need from
+:class:`~headwater.server.runtime.topic_configs.TopicConfigs` (overrides) need from
 ZooKeeper, and nothing more; tests pass an in-memory implementation.
 :class:`ZooKeeperIsrStore` is the production adapter over the broker's
 :class:`~headwater.coordination.broker.BrokerCoordinator`, which connects
