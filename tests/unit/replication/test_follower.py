@@ -32,7 +32,7 @@ def fetching(backoff_ms: float = 100) -> FollowerFetchState:
 
 
 def batch(base_offset: int, count: int) -> bytes:
-    return build_batch([Record(None, b"v")] * count, base_offset=base_offset)
+    return build_batch([Record(None, b"v")] * count, base_offset=base_offset, timestamp_ms=0)
 
 
 def epoch_end(

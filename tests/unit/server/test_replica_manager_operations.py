@@ -15,7 +15,7 @@ from .conftest import TP, Harness
 
 
 def batch(base_offset: int, *values: bytes) -> bytes:
-    return build_batch([Record(None, v) for v in values], base_offset=base_offset)
+    return build_batch([Record(None, v) for v in values], base_offset=base_offset, timestamp_ms=0)
 
 
 def follow(harness: Harness) -> None:
