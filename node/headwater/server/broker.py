@@ -37,7 +37,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 import grpc
@@ -58,7 +58,7 @@ from headwater.server.config import BrokerConfig
 from headwater.server.metrics import BrokerMetrics, GroupOffset, RebalanceFigures
 from headwater.server.runtime.controller_channel import GrpcControllerChannel
 from headwater.server.runtime.fetcher import ReplicaFetcherManager, channel_options
-from headwater.server.runtime.hosted import wall_ms
+from headwater.server.runtime.hosted import RoleChanges, wall_ms
 from headwater.server.runtime.isr_store import ZooKeeperIsrStore
 from headwater.server.runtime.metadata_cache import MetadataCache
 from headwater.server.runtime.offload import run_blocking
@@ -148,6 +148,10 @@ class BrokerServer:
         self._leaders: dict[int, BrokerRegistration] = {}
         self.readiness = Readiness(config.broker_id)
         self.replicas: ReplicaManager | None = None
+        self._fetchers: ReplicaFetcherManager | None = None
+        self._on_offsets_leadership: Callable[[TopicPartition, int | None], None] = (
+            lambda _tp, _epoch: None
+        )
         self._controller_channel: GrpcControllerChannel | None = None
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -200,9 +204,10 @@ class BrokerServer:
             replica_lag_time_max_ms=config.replica_lag_time_max_ms,
             default_log_properties=config.log_config_properties(),
             is_known_partition=self.metadata.contains,
+            on_role_changes=self._apply_role_changes,
         )
         self.replicas = replicas
-        fetchers = ReplicaFetcherManager(
+        fetchers = self._fetchers = ReplicaFetcherManager(
             manager=replicas,
             broker_id=config.broker_id,
             max_bytes=config.replica_fetch_max_bytes,
@@ -210,10 +215,6 @@ class BrokerServer:
             backoff_ms=config.replica_fetch_backoff_ms,
             max_message_bytes=config.grpc_max_message_bytes,
         )
-        replicas.on_follower_change = lambda changes: fetchers.add_partitions(
-            changes, self._leaders
-        )
-        replicas.on_stop_follower = fetchers.remove_partitions
         self.metrics.register_state(
             partitions=replicas.snapshots,
             is_controller=lambda: self.coordinator is not None and self.coordinator.is_controller,
@@ -355,7 +356,7 @@ class BrokerServer:
             loads.add(future)
             future.add_done_callback(loads.discard)
 
-        replicas.on_leadership_change = on_leadership_change
+        self._on_offsets_leadership = on_leadership_change
 
         def end_offset(topic: str, partition: int) -> int | None:
             return replicas.high_watermark(TopicPartition(topic, partition))
@@ -372,6 +373,16 @@ class BrokerServer:
             },
         )
         return runtime
+
+    def _apply_role_changes(self, changes: RoleChanges) -> None:
+        """A LeaderAndIsr's or StopReplica's role changes: fetchers, then group leaderships."""
+        if self._fetchers is not None:
+            if changes.unfollow:
+                self._fetchers.remove_partitions(changes.unfollow)
+            if changes.follow:
+                self._fetchers.add_partitions(changes.follow, self._leaders)
+        for tp, leader_epoch in changes.leadership:
+            self._on_offsets_leadership(tp, leader_epoch)
 
     def _periodic_jobs(
         self,

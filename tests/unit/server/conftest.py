@@ -9,6 +9,7 @@ import pytest
 from headwater.coordination.model import LeaderAndIsr, PartitionState
 from headwater.replication import TopicPartition
 from headwater.server.metrics import BrokerMetrics
+from headwater.server.runtime.hosted import RoleChanges
 from headwater.server.runtime.replica_manager import ReplicaManager
 from headwater.storage import LogManager
 
@@ -51,6 +52,7 @@ class Harness:
         self.store = FakeIsrStore()
         self.clock = FakeClock()
         self.logs = LogManager([tmp_path / "logs"])
+        self.role_changes: list[RoleChanges] = []
         self.manager = ReplicaManager(
             broker_id=0,
             log_manager=self.logs,
@@ -60,6 +62,7 @@ class Harness:
             replica_lag_time_max_ms=1000,
             default_log_properties={"min.insync.replicas": "2"},
             is_known_partition=lambda tp: tp == TP,
+            on_role_changes=self.role_changes.append,
             clock_ms=self.clock,
         )
 

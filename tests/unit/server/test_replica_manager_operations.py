@@ -9,7 +9,7 @@ import asyncio
 from headwater.errors import ErrorCode
 from headwater.records import Record, build_batch
 from headwater.replication.follower import LocalLog, StartAt, TruncateTo
-from headwater.server.runtime.hosted import LATEST_TIMESTAMP
+from headwater.server.runtime.hosted import LATEST_TIMESTAMP, RoleChanges
 
 from .conftest import TP, Harness
 
@@ -113,3 +113,20 @@ def test_topic_config_watch_lives_as_long_as_a_hosted_partition(harness: Harness
         assert harness.store.watched == []
 
     asyncio.run(scenario())
+
+
+def test_role_changes_are_handed_over_once_per_request(harness: Harness) -> None:
+    follow(harness)
+    m = harness.manager
+    assert harness.role_changes == [RoleChanges([], [(TP, None)], {TP: (1, 1)})]
+    m.become_leader_or_follower(
+        controller_epoch=1, states=[harness.state(leader=0, isr=(0, 1), epoch=2)]
+    )
+    assert harness.role_changes[-1] == RoleChanges([TP], [(TP, 2)], {})
+    m.become_leader_or_follower(  # the same epoch again: still leader, nothing to unfollow
+        controller_epoch=1, states=[harness.state(leader=0, isr=(0, 1), epoch=2)]
+    )
+    assert harness.role_changes[-1] == RoleChanges([], [(TP, 2)], {})
+    m.stop_replicas(controller_epoch=1, partitions=[(TP, False)])
+    assert harness.role_changes[-1] == RoleChanges([TP], [(TP, None)], {})
+    assert len(harness.role_changes) == 4

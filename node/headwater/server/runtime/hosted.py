@@ -73,6 +73,18 @@ LATEST_TIMESTAMP = -1
 """ListOffsets' timestamp for "the end" (the HW for consumers, the LEO for replicas)."""
 
 
+class RoleChanges(NamedTuple):
+    """A decision of one LeaderAndIsr or StopReplica for the replica fetchers and the
+    group coordinator; the composition root applies it, in field order."""
+
+    unfollow: list[TopicPartition]
+    """Partitions whose replica fetcher must stop (became leader, or stopped)."""
+    leadership: list[tuple[TopicPartition, int | None]]
+    """``(partition, leader epoch)`` when leading, ``None`` when not, in request order."""
+    follow: dict[TopicPartition, tuple[int, int]]
+    """Partitions to fetch: ``(leader id, leader epoch)``."""
+
+
 @dataclasses.dataclass(eq=False)
 class HostedPartition:
     """A partition on this broker: its state machine, its log and who waits on it."""

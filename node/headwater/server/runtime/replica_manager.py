@@ -41,6 +41,7 @@ from headwater.server.runtime.hosted import (
     HostedPartition,
     OffsetLookup,
     ProduceResult,
+    RoleChanges,
     assign_epoch,
     monotonic_ms,
     wall_ms,
@@ -67,8 +68,11 @@ class ReplicaManager:
         replica_lag_time_max_ms: int,
         default_log_properties: Mapping[str, str],
         is_known_partition: Callable[[TopicPartition], bool],
+        on_role_changes: Callable[[RoleChanges], None] = lambda _changes: None,
         clock_ms: Callable[[], float] = monotonic_ms,
     ) -> None:
+        """``on_role_changes`` is told, once per LeaderAndIsr or StopReplica, what the
+        replica fetchers and the group coordinator must change (event loop)."""
         self.broker_id = broker_id
         self._clock_ms = clock_ms
         self._log_manager = log_manager
@@ -87,15 +91,7 @@ class ReplicaManager:
             default_properties=default_log_properties,
             on_change=self._apply_log_config,
         )
-        self.on_follower_change: Callable[[dict[TopicPartition, tuple[int, int]]], None] = (
-            lambda _changes: None
-        )
-        self.on_stop_follower: Callable[[Iterable[TopicPartition]], None] = lambda _tps: None
-        self.on_leadership_change: Callable[[TopicPartition, int | None], None] = (
-            lambda _tp, _epoch: None
-        )
-        """Told ``(partition, leader epoch)`` on becoming or staying leader, ``None`` on
-        becoming a follower or stopping (the group coordinator follows its partitions)."""
+        self._on_role_changes = on_role_changes
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -496,7 +492,7 @@ class ReplicaManager:
             return ErrorCode.STALE_CONTROLLER_EPOCH, []
         self.controller_epoch = controller_epoch
         results: list[tuple[TopicPartition, ErrorCode]] = []
-        new_followers: dict[TopicPartition, tuple[int, int]] = {}
+        changes = RoleChanges([], [], {})
         for ps in states:
             tp = TopicPartition(ps.topic, ps.partition)
             if self.broker_id not in ps.replicas:
@@ -506,7 +502,8 @@ class ReplicaManager:
             try:
                 hosted = self._hosted(tp)
                 if lai.leader == self.broker_id:
-                    self._make_leader(hosted, ps)
+                    if self._make_leader(hosted, ps):
+                        changes.unfollow.append(tp)
                 else:
                     changed = hosted.state.make_follower(
                         leader_id=lai.leader,
@@ -518,9 +515,9 @@ class ReplicaManager:
                     if changed:
                         self._apply_completions(hosted.state.abort_delayed_produces())
                         hosted.wake()
-                        new_followers[tp] = (lai.leader, lai.leader_epoch)
-                self.on_leadership_change(
-                    tp, lai.leader_epoch if lai.leader == self.broker_id else None
+                        changes.follow[tp] = (lai.leader, lai.leader_epoch)
+                changes.leadership.append(
+                    (tp, lai.leader_epoch if lai.leader == self.broker_id else None)
                 )
                 results.append((tp, ErrorCode.NONE))
             except errors.HeadwaterError as exc:
@@ -529,11 +526,11 @@ class ReplicaManager:
             except Exception:
                 log.exception("LeaderAndIsr for %s failed", tp)
                 results.append((tp, ErrorCode.KAFKA_STORAGE_ERROR))
-        if new_followers:
-            self.on_follower_change(new_followers)
+        self._on_role_changes(changes)
         return ErrorCode.NONE, results
 
-    def _make_leader(self, hosted: HostedPartition, ps: PartitionState) -> None:
+    def _make_leader(self, hosted: HostedPartition, ps: PartitionState) -> bool:
+        """Become leader; True if this replica was a follower until now."""
         lai = ps.leader_and_isr
         tp = hosted.state.topic_partition
         was_follower = not hosted.state.is_leader
@@ -549,11 +546,11 @@ class ReplicaManager:
         if changed:
             assign_epoch(hosted.log, lai.leader_epoch, hosted.log.log_end_offset)
             if was_follower:
-                self.on_stop_follower([tp])
                 idempotence.rebuild(hosted.producers, hosted.log)
             log.info("%s: leader in epoch %d, ISR %s", tp, lai.leader_epoch, list(lai.isr))
             hosted.sync_high_watermark()
             hosted.wake()
+        return changed and was_follower
 
     def stop_replicas(
         self, *, controller_epoch: int, partitions: Sequence[tuple[TopicPartition, bool]]
@@ -561,10 +558,10 @@ class ReplicaManager:
         if controller_epoch < self.controller_epoch:
             return ErrorCode.STALE_CONTROLLER_EPOCH, []
         self.controller_epoch = controller_epoch
-        self.on_stop_follower([tp for tp, _ in partitions])
         results = []
+        changes = RoleChanges([tp for tp, _ in partitions], [], {})
         for tp, delete in partitions:
-            self.on_leadership_change(tp, None)
+            changes.leadership.append((tp, None))
             hosted = self.partitions.pop(tp, None)
             if hosted is not None:
                 hosted.state.stop()
@@ -578,6 +575,7 @@ class ReplicaManager:
             results.append((tp, ErrorCode.NONE))
         hosted_topics = {tp.topic for tp in self.partitions}
         self._configs.release({tp.topic for tp, _ in partitions} - hosted_topics)
+        self._on_role_changes(changes)
         return ErrorCode.NONE, results
 
     def shutdown(self) -> None:
