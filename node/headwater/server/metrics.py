@@ -9,6 +9,7 @@ the replica manager, so the hot path only increments counters.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
@@ -200,3 +201,16 @@ class BrokerMetrics:
         """Start the HTTP endpoint in a daemon thread; returns the server (or None)."""
         result = prometheus_client.start_http_server(port, addr=host, registry=self.registry)
         return result
+
+
+class Timer:
+    """Counts and times one RPC into the broker metrics."""
+
+    def __init__(self, metrics: BrokerMetrics, rpc: str) -> None:
+        self._metrics = metrics
+        self._rpc = rpc
+        self._start = time.perf_counter()
+
+    def done(self, outcome: str = "ok") -> None:
+        self._metrics.latency.labels(self._rpc).observe(time.perf_counter() - self._start)
+        self._metrics.requests.labels(self._rpc, outcome).inc()
