@@ -60,6 +60,7 @@ from headwater.server.config import BrokerConfig
 from headwater.server.control_service import ControlService
 from headwater.server.controller_channel import GrpcControllerChannel
 from headwater.server.fetcher import ReplicaFetcherManager, channel_options
+from headwater.server.group_lag import RemoteEndOffsets, list_latest
 from headwater.server.group_service import GroupService, replica_callables
 from headwater.server.metadata_cache import MetadataCache
 from headwater.server.metrics import BrokerMetrics, GroupOffset, RebalanceFigures
@@ -169,6 +170,7 @@ class BrokerServer:
         self.coordinator: BrokerCoordinator | None = None
         self.log_manager: LogManager | None = None
         self.groups: GroupCoordinatorRuntime | None = None
+        self.remote_end_offsets: RemoteEndOffsets | None = None
         self._stop = asyncio.Event()
         self._leaders: dict[int, BrokerRegistration] = {}
         self.readiness = Readiness(config.broker_id)
@@ -253,6 +255,7 @@ class BrokerServer:
         isr_task = loop.create_task(replicas.run_isr_expiration())
         groups_task = loop.create_task(groups.run())
         cleaner_task = loop.create_task(self._run_log_cleaner(self.log_manager))
+        lag_task = loop.create_task(self._run_group_lag())
         try:
             if not await self._start_coordinator_unless_stopped(port):
                 return 0
@@ -268,7 +271,7 @@ class BrokerServer:
         finally:
             _start_exit_watchdog(config.broker_id, SHUTDOWN_TIMEOUT_S)
             stopping_at = time.monotonic()
-            for task in (isr_task, groups_task, cleaner_task):
+            for task in (isr_task, groups_task, cleaner_task, lag_task):
                 task.cancel()
             await _bounded("closing the group coordinator", groups.close(), 3.0)
             # Release delayed produces and long polls, then stop serving (so no
@@ -383,9 +386,22 @@ class BrokerServer:
 
         replicas.on_leadership_change = on_leadership_change
 
+        remote = self.remote_end_offsets = RemoteEndOffsets(
+            wanted=lambda: [
+                tp
+                for tp in {
+                    TopicPartition(t.topic, t.partition) for _, t, _ in runtime.committed_offsets()
+                }
+                if tp not in replicas.partitions
+            ],
+            leader_address=self._leader_address,
+            ask=list_latest(timeout_s=config.controller_socket_timeout_ms / 1000.0),
+        )
+
         def end_offset(topic: str, partition: int) -> int | None:
-            hosted = replicas.partitions.get(TopicPartition(topic, partition))
-            return hosted.log.high_watermark if hosted is not None else None
+            tp = TopicPartition(topic, partition)
+            hosted = replicas.partitions.get(tp)
+            return hosted.log.high_watermark if hosted is not None else remote.get(tp)
 
         self.metrics.register_groups(
             committed=lambda: [
@@ -399,6 +415,17 @@ class BrokerServer:
             },
         )
         return runtime
+
+    async def _run_group_lag(self) -> None:
+        """Refresh remote end offsets for the group lag metric (see server/group_lag.py)."""
+        if self.remote_end_offsets is not None:
+            await self.remote_end_offsets.run()
+
+    def _leader_address(self, tp: TopicPartition) -> str | None:
+        """``host:port`` of ``tp``'s leader when it is another live broker, else None."""
+        leader = self.metadata.leader_of(tp)
+        b = self.metadata.brokers.get(leader)
+        return f"{b.host}:{b.port}" if b is not None and leader != self.config.broker_id else None
 
     async def _run_log_cleaner(self, log_manager: LogManager) -> None:
         """Compact ``cleanup.policy=compact`` logs every ``log.cleaner.backoff.ms``."""
