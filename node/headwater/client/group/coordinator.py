@@ -500,7 +500,8 @@ class ConsumerCoordinator:
         """The leader's assignment of every member (metadata of their topics first)."""
         topics = requests.subscribed_topics(resp)
         self._metadata.add_topics(topics)
-        self._metadata.fetch(topics)
+        if any(not self._metadata.current.partition_count(t) for t in topics):
+            self._metadata.fetch(topics)  # a topic only another member subscribes to
         counts = {t: n for t in topics if (n := self._metadata.current.partition_count(t))}
         return requests.leader_assignments(resp, counts)
 
