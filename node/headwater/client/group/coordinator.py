@@ -336,7 +336,7 @@ class ConsumerCoordinator:
             self.listener.on_partitions_lost(set(lost))
         wait_until = deadline_ms if not self._subs.assignment() else self._clock()
         for _ in range(8):  # a join answer, a sync answer, a rejoin: each step progresses
-            if self._closed.is_set() or not self._step(wait_until):
+            if self._closed.is_set() or not self._step(wait_until, deadline_ms):
                 break
         self._raise_if_fenced()
         self._maybe_auto_commit()
@@ -347,24 +347,27 @@ class ConsumerCoordinator:
                 f"group.instance.id {self.group_instance_id!r} was taken over by another consumer"
             )
 
-    def _step(self, deadline_ms: float) -> bool:
-        """Apply an answer or send the next call; False when there is nothing to do yet."""
+    def _step(self, wait_until: float, deadline_ms: float) -> bool:
+        """Apply an answer or send the next call; False when there is nothing to do yet.
+
+        Waits for an answer or the coordinator until ``wait_until``; commits before a
+        revocation get until ``deadline_ms`` (the poll's)."""
         flight = self._inflight
         if flight is not None:
-            if not calls.wait(flight.future, deadline_ms=deadline_ms, clock=self._clock):
+            if not calls.wait(flight.future, deadline_ms=wait_until, clock=self._clock):
                 return False
             self._inflight = None
             if flight.kind is _Kind.JOIN:
                 self._joined(flight)
             else:
-                self._synced(flight)
+                self._synced(flight, deadline_ms)
             return True
         with self._lock:
             due = self._member.join_due(self._clock())
             revoke = set(self._member.owned) if not self._member.cooperative else set()
         if not due:
             return False
-        address = self._calls.coordinator(deadline_ms=deadline_ms)
+        address = self._calls.coordinator(deadline_ms=wait_until)
         if address is None:
             return False
         if revoke:  # eager: give everything up (committing first) before rejoining
@@ -449,7 +452,7 @@ class ConsumerCoordinator:
         )
         self._send(_Kind.SYNC, sync, address=address, generation_id=joined.generation_id)
 
-    def _synced(self, flight: _InFlight) -> None:
+    def _synced(self, flight: _InFlight, deadline_ms: float) -> None:
         try:
             resp = flight.future.result()
         except errors.HeadwaterError as exc:
@@ -466,11 +469,11 @@ class ConsumerCoordinator:
         if isinstance(change, Outcome):
             self._act(change, errors.for_code(resp.error_code, resp.error_message or "SyncGroup"))
             return
-        self._apply(change)
+        self._apply(change, deadline_ms)
 
-    def _apply(self, change: AssignmentChange) -> None:
+    def _apply(self, change: AssignmentChange, deadline_ms: float) -> None:
         if change.revoked:  # cooperative: only what moved (eager revoked before joining)
-            self._commit_before_revoke(deadline_ms=self._clock())
+            self._commit_before_revoke(deadline_ms=deadline_ms)
             self.listener.on_partitions_revoked(set(change.revoked))
         self._set_assignment(set(change.assignment))
         if self._member.cooperative:
