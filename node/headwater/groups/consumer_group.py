@@ -112,6 +112,8 @@ class Heartbeat:
     subscribed_topics: frozenset[str] | None = None
     owned: frozenset[TopicPartition] | None = None
     rebalance_timeout_ms: int = 300_000
+    server_assignor: str | None = None
+    """``group.remote.assignor``: one of the broker's ``group.consumer.assignors``."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,6 +132,7 @@ class ConsumerMember:
     member_id: str
     instance_id: str | None
     subscribed_topics: frozenset[str] = frozenset()
+    server_assignor: str | None = None
     member_epoch: int = JOIN_EPOCH
     previous_member_epoch: int = JOIN_EPOCH
     state: MemberState = MemberState.STABLE
@@ -151,14 +154,16 @@ class ConsumerGroup:
         self,
         group_id: str,
         *,
-        assignor: str = "uniform",
+        assignors: tuple[str, ...] = ("uniform", "range"),
         session_timeout_ms: int = 45_000,
         member_id_factory: Callable[[], str],
     ) -> None:
-        if assignor not in ASSIGNORS:
-            raise ValueError(f"unknown assignor {assignor!r}; expected one of {list(ASSIGNORS)}")
+        unknown = [a for a in assignors if a not in ASSIGNORS]
+        if unknown or not assignors:
+            raise ValueError(f"assignors {unknown or '()'}: expected some of {list(ASSIGNORS)}")
         self.group_id = group_id
-        self.assignor = assignor
+        self.assignors = assignors
+        """``group.consumer.assignors``; the first is the default."""
         self.session_timeout_ms = session_timeout_ms
         self._new_member_id = member_id_factory
         self.state = GroupState.EMPTY
@@ -177,6 +182,8 @@ class ConsumerGroup:
         """Apply one heartbeat and answer it (see the module docstring)."""
         if self.state is GroupState.DEAD:
             return HeartbeatResult(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if hb.server_assignor is not None and hb.server_assignor not in self.assignors:
+            return HeartbeatResult(ErrorCode.UNSUPPORTED_ASSIGNOR, hb.member_id)
         if hb.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
             return self._leave(hb, now_ms=now_ms, partition_counts=partition_counts)
         if hb.member_epoch == JOIN_EPOCH:
@@ -193,8 +200,12 @@ class ConsumerGroup:
             member = found
         member.session_deadline_ms = now_ms + self.session_timeout_ms
         member.rebalance_timeout_ms = hb.rebalance_timeout_ms
+        changed = False
         if hb.subscribed_topics is not None and hb.subscribed_topics != member.subscribed_topics:
-            member.subscribed_topics = hb.subscribed_topics
+            member.subscribed_topics, changed = hb.subscribed_topics, True
+        if hb.server_assignor is not None and hb.server_assignor != member.server_assignor:
+            member.server_assignor, changed = hb.server_assignor, True
+        if changed:
             self._bump_epoch()
         self._maybe_compute_target(partition_counts)
         self._reconcile(member, hb.owned, now_ms=now_ms)
@@ -231,7 +242,10 @@ class ConsumerGroup:
                 self.target[member.member_id] = self.target.pop(old_id)
         else:
             member = ConsumerMember(
-                hb.member_id or self._new_member_id(), instance, hb.subscribed_topics
+                hb.member_id or self._new_member_id(),
+                instance,
+                hb.subscribed_topics,
+                hb.server_assignor,
             )
         self.members[member.member_id] = member
         if instance is not None:
@@ -296,6 +310,14 @@ class ConsumerGroup:
         subscriptions = {m.member_id: m.subscribed_topics for m in self.members.values()}
         self.target = ASSIGNORS[self.assignor](subscriptions, partition_counts, self.target)
         self.target_epoch = self.group_epoch
+
+    @property
+    def assignor(self) -> str:
+        """The assignor most members ask for (ties: configured order), else the default."""
+        asked = [m.server_assignor for m in self.members.values() if m.server_assignor]
+        if not asked:
+            return self.assignors[0]
+        return max(self.assignors, key=lambda a: (asked.count(a), -self.assignors.index(a)))
 
     def _held_by_others(self, member: ConsumerMember) -> frozenset[TopicPartition]:
         others = (m.held for m in self.members.values() if m is not member)

@@ -88,7 +88,7 @@ class World:
         ids = itertools.count(1)
         self.group = ConsumerGroup(
             "g",
-            assignor=assignor,
+            assignors=(assignor,),
             session_timeout_ms=SESSION,
             member_id_factory=lambda: f"m{next(ids)}",
         )
@@ -306,8 +306,30 @@ def test_a_join_without_subscription_is_invalid() -> None:
 
 
 def test_unknown_assignor_is_refused() -> None:
-    with pytest.raises(ValueError, match="assignor"):
-        ConsumerGroup("g", assignor="sticky", member_id_factory=lambda: "m")
+    with pytest.raises(ValueError, match="assignors"):
+        ConsumerGroup("g", assignors=("sticky",), member_id_factory=lambda: "m")
+    w = World()
+    r = w.send(Heartbeat("", JOIN_EPOCH, None, T, frozenset(), server_assignor="range"))
+    assert r.error_code is ErrorCode.UNSUPPORTED_ASSIGNOR and not w.group.members
+
+
+def test_the_assignor_most_members_ask_for_is_used() -> None:
+    ids = itertools.count(1)
+    group = ConsumerGroup(
+        "g", assignors=("uniform", "range"), member_id_factory=lambda: f"m{next(ids)}"
+    )
+    assert group.assignor == "uniform"
+    for choice in ("range", "range", "uniform"):
+        hb = Heartbeat("", JOIN_EPOCH, None, T, frozenset(), server_assignor=choice)
+        assert group.heartbeat(hb, now_ms=0, partition_counts=COUNTS).error_code is ErrorCode.NONE
+    assert group.assignor == "range"
+    epoch = group.group_epoch
+    m3 = group.members["m3"]
+    hb = Heartbeat("m3", m3.member_epoch, owned=m3.assigned, server_assignor="range")
+    group.heartbeat(hb, now_ms=0, partition_counts=COUNTS)
+    assert group.group_epoch == epoch + 1  # an assignor change is a member change
+    # range over m1, m2, m3 in id order: contiguous pairs (the target, not yet reconciled)
+    assert group.target["m1"] == {TP("t", 0), TP("t", 1)}
 
 
 # -- static members ------------------------------------------------------------------------
