@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import re
 from collections.abc import Callable, Mapping
 
 from headwater.errors import ErrorCode
@@ -114,6 +115,9 @@ class Heartbeat:
     rebalance_timeout_ms: int = 300_000
     server_assignor: str | None = None
     """``group.remote.assignor``: one of the broker's ``group.consumer.assignors``."""
+    subscribed_topic_regex: str | None = None
+    """Topics whose whole name matches (re.fullmatch), besides ``subscribed_topics``;
+    "" drops the regex."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,6 +137,9 @@ class ConsumerMember:
     instance_id: str | None
     subscribed_topics: frozenset[str] = frozenset()
     server_assignor: str | None = None
+    subscribed_regex: str | None = None
+    regex_topics: frozenset[str] = frozenset()
+    """The topics ``subscribed_regex`` matched when the coordinator last looked."""
     member_epoch: int = JOIN_EPOCH
     previous_member_epoch: int = JOIN_EPOCH
     state: MemberState = MemberState.STABLE
@@ -145,6 +152,10 @@ class ConsumerMember:
     @property
     def held(self) -> frozenset[TopicPartition]:
         return self.assigned | self.pending_revocation
+
+    @property
+    def subscription(self) -> frozenset[str]:
+        return self.subscribed_topics | self.regex_topics
 
 
 class ConsumerGroup:
@@ -184,10 +195,12 @@ class ConsumerGroup:
             return HeartbeatResult(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         if hb.server_assignor is not None and hb.server_assignor not in self.assignors:
             return HeartbeatResult(ErrorCode.UNSUPPORTED_ASSIGNOR, hb.member_id)
+        if hb.subscribed_topic_regex and not _valid_regex(hb.subscribed_topic_regex):
+            return HeartbeatResult(ErrorCode.INVALID_REQUEST, hb.member_id)
         if hb.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
             return self._leave(hb, now_ms=now_ms, partition_counts=partition_counts)
         if hb.member_epoch == JOIN_EPOCH:
-            joined = self._join(hb, now_ms=now_ms)
+            joined = self._join(hb, now_ms=now_ms, partition_counts=partition_counts)
             if isinstance(joined, ErrorCode):
                 return HeartbeatResult(joined, hb.member_id)
             member = joined
@@ -205,6 +218,10 @@ class ConsumerGroup:
             member.subscribed_topics, changed = hb.subscribed_topics, True
         if hb.server_assignor is not None and hb.server_assignor != member.server_assignor:
             member.server_assignor, changed = hb.server_assignor, True
+        if hb.subscribed_topic_regex is not None:
+            member.subscribed_regex = hb.subscribed_topic_regex or None
+        if self._resolve_regexes(partition_counts):  # a topic created or deleted
+            changed = True
         if changed:
             self._bump_epoch()
         self._maybe_compute_target(partition_counts)
@@ -225,8 +242,10 @@ class ConsumerGroup:
             and hb.owned <= member.assigned
         )
 
-    def _join(self, hb: Heartbeat, *, now_ms: int) -> ConsumerMember | ErrorCode:
-        if hb.subscribed_topics is None:
+    def _join(
+        self, hb: Heartbeat, *, now_ms: int, partition_counts: Mapping[str, int]
+    ) -> ConsumerMember | ErrorCode:
+        if hb.subscribed_topics is None and not hb.subscribed_topic_regex:
             return ErrorCode.INVALID_REQUEST  # a join must say what it subscribes to
         instance = hb.instance_id
         old_id = self.static_members.get(instance) if instance is not None else None
@@ -244,9 +263,11 @@ class ConsumerGroup:
             member = ConsumerMember(
                 hb.member_id or self._new_member_id(),
                 instance,
-                hb.subscribed_topics,
+                hb.subscribed_topics or frozenset(),
                 hb.server_assignor,
+                hb.subscribed_topic_regex or None,
             )
+            self._resolve_regexes(partition_counts, only=member)
         self.members[member.member_id] = member
         if instance is not None:
             self.static_members[instance] = member.member_id
@@ -274,7 +295,12 @@ class ConsumerGroup:
 
     def tick(self, *, now_ms: int, partition_counts: Mapping[str, int]) -> list[str]:
         """Remove members whose session expired or who did not revoke within their
-        rebalance timeout; returns their ids."""
+        rebalance timeout, and follow topics created or deleted under members' regexes;
+        returns the ids of the members removed."""
+        if self._resolve_regexes(partition_counts):
+            self._bump_epoch()
+            self._maybe_compute_target(partition_counts)
+            self._update_state()
         gone = [
             m
             for m in self.members.values()
@@ -307,7 +333,7 @@ class ConsumerGroup:
     def _maybe_compute_target(self, partition_counts: Mapping[str, int]) -> None:
         if self.target_epoch >= self.group_epoch:
             return
-        subscriptions = {m.member_id: m.subscribed_topics for m in self.members.values()}
+        subscriptions = {m.member_id: m.subscription for m in self.members.values()}
         self.target = ASSIGNORS[self.assignor](subscriptions, partition_counts, self.target)
         self.target_epoch = self.group_epoch
 
@@ -318,6 +344,23 @@ class ConsumerGroup:
         if not asked:
             return self.assignors[0]
         return max(self.assignors, key=lambda a: (asked.count(a), -self.assignors.index(a)))
+
+    def _resolve_regexes(
+        self, partition_counts: Mapping[str, int], *, only: ConsumerMember | None = None
+    ) -> bool:
+        """Match members' regexes against the topics; whether any match changed.
+        Internal topics (names starting with ``__``) are never matched."""
+        changed = False
+        for m in [only] if only is not None else list(self.members.values()):
+            found: frozenset[str] = frozenset()
+            if m.subscribed_regex:
+                pattern = re.compile(m.subscribed_regex)
+                found = frozenset(
+                    t for t in partition_counts if not t.startswith("__") and pattern.fullmatch(t)
+                )
+            if found != m.regex_topics:
+                m.regex_topics, changed = found, True
+        return changed
 
     def _held_by_others(self, member: ConsumerMember) -> frozenset[TopicPartition]:
         others = (m.held for m in self.members.values() if m is not member)
@@ -361,3 +404,11 @@ class ConsumerGroup:
             new = GroupState.STABLE
         if new is not self.state:
             self.state = self.state.transition_to(new)
+
+
+def _valid_regex(pattern: str) -> bool:
+    try:
+        re.compile(pattern)
+    except re.error:
+        return False
+    return True

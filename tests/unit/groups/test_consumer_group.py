@@ -370,3 +370,40 @@ def test_a_static_member_gone_past_its_session_is_removed() -> None:
     w.rounds()
     assert a not in w.group.members and w.owned[b] == ALL and w.stable()
     assert "i-a" not in w.group.static_members
+
+
+# -- regex subscriptions -------------------------------------------------------------------
+
+
+def regex_join(group: ConsumerGroup, regex: str, counts: dict[str, int]) -> HeartbeatResult:
+    hb = Heartbeat("", JOIN_EPOCH, None, None, frozenset(), subscribed_topic_regex=regex)
+    return group.heartbeat(hb, now_ms=0, partition_counts=counts)
+
+
+def test_a_regex_subscribes_to_every_matching_topic_but_internal_ones() -> None:
+    counts = {"orders-eu": 2, "orders-us": 1, "payments": 3, "__consumer_offsets": 6}
+    group = ConsumerGroup("g", member_id_factory=lambda: "m1")
+    r = regex_join(group, "orders-.*|__.*", counts)
+    assert r.error_code is ErrorCode.NONE and group.group_epoch == 1
+    assert r.assignment == {TP("orders-eu", 0), TP("orders-eu", 1), TP("orders-us", 0)}
+
+
+def test_a_topic_created_under_a_regex_bumps_the_epoch_and_is_assigned() -> None:
+    counts = {"orders-eu": 1}
+    group = ConsumerGroup("g", member_id_factory=lambda: "m1")
+    r = regex_join(group, "orders-.*", counts)
+    assert r.member_epoch == 1
+    counts["orders-us"] = 2
+    assert group.tick(now_ms=1, partition_counts=counts) == []
+    assert group.group_epoch == 2 and group.state is GroupState.RECONCILING
+    hb = Heartbeat("m1", 1, owned=r.assignment)
+    r = group.heartbeat(hb, now_ms=2, partition_counts=counts)
+    assert r.member_epoch == 2
+    assert r.assignment == {TP("orders-eu", 0), TP("orders-us", 0), TP("orders-us", 1)}
+    assert group.state is GroupState.STABLE
+
+
+def test_an_invalid_regex_is_refused() -> None:
+    group = ConsumerGroup("g", member_id_factory=lambda: "m1")
+    r = regex_join(group, "orders-(", {"orders-eu": 1})
+    assert r.error_code is ErrorCode.INVALID_REQUEST and not group.members
