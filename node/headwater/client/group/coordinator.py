@@ -138,6 +138,7 @@ class ConsumerCoordinator:
         self._next_auto_commit_ms = clock() + auto_commit_interval_ms
         self._closed = threading.Event()
         self._commit_pool = concurrent.futures.ThreadPoolExecutor(1, "headwater-commit")
+        self._auto_commit: concurrent.futures.Future[None] | None = None
         self._completed_callbacks: list[Callable[[], None]] = []
         self._heartbeat = threading.Thread(
             target=self._heartbeat_loop, name="headwater-heartbeat", daemon=True
@@ -273,7 +274,7 @@ class ConsumerCoordinator:
         self,
         offsets: Mapping[TopicPartition, OffsetAndMetadata] | None = None,
         callback: CommitCallback | None = None,
-    ) -> None:
+    ) -> concurrent.futures.Future[None]:
         """Commit in the background; ``callback(offsets, error)`` runs in a later ``poll``."""
         offsets = dict(self.current_positions() if offsets is None else offsets)
 
@@ -289,7 +290,7 @@ class ConsumerCoordinator:
             elif error is not None:
                 log.warning("async commit for group %s failed: %s", self.group_id, error)
 
-        self._commit_pool.submit(job)
+        return self._commit_pool.submit(job)
 
     def _run_callbacks(self) -> None:
         with self._lock:
@@ -302,8 +303,10 @@ class ConsumerCoordinator:
         if not self.enable_auto_commit or self._clock() < self._next_auto_commit_ms:
             return
         self._next_auto_commit_ms = self._clock() + self.auto_commit_interval_ms
+        if self._auto_commit is not None and not self._auto_commit.done():
+            return  # the last one is still trying: no queue of stale commits
         if self.current_positions():
-            self.commit_async()
+            self._auto_commit = self.commit_async()
 
     def _commit_before_revoke(self, *, deadline_ms: float) -> None:
         """Auto-commit what is about to be revoked, within the poll's time (at least
