@@ -46,6 +46,9 @@ from headwater.records.allocator import tune_allocator
 
 log = logging.getLogger(__name__)
 
+_MIN_LOOKUP_MS = 1000.0
+"""The least time an offset-reset lookup inside ``poll`` gets, however short the poll."""
+
 
 class Consumer:
     """Reads records from assigned or subscribed partitions.
@@ -306,13 +309,26 @@ class Consumer:
                 )
             need_reset[tp] = strategy
         if need_reset:
-            found = self._list_offsets(
-                {
-                    tp: offsets.EARLIEST_TIMESTAMP if s == EARLIEST else offsets.LATEST_TIMESTAMP
-                    for tp, s in need_reset.items()
-                },
-                timeout_ms=self.default_api_timeout_ms,
-            )
+            # Bounded by the caller's deadline too (at least _MIN_LOOKUP_MS, so that a
+            # poll(0) still gets an answer): a lookup that fails in time is retried by
+            # the next call, as an OffsetFetch in flight is.
+            budget_ms = max(deadline_ms - self._clock(), _MIN_LOOKUP_MS)
+            try:
+                found = self._list_offsets(
+                    {
+                        tp: offsets.EARLIEST_TIMESTAMP
+                        if s == EARLIEST
+                        else offsets.LATEST_TIMESTAMP
+                        for tp, s in need_reset.items()
+                    },
+                    timeout_ms=budget_ms,
+                    request_timeout_ms=min(budget_ms, self.settings.request_timeout_ms),
+                )
+            except errors.HeadwaterError as exc:
+                if not exc.retriable:
+                    raise
+                log.debug("offset reset lookup failed, retried next poll: %s", exc)
+                return
             for tp, ot in found.items():
                 if self._subs.is_assigned(tp) and self._subs.position(tp) is None:
                     self._subs.seek(tp, ot.offset if ot is not None else 0)
@@ -350,8 +366,15 @@ class Consumer:
             self._update_positions(deadline_ms=deadline)
         raise errors.RequestTimedOutError(f"no position for {partition} in time")
 
-    def committed(self, partition: TopicPartition) -> int | None:
-        """The group's committed offset of ``partition`` (None: nothing committed)."""
+    def committed(self, partition: TopicPartition, timeout_ms: float | None = None) -> int | None:
+        """The group's committed offset of ``partition`` (None: nothing committed), looked
+        up within ``timeout_ms`` (default ``default_api_timeout_ms``)."""
+        if self._group is not None and self._committed is self._group:
+            found = self._group.fetch(
+                [partition], timeout_ms=timeout_ms or self.default_api_timeout_ms
+            )
+            om = found.get(partition)
+            return om.offset if om is not None else None
         return self._committed.committed([partition]).get(partition)
 
     def _require_group(self) -> ConsumerCoordinator:
@@ -386,14 +409,18 @@ class Consumer:
         return st.high_watermark if st is not None and st.high_watermark >= 0 else None
 
     def _list_offsets(
-        self, query: Mapping[TopicPartition, int], *, timeout_ms: float
+        self,
+        query: Mapping[TopicPartition, int],
+        *,
+        timeout_ms: float,
+        request_timeout_ms: float | None = None,
     ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
         return offsets.list_offsets(
             query,
             metadata=self._metadata,
             channels=self._channels,
             retry=self.settings.retry,
-            request_timeout_ms=self.settings.request_timeout_ms,
+            request_timeout_ms=request_timeout_ms or self.settings.request_timeout_ms,
             timeout_ms=timeout_ms,
         )
 
