@@ -486,7 +486,8 @@ class ConsumerCoordinator:
             self.listener.on_partitions_assigned(set(change.assignment))
 
     def _subscribed_topics(self) -> list[str]:
-        self._metadata.maybe_refresh()
+        """The topics to join with: named ones need no metadata (a refresh could wait on
+        an unresponsive broker); a pattern is matched against every topic."""
         if self._subs.pattern is not None:
             self._metadata.fetch(None)
             meta = self._metadata.current
