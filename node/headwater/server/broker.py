@@ -55,6 +55,7 @@ from headwater.groups.runtime import GroupCoordinatorRuntime
 from headwater.groups.values import GroupConfig
 from headwater.replication import TopicPartition
 from headwater.server.config import BrokerConfig
+from headwater.server.group_lag import REFRESH_INTERVAL_S, RemoteEndOffsets, list_latest
 from headwater.server.metrics import BrokerMetrics, GroupOffset, RebalanceFigures
 from headwater.server.runtime.controller_channel import GrpcControllerChannel
 from headwater.server.runtime.fetcher import ReplicaFetcherManager, channel_options
@@ -144,6 +145,7 @@ class BrokerServer:
         self.coordinator: BrokerCoordinator | None = None
         self.log_manager: LogManager | None = None
         self.groups: GroupCoordinatorRuntime | None = None
+        self.remote_end_offsets: RemoteEndOffsets | None = None
         self._stop = asyncio.Event()
         self._leaders: dict[int, BrokerRegistration] = {}
         self.readiness = Readiness(config.broker_id)
@@ -358,8 +360,22 @@ class BrokerServer:
 
         self._on_offsets_leadership = on_leadership_change
 
+        remote = self.remote_end_offsets = RemoteEndOffsets(
+            wanted=lambda: [
+                tp
+                for tp in {
+                    TopicPartition(t.topic, t.partition) for _, t, _ in runtime.committed_offsets()
+                }
+                if tp not in replicas.partitions
+            ],
+            leader_address=self._leader_address,
+            ask=list_latest(timeout_s=config.controller_socket_timeout_ms / 1000.0),
+        )
+
         def end_offset(topic: str, partition: int) -> int | None:
-            return replicas.high_watermark(TopicPartition(topic, partition))
+            tp = TopicPartition(topic, partition)
+            local = replicas.high_watermark(tp)
+            return local if local is not None else remote.get(tp)
 
         self.metrics.register_groups(
             committed=lambda: [
@@ -410,6 +426,13 @@ class BrokerServer:
             ),
             PeriodicJob("group-timers", GROUP_TICK_INTERVAL_MS, group_timers),
         ]
+        if self.remote_end_offsets is not None:
+            remote = self.remote_end_offsets
+
+            async def group_lag(_now_ms: int) -> None:
+                await remote.refresh()
+
+            jobs.append(PeriodicJob("group-lag", REFRESH_INTERVAL_S * 1000, group_lag))
         if config.log_cleaner_enable:
             cleaner = LogCleaner()
 
@@ -422,6 +445,12 @@ class BrokerServer:
 
             jobs.append(PeriodicJob("log-cleaner", config.log_cleaner_backoff_ms, clean))
         return jobs
+
+    def _leader_address(self, tp: TopicPartition) -> str | None:
+        """``host:port`` of ``tp``'s leader when it is another live broker, else None."""
+        leader = self.metadata.leader_of(tp)
+        b = self.metadata.brokers.get(leader)
+        return f"{b.host}:{b.port}" if b is not None and leader != self.config.broker_id else None
 
     async def _start_coordinator_unless_stopped(self, port: int) -> bool:
         """Start the coordinator; False if a stop was requested first (e.g. while waiting

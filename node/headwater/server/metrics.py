@@ -88,9 +88,10 @@ class RebalanceFigures(NamedTuple):
 class _GroupCollector:
     """Consumer-group figures of the groups this broker coordinates (issue 5, "Metrics").
 
-    Lag is the partition's high watermark (as this broker's replica knows it) minus the
-    committed offset; partitions with no replica here have no lag sample (the coordinator
-    does no network I/O at scrape time).
+    Lag is the partition's end offset minus the committed offset: the high watermark of
+    this broker's replica, or for a partition with no replica here the one its leader
+    last reported (:mod:`headwater.server.group_lag`; a scrape does no network I/O).
+    A partition whose end offset is not known yet has no lag sample.
     """
 
     def __init__(
