@@ -1,6 +1,6 @@
 """The broker's real group coordinator, in-process, for the consumer's group-client tests.
 
-Runs :class:`headwater.server.group_service.GroupService` over a real
+Runs :class:`headwater.server.services.group.GroupService` over a real
 :class:`headwater.groups.runtime.GroupCoordinatorRuntime` (one ``__consumer_offsets``
 partition kept in memory) on a gRPC server on 127.0.0.1, on an event loop of its own
 thread.  Only discovery is simplified: FindCoordinator names this server, since there is
@@ -20,8 +20,8 @@ import grpc
 from headwater.groups.runtime import GroupCoordinatorRuntime
 from headwater.groups.values import GroupConfig
 from headwater.records import read_batches, set_base_offset
-from headwater.server.group_service import GroupService
-from headwater.server.metadata_cache import MetadataCache
+from headwater.server.runtime.metadata_cache import MetadataCache
+from headwater.server.services.group import GroupService
 from headwater.v1 import group_pb2, group_pb2_grpc
 
 
