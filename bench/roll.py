@@ -2,7 +2,7 @@
 longest produce stall a client sees while it happens.
 
 A producer writes acks=all (RF=3, min.insync.replicas=2), one record at a time, so each
-send's latency is what an application waits; the roll engine (``headwater_operator.roll``,
+send's latency is what an application waits; the roll engine (``headwater.roll.engine``,
 local backend) restarts the brokers one by one.  Prints the roll's duration and the send
 latencies during it (p50, p99, max); never asserts.
 
@@ -20,10 +20,10 @@ import time
 from pathlib import Path
 
 from headwater import Admin, Producer
+from headwater.roll.engine import Roller, RollSettings, RollState
+from headwater.roll.local import LocalBackend
+from headwater.roll.probe import AdminProbe
 from headwater.testing import Cluster, is_healthy
-from headwater_operator.probe import AdminProbe
-from headwater_operator.roll import Roller, RollSettings, RollState
-from headwater_operator.roll_local import LocalBackend
 
 TAIL = int(os.environ.get("BENCH_LOG_TAIL", "15"))
 """Broker log lines printed when a roll fails."""

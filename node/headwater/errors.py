@@ -80,6 +80,9 @@ class ErrorCode(enum.IntEnum):
     INVALID_RECORD = 87
     PRODUCER_FENCED = 90
     RESOURCE_NOT_FOUND = 91
+    FENCED_MEMBER_EPOCH = 110
+    UNRELEASED_INSTANCE_ID = 111
+    UNSUPPORTED_ASSIGNOR = 112
 
 
 class HeadwaterError(Exception):
@@ -305,6 +308,24 @@ class MemberIdRequiredError(HeadwaterError):
 
 class FencedInstanceIdError(HeadwaterError):
     code = ErrorCode.FENCED_INSTANCE_ID
+
+
+class FencedMemberEpochError(HeadwaterError):
+    """KIP-848: the heartbeat's member epoch is not the member's; rejoin with epoch 0."""
+
+    code = ErrorCode.FENCED_MEMBER_EPOCH
+
+
+class UnreleasedInstanceIdError(HeadwaterError):
+    """KIP-848: a static member with this instance id is still in the group."""
+
+    code = ErrorCode.UNRELEASED_INSTANCE_ID
+
+
+class UnsupportedAssignorError(HeadwaterError):
+    """KIP-848: the requested server-side assignor is not configured."""
+
+    code = ErrorCode.UNSUPPORTED_ASSIGNOR
 
 
 class EligibleLeadersNotAvailableError(HeadwaterError):

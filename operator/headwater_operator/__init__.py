@@ -7,8 +7,9 @@ operator`` and tests build their own registry with :func:`handlers.register`.
 
 Only this package imports kopf (DESIGN.md layering), and only where it is installed.
 The logic lives in kopf-free modules: :mod:`topics` (spec vs. actual, pure),
-:mod:`topic_reconciler` (the Admin side), :mod:`roll` (the roll engine) with its
-backends :mod:`roll_kube` and :mod:`roll_local`.
+:mod:`topic_reconciler` (the Admin side) and :mod:`roll_kube`, the Kubernetes backend
+of the roll engine, which lives in the core package (:mod:`headwater.roll`) so that
+``headwater cluster roll`` imports it without this package.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from __future__ import annotations
 import importlib.util
 import os
 
-# ``headwater cluster roll`` uses the roll engine without the operator extra: register
-# kopf handlers only where kopf is installed.
+# The kopf-free modules stay importable without the operator extra: register kopf
+# handlers only where kopf is installed.
 if importlib.util.find_spec("kopf") is not None:
     import kopf
 

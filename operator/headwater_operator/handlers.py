@@ -29,6 +29,15 @@ from typing import Any
 
 import kopf
 from headwater.client import Admin
+from headwater.roll.engine import (
+    ClusterProbe,
+    Roller,
+    RollEvent,
+    RollResult,
+    RollSettings,
+    RollState,
+)
+from headwater.roll.probe import AdminProbe
 
 from headwater_operator import conditions, metrics
 from headwater_operator.config import (
@@ -38,15 +47,6 @@ from headwater_operator.config import (
     TOPIC_FINALIZER,
     OperatorConfig,
     peering_priority,
-)
-from headwater_operator.probe import AdminProbe
-from headwater_operator.roll import (
-    ClusterProbe,
-    Roller,
-    RollEvent,
-    RollResult,
-    RollSettings,
-    RollState,
 )
 from headwater_operator.roll_kube import ClientKubeApi, KubeApi, KubeBackend
 from headwater_operator.topic_reconciler import (

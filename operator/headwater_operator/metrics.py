@@ -12,8 +12,7 @@ import contextlib
 from collections.abc import Iterator
 
 import prometheus_client
-
-from headwater_operator.roll import RollObserver
+from headwater.roll.engine import RollObserver
 
 RECONCILES = prometheus_client.Counter(
     "headwater_operator_reconciles",

@@ -22,9 +22,10 @@ import json
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from headwater.roll.engine import Member, RollEvent, RollResult, RollState, RollTarget
+
 from headwater_operator import conditions
 from headwater_operator.config import MANUAL_ROLL_ANNOTATION
-from headwater_operator.roll import Member, RollEvent, RollResult, RollState, RollTarget
 
 Obj = dict[str, Any]
 
@@ -83,7 +84,7 @@ def restart_reason(pod: Mapping[str, Any], sts: Mapping[str, Any]) -> str | None
 
 
 class KubeBackend:
-    """:class:`headwater_operator.roll.RollBackend` for one broker StatefulSet."""
+    """:class:`headwater.roll.engine.RollBackend` for one broker StatefulSet."""
 
     def __init__(self, api: KubeApi, *, namespace: str, statefulset: str) -> None:
         self.api = api

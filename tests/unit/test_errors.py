@@ -24,3 +24,12 @@ def test_unknown_code_is_an_unknown_server_error() -> None:
     exc = errors.for_code(9999, "boom")
     assert isinstance(exc, errors.UnknownServerError)
     assert "9999" in str(exc)
+
+
+def test_kip848_codes_keep_kafkas_numbers_and_names() -> None:
+    assert errors.ErrorCode.FENCED_MEMBER_EPOCH == 110
+    assert errors.ErrorCode.UNRELEASED_INSTANCE_ID == 111
+    assert errors.ErrorCode.UNSUPPORTED_ASSIGNOR == 112
+    assert isinstance(errors.for_code(110), errors.FencedMemberEpochError)
+    assert isinstance(errors.for_code(111), errors.UnreleasedInstanceIdError)
+    assert isinstance(errors.for_code(112), errors.UnsupportedAssignorError)

@@ -7,18 +7,16 @@ offline partition (no leader), internal topics included, since those are what
 an operator acts on.
 
 ``roll --data-dir DIR`` restarts the brokers of a ``headwater dev`` cluster one
-at a time with the operator's roll engine (``headwater_operator.roll``): the
+at a time with the roll engine the operator also uses (:mod:`headwater.roll`): the
 controller last, never taking a partition below min.insync.replicas, waiting
 for each broker to be back in sync; ``--to-version V`` raises
 ``inter.broker.protocol.version`` to V on the way (refused while brokers run
-mixed software, and below the version in force).  The engine ships with the
-operator package, so it is imported only when the command runs.
+mixed software, and below the version in force).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import signal
 import sys
 import time
@@ -27,8 +25,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from headwater.cli import dev
-from headwater.cli._common import CliError, add_output_option, print_json
+from headwater.cli._common import add_output_option, print_json
 from headwater.cli.topics import add_bootstrap_option, admin_for, client_errors
+from headwater.roll import engine, local, probe
 
 
 def register(sub: Any) -> None:
@@ -195,29 +194,19 @@ def _roll(args: argparse.Namespace) -> int:
     from headwater.client import Admin
     from headwater.testing.cluster import is_healthy
 
-    try:
-        roll: Any = importlib.import_module("headwater_operator.roll")
-        roll_local: Any = importlib.import_module("headwater_operator.roll_local")
-        probe: Any = importlib.import_module("headwater_operator.probe")
-    except ModuleNotFoundError as exc:
-        raise CliError(
-            f"the roll engine is missing ({exc.name}): install headwater[operator]"
-        ) from None
     processes = _DevProcesses(args.data_dir.resolve())
     bootstrap = ",".join(b.address for b in processes.brokers.values())
-    backend = roll_local.LocalBackend(
-        processes, healthy=is_healthy, protocol_version=args.to_version
-    )
+    backend = local.LocalBackend(processes, healthy=is_healthy, protocol_version=args.to_version)
 
-    def note(event: Any) -> None:
+    def note(event: engine.RollEvent) -> None:
         print(f"headwater cluster roll: {event.reason}: {event.message}", file=sys.stderr)
 
     started = time.monotonic()
     with client_errors(), Admin(bootstrap) as admin:
-        result = roll.Roller(
+        result = engine.Roller(
             backend,
             probe.AdminProbe(admin),
-            settings=roll.RollSettings(operation_timeout_s=args.operation_timeout_s),
+            settings=engine.RollSettings(operation_timeout_s=args.operation_timeout_s),
             notify=note,
         ).run()
     out = {

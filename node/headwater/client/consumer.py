@@ -46,6 +46,9 @@ from headwater.records.allocator import tune_allocator
 
 log = logging.getLogger(__name__)
 
+_MIN_LOOKUP_MS = 1000.0
+"""The least time an offset-reset lookup inside ``poll`` gets, however short the poll."""
+
 
 class Consumer:
     """Reads records from assigned or subscribed partitions.
@@ -217,11 +220,11 @@ class Consumer:
         self._fetcher.clear(before - after)
         self._fetcher.wakeup()
 
-    def _update_assignment_from_subscription(self) -> None:
+    def _update_assignment_from_subscription(self, *, deadline_ms: float) -> None:
         if not self._subs.is_subscribed:
             return
         if self._group is not None:
-            self._group.poll()
+            self._group.poll(deadline_ms=deadline_ms)
             return
         if self._subs.pattern is not None:
             if self._metadata.needs_update() or self._subscribed_metadata is None:
@@ -254,8 +257,8 @@ class Consumer:
         limit = max_records or self.settings.max_poll_records
         deadline = self._clock() + timeout_ms
         while True:
-            self._update_assignment_from_subscription()
-            self._update_positions(timeout_ms=self.default_api_timeout_ms)
+            self._update_assignment_from_subscription(deadline_ms=deadline)
+            self._update_positions(deadline_ms=deadline)
             recs = self._fetcher.take(limit, paused=self._subs.is_paused)
             if recs:
                 return recs
@@ -263,7 +266,9 @@ class Consumer:
             if remaining <= 0:
                 return []
             self._fetcher.wakeup()
-            self._fetcher.wait_for_data(min(remaining, 1000.0) / 1000.0)
+            # While the group rebalances, come back soon for the answers in flight.
+            slice_ms = 100.0 if self._group is not None and self._group.busy else 1000.0
+            self._fetcher.wait_for_data(min(remaining, slice_ms) / 1000.0)
 
     def __iter__(self) -> Iterator[ConsumerRecord]:
         """Records forever, or until ``consumer_timeout_ms`` pass without one."""
@@ -274,13 +279,23 @@ class Consumer:
                 return
             yield from recs
 
-    def _update_positions(self, *, timeout_ms: float) -> None:
+    def _update_positions(self, *, deadline_ms: float) -> None:
+        """Position partitions that have none: at the committed offset or by
+        ``auto_offset_reset``.  A group's OffsetFetch unanswered by ``deadline_ms``
+        stays in flight for the next call, and the partitions wait without a position."""
         missing = self._subs.missing_positions()
         if not missing:
             return
         need_reset: dict[TopicPartition, str] = {}
         no_reset = [tp for tp in missing if self._subs.pending_reset(tp) is None]
-        committed = self._committed.committed(no_reset) if no_reset else {}
+        committed: Mapping[TopicPartition, int | None] = {}
+        if no_reset and self._group is not None and self._committed is self._group:
+            fetched = self._group.fetch_for_poll(no_reset, deadline_ms=deadline_ms)
+            if fetched is None:
+                return
+            committed = fetched
+        elif no_reset:
+            committed = self._committed.committed(no_reset)
         for tp in missing:
             pending = self._subs.pending_reset(tp)
             offset = committed.get(tp)
@@ -294,13 +309,26 @@ class Consumer:
                 )
             need_reset[tp] = strategy
         if need_reset:
-            found = self._list_offsets(
-                {
-                    tp: offsets.EARLIEST_TIMESTAMP if s == EARLIEST else offsets.LATEST_TIMESTAMP
-                    for tp, s in need_reset.items()
-                },
-                timeout_ms=timeout_ms,
-            )
+            # Bounded by the caller's deadline too (at least _MIN_LOOKUP_MS, so that a
+            # poll(0) still gets an answer): a lookup that fails in time is retried by
+            # the next call, as an OffsetFetch in flight is.
+            budget_ms = max(deadline_ms - self._clock(), _MIN_LOOKUP_MS)
+            try:
+                found = self._list_offsets(
+                    {
+                        tp: offsets.EARLIEST_TIMESTAMP
+                        if s == EARLIEST
+                        else offsets.LATEST_TIMESTAMP
+                        for tp, s in need_reset.items()
+                    },
+                    timeout_ms=budget_ms,
+                    request_timeout_ms=min(budget_ms, self.settings.request_timeout_ms),
+                )
+            except errors.HeadwaterError as exc:
+                if not exc.retriable:
+                    raise
+                log.debug("offset reset lookup failed, retried next poll: %s", exc)
+                return
             for tp, ot in found.items():
                 if self._subs.is_assigned(tp) and self._subs.position(tp) is None:
                     self._subs.seek(tp, ot.offset if ot is not None else 0)
@@ -324,16 +352,29 @@ class Consumer:
         self._fetcher.clear(tps)
 
     def position(self, partition: TopicPartition, timeout_ms: float | None = None) -> int:
-        """The offset of the next record ``poll`` will return for ``partition``."""
-        pos = self._subs.position(partition)
-        if pos is None:
-            self._update_positions(timeout_ms=timeout_ms or self.default_api_timeout_ms)
+        """The offset of the next record ``poll`` will return for ``partition``, looked
+        up within ``timeout_ms`` (default ``default_api_timeout_ms``)."""
+        deadline = self._clock() + (timeout_ms or self.default_api_timeout_ms)
+        for _ in range(10_000):  # each round waits for an answer or the deadline
             pos = self._subs.position(partition)
-        assert pos is not None
-        return pos
+            if pos is not None:
+                return pos
+            if not self._subs.is_assigned(partition):
+                raise errors.HeadwaterError(f"{partition} is not assigned to this consumer")
+            if self._clock() >= deadline:
+                break
+            self._update_positions(deadline_ms=deadline)
+        raise errors.RequestTimedOutError(f"no position for {partition} in time")
 
-    def committed(self, partition: TopicPartition) -> int | None:
-        """The group's committed offset of ``partition`` (None: nothing committed)."""
+    def committed(self, partition: TopicPartition, timeout_ms: float | None = None) -> int | None:
+        """The group's committed offset of ``partition`` (None: nothing committed), looked
+        up within ``timeout_ms`` (default ``default_api_timeout_ms``)."""
+        if self._group is not None and self._committed is self._group:
+            found = self._group.fetch(
+                [partition], timeout_ms=timeout_ms or self.default_api_timeout_ms
+            )
+            om = found.get(partition)
+            return om.offset if om is not None else None
         return self._committed.committed([partition]).get(partition)
 
     def _require_group(self) -> ConsumerCoordinator:
@@ -342,11 +383,16 @@ class Consumer:
         return self._group
 
     def commit(
-        self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | None = None
+        self,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | None = None,
+        timeout_ms: float | None = None,
     ) -> None:
-        """Commit ``offsets`` (default: the position of every assigned partition) and wait."""
+        """Commit ``offsets`` (default: the position of every assigned partition) and wait,
+        at most ``timeout_ms`` (default ``default_api_timeout_ms``)."""
         self._check_open()
-        self._require_group().commit_sync(_offsets(offsets))
+        self._require_group().commit_sync(
+            _offsets(offsets), timeout_ms=timeout_ms or self.default_api_timeout_ms
+        )
 
     def commit_async(
         self,
@@ -363,14 +409,18 @@ class Consumer:
         return st.high_watermark if st is not None and st.high_watermark >= 0 else None
 
     def _list_offsets(
-        self, query: Mapping[TopicPartition, int], *, timeout_ms: float
+        self,
+        query: Mapping[TopicPartition, int],
+        *,
+        timeout_ms: float,
+        request_timeout_ms: float | None = None,
     ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
         return offsets.list_offsets(
             query,
             metadata=self._metadata,
             channels=self._channels,
             retry=self.settings.retry,
-            request_timeout_ms=self.settings.request_timeout_ms,
+            request_timeout_ms=request_timeout_ms or self.settings.request_timeout_ms,
             timeout_ms=timeout_ms,
         )
 

@@ -321,6 +321,20 @@ class Partition:
         self.high_watermark = new_hw
         return changed
 
+    def on_follower_truncate(self, *, log_start_offset: int, log_end_offset: int) -> bool:
+        """The follower's log was cut (or restarted) to ``[log_start_offset, log_end_offset)``.
+
+        The HW stays within the log, as the storage layer's copy does: capped
+        at the new end, and at least the new start.  Returns True if it changed.
+        """
+        if self.role is not PartitionRole.FOLLOWER:
+            return False
+        self.log_end_offset = log_end_offset
+        new_hw = min(max(self.high_watermark, log_start_offset), log_end_offset)
+        changed = new_hw != self.high_watermark
+        self.high_watermark = new_hw
+        return changed
+
     # -- delayed acks=all produces --------------------------------------------------------
 
     def add_delayed_produce(

@@ -16,7 +16,8 @@ recovery), deregister from ZooKeeper, exit 0.
 
 Threads: the asyncio loop runs everything here; the coordinator (kazoo, the
 controller) has its own threads and reaches the loop only through gRPC, and
-blocking ZooKeeper calls are made in daemon threads (:func:`_blocking`), so a
+blocking ZooKeeper and disk calls are made in daemon threads
+(:func:`headwater.server.runtime.offload.run_blocking`), so a
 call stuck on an unreachable ZooKeeper can neither hold up the shutdown nor
 keep the process from exiting.
 
@@ -28,7 +29,6 @@ shutdown: a broker told to stop always exits in bounded time.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import faulthandler
 import gc
 import logging
@@ -54,16 +54,21 @@ from headwater.groups.placement import OFFSETS_TOPIC
 from headwater.groups.runtime import GroupCoordinatorRuntime
 from headwater.groups.values import GroupConfig
 from headwater.replication import TopicPartition
-from headwater.server.admin_service import AdminService
-from headwater.server.broker_service import BrokerService, ProducerIdAllocator
 from headwater.server.config import BrokerConfig
-from headwater.server.control_service import ControlService
-from headwater.server.controller_channel import GrpcControllerChannel
-from headwater.server.fetcher import ReplicaFetcherManager, channel_options
-from headwater.server.group_service import GroupService, replica_callables
-from headwater.server.metadata_cache import MetadataCache
+from headwater.server.group_lag import REFRESH_INTERVAL_S, RemoteEndOffsets, list_latest
 from headwater.server.metrics import BrokerMetrics, GroupOffset, RebalanceFigures
-from headwater.server.replica_manager import ReplicaManager, wall_ms
+from headwater.server.runtime.controller_channel import GrpcControllerChannel
+from headwater.server.runtime.fetcher import ReplicaFetcherManager, channel_options
+from headwater.server.runtime.hosted import RoleChanges, wall_ms
+from headwater.server.runtime.isr_store import ZooKeeperIsrStore
+from headwater.server.runtime.metadata_cache import MetadataCache
+from headwater.server.runtime.offload import run_blocking
+from headwater.server.runtime.replica_manager import ReplicaManager
+from headwater.server.runtime.scheduler import PeriodicJob, PeriodicScheduler
+from headwater.server.services.admin import AdminService
+from headwater.server.services.broker import BrokerService, ProducerIdAllocator
+from headwater.server.services.control import ControlService
+from headwater.server.services.group import GroupService, replica_callables
 from headwater.server.startup import DeferredServices, Readiness
 from headwater.storage import LogConfig, LogManager
 from headwater.storage.cleaner import LogCleaner
@@ -85,6 +90,9 @@ SERVICE_NAMES = (
 )
 
 _T = TypeVar("_T")
+
+GROUP_TICK_INTERVAL_MS = 250
+"""How often the group coordinator's timers (session expiry, rebalance delays) run."""
 
 SLOW_SHUTDOWN_STEP_S = 0.5
 SHUTDOWN_TIMEOUT_S = 30.0
@@ -125,38 +133,6 @@ def _start_exit_watchdog(broker_id: int, timeout_s: float) -> None:
     threading.Thread(target=watch, name="exit-watchdog", daemon=True).start()
 
 
-async def _blocking(func: Callable[..., _T], *args: Any) -> _T:
-    """``func(*args)`` in a new daemon thread (a blocking ZooKeeper or disk call).
-
-    Unlike :func:`asyncio.to_thread`, an abandoned call (its awaiter timed
-    out) does not keep the interpreter from exiting: asyncio's executor
-    threads are joined at exit, daemon threads are not.
-    """
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[_T] = loop.create_future()
-
-    def settle(result: _T | None, error: BaseException | None) -> None:
-        if future.done():
-            return
-        if error is not None:
-            future.set_exception(error)
-        else:
-            future.set_result(result)  # type: ignore[arg-type]
-
-    def run() -> None:
-        try:
-            result = func(*args)
-        except BaseException as exc:
-            with contextlib.suppress(RuntimeError):  # the loop is closed
-                loop.call_soon_threadsafe(settle, None, exc)
-        else:
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(settle, result, None)
-
-    threading.Thread(target=run, name=f"blocking-{func.__name__}", daemon=True).start()
-    return await future
-
-
 class BrokerServer:
     """One broker; ``run()`` returns the process exit code."""
 
@@ -169,10 +145,15 @@ class BrokerServer:
         self.coordinator: BrokerCoordinator | None = None
         self.log_manager: LogManager | None = None
         self.groups: GroupCoordinatorRuntime | None = None
+        self.remote_end_offsets: RemoteEndOffsets | None = None
         self._stop = asyncio.Event()
         self._leaders: dict[int, BrokerRegistration] = {}
         self.readiness = Readiness(config.broker_id)
         self.replicas: ReplicaManager | None = None
+        self._fetchers: ReplicaFetcherManager | None = None
+        self._on_offsets_leadership: Callable[[TopicPartition, int | None], None] = (
+            lambda _tp, _epoch: None
+        )
         self._controller_channel: GrpcControllerChannel | None = None
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -212,23 +193,23 @@ class BrokerServer:
         log.info("broker %d listening on %s:%d", config.broker_id, listener.host, port)
 
         defaults = LogConfig.from_properties(config.log_config_properties())
-        self.log_manager = await asyncio.to_thread(
+        self.log_manager = await run_blocking(
             LogManager, config.log_dir_list, default_config=defaults
         )
-        self.log_manager.start_scheduler(config.log_retention_check_interval_ms)
 
         replicas = ReplicaManager(
             broker_id=config.broker_id,
             log_manager=self.log_manager,
-            isr_store=_LazyCoordinator(self),
+            isr_store=ZooKeeperIsrStore(lambda: self.coordinator),
             metrics=self.metrics,
             min_insync_replicas=config.min_insync_replicas,
             replica_lag_time_max_ms=config.replica_lag_time_max_ms,
             default_log_properties=config.log_config_properties(),
             is_known_partition=self.metadata.contains,
+            on_role_changes=self._apply_role_changes,
         )
         self.replicas = replicas
-        fetchers = ReplicaFetcherManager(
+        fetchers = self._fetchers = ReplicaFetcherManager(
             manager=replicas,
             broker_id=config.broker_id,
             max_bytes=config.replica_fetch_max_bytes,
@@ -236,10 +217,6 @@ class BrokerServer:
             backoff_ms=config.replica_fetch_backoff_ms,
             max_message_bytes=config.grpc_max_message_bytes,
         )
-        replicas.on_follower_change = lambda changes: fetchers.add_partitions(
-            changes, self._leaders
-        )
-        replicas.on_stop_follower = fetchers.remove_partitions
         self.metrics.register_state(
             partitions=replicas.snapshots,
             is_controller=lambda: self.coordinator is not None and self.coordinator.is_controller,
@@ -250,9 +227,9 @@ class BrokerServer:
         )
         if config.metrics_port:
             self.metrics.serve(config.metrics_port)
-        isr_task = loop.create_task(replicas.run_isr_expiration())
-        groups_task = loop.create_task(groups.run())
-        cleaner_task = loop.create_task(self._run_log_cleaner(self.log_manager))
+        scheduler = PeriodicScheduler()
+        for job in self._periodic_jobs(self.log_manager, replicas, groups):
+            scheduler.start(job)
         try:
             if not await self._start_coordinator_unless_stopped(port):
                 return 0
@@ -268,21 +245,20 @@ class BrokerServer:
         finally:
             _start_exit_watchdog(config.broker_id, SHUTDOWN_TIMEOUT_S)
             stopping_at = time.monotonic()
-            for task in (isr_task, groups_task, cleaner_task):
-                task.cancel()
+            await _bounded("stopping the periodic jobs", scheduler.close(), 10.0)
             await _bounded("closing the group coordinator", groups.close(), 3.0)
             # Release delayed produces and long polls, then stop serving (so no
             # LeaderAndIsr can start a fetcher any more), then stop the fetchers.
             replicas.shutdown()
             await _bounded("stopping the gRPC server", server.stop(grace=1.0), 3.0)
             await _bounded("stopping the replica fetchers", fetchers.shutdown(), 3.0)
-            await _bounded("closing the logs", _blocking(self.log_manager.shutdown), 15.0)
+            await _bounded("closing the logs", run_blocking(self.log_manager.shutdown), 15.0)
             if self.coordinator is not None:
                 # Closing the controller's channels first cancels any send still waiting
                 # on a broker (this one has stopped serving), so resigning does not wait.
                 if self._controller_channel is not None:
                     self._controller_channel.close()
-                await _bounded("leaving ZooKeeper", _blocking(self.coordinator.stop), 10.0)
+                await _bounded("leaving ZooKeeper", run_blocking(self.coordinator.stop), 10.0)
             log.info(
                 "broker %d stopped in %.1f s", config.broker_id, time.monotonic() - stopping_at
             )
@@ -359,6 +335,7 @@ class BrokerServer:
         append, read = replica_callables(replicas, timeout_ms=config.offsets_commit_timeout_ms)
         runtime = GroupCoordinatorRuntime(
             num_partitions=config.offsets_topic_num_partitions,
+            tick_interval_ms=GROUP_TICK_INTERVAL_MS,  # ticked by the periodic scheduler
             append=append,
             read=read,
             config=GroupConfig(
@@ -381,11 +358,24 @@ class BrokerServer:
             loads.add(future)
             future.add_done_callback(loads.discard)
 
-        replicas.on_leadership_change = on_leadership_change
+        self._on_offsets_leadership = on_leadership_change
+
+        remote = self.remote_end_offsets = RemoteEndOffsets(
+            wanted=lambda: [
+                tp
+                for tp in {
+                    TopicPartition(t.topic, t.partition) for _, t, _ in runtime.committed_offsets()
+                }
+                if tp not in replicas.partitions
+            ],
+            leader_address=self._leader_address,
+            ask=list_latest(timeout_s=config.controller_socket_timeout_ms / 1000.0),
+        )
 
         def end_offset(topic: str, partition: int) -> int | None:
-            hosted = replicas.partitions.get(TopicPartition(topic, partition))
-            return hosted.log.high_watermark if hosted is not None else None
+            tp = TopicPartition(topic, partition)
+            local = replicas.high_watermark(tp)
+            return local if local is not None else remote.get(tp)
 
         self.metrics.register_groups(
             committed=lambda: [
@@ -400,22 +390,67 @@ class BrokerServer:
         )
         return runtime
 
-    async def _run_log_cleaner(self, log_manager: LogManager) -> None:
-        """Compact ``cleanup.policy=compact`` logs every ``log.cleaner.backoff.ms``."""
-        if not self.config.log_cleaner_enable:
-            return
-        cleaner = LogCleaner()
-        while True:
-            await asyncio.sleep(self.config.log_cleaner_backoff_ms / 1000.0)
-            try:
-                stats = await asyncio.to_thread(
-                    cleaner.maybe_clean, log_manager.logs(), now_ms=wall_ms()
+    def _apply_role_changes(self, changes: RoleChanges) -> None:
+        """A LeaderAndIsr's or StopReplica's role changes: fetchers, then group leaderships."""
+        if self._fetchers is not None:
+            if changes.unfollow:
+                self._fetchers.remove_partitions(changes.unfollow)
+            if changes.follow:
+                self._fetchers.add_partitions(changes.follow, self._leaders)
+        for tp, leader_epoch in changes.leadership:
+            self._on_offsets_leadership(tp, leader_epoch)
+
+    def _periodic_jobs(
+        self,
+        log_manager: LogManager,
+        replicas: ReplicaManager,
+        groups: GroupCoordinatorRuntime,
+    ) -> list[PeriodicJob]:
+        """Retention/flush/checkpoints, the cleaner, ISR expiry and the group timers."""
+        config = self.config
+
+        async def log_tasks(now_ms: int) -> None:
+            await run_blocking(log_manager.run_periodic_tasks, now_ms)
+
+        async def isr_expiration(_now_ms: int) -> None:
+            replicas.maybe_shrink_isrs()
+
+        async def group_timers(_now_ms: int) -> None:
+            await groups.tick()
+
+        jobs = [
+            PeriodicJob("log-tasks", config.log_retention_check_interval_ms, log_tasks),
+            # Kafka's isr-expiration: check for lagging followers every lag/2.
+            PeriodicJob(
+                "isr-expiration", max(config.replica_lag_time_max_ms / 2, 50), isr_expiration
+            ),
+            PeriodicJob("group-timers", GROUP_TICK_INTERVAL_MS, group_timers),
+        ]
+        if self.remote_end_offsets is not None:
+            remote = self.remote_end_offsets
+
+            async def group_lag(_now_ms: int) -> None:
+                await remote.refresh()
+
+            jobs.append(PeriodicJob("group-lag", REFRESH_INTERVAL_S * 1000, group_lag))
+        if config.log_cleaner_enable:
+            cleaner = LogCleaner()
+
+            async def clean(now_ms: int) -> None:
+                stats = await run_blocking(
+                    lambda: cleaner.maybe_clean(log_manager.logs(), now_ms=now_ms)
                 )
-            except Exception:
-                log.exception("log cleaner pass failed")
-                continue
-            if stats.segments_rewritten:
-                log.info("log cleaner: %s", stats)
+                if stats.segments_rewritten:
+                    log.info("log cleaner: %s", stats)
+
+            jobs.append(PeriodicJob("log-cleaner", config.log_cleaner_backoff_ms, clean))
+        return jobs
+
+    def _leader_address(self, tp: TopicPartition) -> str | None:
+        """``host:port`` of ``tp``'s leader when it is another live broker, else None."""
+        leader = self.metadata.leader_of(tp)
+        b = self.metadata.brokers.get(leader)
+        return f"{b.host}:{b.port}" if b is not None and leader != self.config.broker_id else None
 
     async def _start_coordinator_unless_stopped(self, port: int) -> bool:
         """Start the coordinator; False if a stop was requested first (e.g. while waiting
@@ -458,7 +493,7 @@ class BrokerServer:
             channel=channel,
             config_validator=_validate_topic_config,
         )
-        await _blocking(coordinator.start)
+        await run_blocking(coordinator.start)
         channel.cluster_id = coordinator.cluster_id
         self._controller_channel = channel
         self.coordinator = coordinator
@@ -489,14 +524,14 @@ class BrokerServer:
     async def _controlled_shutdown_once(self, coordinator: BrokerCoordinator) -> int:
         broker_id, epoch = self.config.broker_id, coordinator.broker_epoch
         if coordinator.is_controller:
-            remaining = await _blocking(
+            remaining = await run_blocking(
                 coordinator.controller.controlled_shutdown, broker_id, epoch
             )
             return len(remaining)
-        controller_id = await _blocking(coordinator.controller_id)
+        controller_id = await run_blocking(coordinator.controller_id)
         if controller_id is None:
             raise errors.NotControllerError("no active controller")
-        brokers = (await _blocking(coordinator.describe_cluster)).brokers
+        brokers = (await run_blocking(coordinator.describe_cluster)).brokers
         target = next((b for b in brokers if b.broker_id == controller_id), None)
         if target is None:
             raise errors.NotControllerError(f"controller {controller_id} is not registered")
@@ -540,31 +575,6 @@ def _dump_stacks() -> None:
 
 def _validate_topic_config(props: Mapping[str, str]) -> None:
     LogConfig.from_properties(props)
-
-
-class _LazyCoordinator:
-    """The ISR store, resolved when used (the coordinator starts after the logs)."""
-
-    def __init__(self, server: BrokerServer) -> None:
-        self._server = server
-
-    def _get(self) -> BrokerCoordinator:
-        coordinator = self._server.coordinator
-        if coordinator is None:
-            raise errors.BrokerNotAvailableError("not connected to ZooKeeper yet")
-        return coordinator
-
-    def update_isr(self, topic: str, partition: int, lai: Any, expected_zk_version: int) -> Any:
-        return self._get().update_isr(topic, partition, lai, expected_zk_version)
-
-    def watch_topic_config(
-        self, topic: str, callback: Callable[[str, dict[str, str]], None]
-    ) -> Callable[[], None]:
-        return self._get().watch_topic_config(topic, callback)
-
-    def get_topic_config(self, topic: str) -> Mapping[str, str]:
-        coordinator = self._server.coordinator
-        return coordinator.get_topic_config(topic) if coordinator is not None else {}
 
 
 def run_broker(config: BrokerConfig, *, test_hooks: bool = False) -> int:

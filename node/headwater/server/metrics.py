@@ -9,6 +9,7 @@ the replica manager, so the hot path only increments counters.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
@@ -87,9 +88,10 @@ class RebalanceFigures(NamedTuple):
 class _GroupCollector:
     """Consumer-group figures of the groups this broker coordinates (issue 5, "Metrics").
 
-    Lag is the partition's high watermark (as this broker's replica knows it) minus the
-    committed offset; partitions with no replica here have no lag sample (the coordinator
-    does no network I/O at scrape time).
+    Lag is the partition's end offset minus the committed offset: the high watermark of
+    this broker's replica, or for a partition with no replica here the one its leader
+    last reported (:mod:`headwater.server.group_lag`; a scrape does no network I/O).
+    A partition whose end offset is not known yet has no lag sample.
     """
 
     def __init__(
@@ -200,3 +202,16 @@ class BrokerMetrics:
         """Start the HTTP endpoint in a daemon thread; returns the server (or None)."""
         result = prometheus_client.start_http_server(port, addr=host, registry=self.registry)
         return result
+
+
+class Timer:
+    """Counts and times one RPC into the broker metrics."""
+
+    def __init__(self, metrics: BrokerMetrics, rpc: str) -> None:
+        self._metrics = metrics
+        self._rpc = rpc
+        self._start = time.perf_counter()
+
+    def done(self, outcome: str = "ok") -> None:
+        self._metrics.latency.labels(self._rpc).observe(time.perf_counter() - self._start)
+        self._metrics.requests.labels(self._rpc, outcome).inc()

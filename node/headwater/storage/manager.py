@@ -51,7 +51,9 @@ class LogManager:
     Threads: any thread may call any method.  A manager lock guards the map of
     logs (creation, deletion, listing); each :class:`Log` has its own lock for
     appends and reads, so appends to different partitions do not contend.  The
-    scheduler thread runs :meth:`run_periodic_tasks` every ``interval_ms``.
+    manager has no thread of its own: the broker's scheduler calls
+    :meth:`run_periodic_tasks` (retention, ``flush.ms``, checkpoints) from a
+    worker thread every ``log.retention.check.interval.ms``.
     """
 
     def __init__(
@@ -69,8 +71,6 @@ class LogManager:
         self._lock = threading.RLock()
         self._logs: dict[TopicPartition, Log] = {}
         self._dir_of: dict[TopicPartition, Path] = {}
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         for directory in self.log_dirs:
             self._load_dir(directory)
 
@@ -210,34 +210,11 @@ class LogManager:
         self.flush_dirty_logs(now)
         self.checkpoint_all()
 
-    def start_scheduler(self, interval_ms: int) -> None:
-        """Start the daemon thread running :meth:`run_periodic_tasks` every ``interval_ms``."""
-        with self._lock:
-            if self._thread is not None:
-                return
-            self._stop.clear()
-            self._thread = threading.Thread(
-                target=self._run, args=(interval_ms,), name="log-manager", daemon=True
-            )
-            self._thread.start()
-
-    def _run(self, interval_ms: int) -> None:
-        while not self._stop.wait(interval_ms / 1000):
-            try:
-                self.run_periodic_tasks()
-            except Exception:  # keep the scheduler alive; the next tick retries
-                _logger.exception("log manager periodic tasks failed")
-
-    def stop(self) -> None:
-        """Stop the scheduler thread and wait for it."""
-        self._stop.set()
-        thread, self._thread = self._thread, None
-        if thread is not None:
-            thread.join()
-
     def shutdown(self) -> None:
-        """Stop, flush and close every log, checkpoint, and mark each dir cleanly shut down."""
-        self.stop()
+        """Flush and close every log, checkpoint, and mark each dir cleanly shut down.
+
+        The caller stops calling :meth:`run_periodic_tasks` first.
+        """
         with self._lock:
             for log in self._logs.values():
                 log.close()

@@ -86,6 +86,10 @@ class _ErrorCodeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorCode.V
     INVALID_RECORD: _ErrorCode.ValueType  # 87
     PRODUCER_FENCED: _ErrorCode.ValueType  # 90
     RESOURCE_NOT_FOUND: _ErrorCode.ValueType  # 91
+    FENCED_MEMBER_EPOCH: _ErrorCode.ValueType  # 110
+    """KIP-848 consumer group protocol"""
+    UNRELEASED_INSTANCE_ID: _ErrorCode.ValueType  # 111
+    UNSUPPORTED_ASSIGNOR: _ErrorCode.ValueType  # 112
 
 class ErrorCode(_ErrorCode, metaclass=_ErrorCodeEnumTypeWrapper):
     """Kafka's protocol error codes, with Kafka's numbers (mirrors headwater.errors.ErrorCode).
@@ -156,6 +160,10 @@ ELECTION_NOT_NEEDED: ErrorCode.ValueType  # 84
 INVALID_RECORD: ErrorCode.ValueType  # 87
 PRODUCER_FENCED: ErrorCode.ValueType  # 90
 RESOURCE_NOT_FOUND: ErrorCode.ValueType  # 91
+FENCED_MEMBER_EPOCH: ErrorCode.ValueType  # 110
+"""KIP-848 consumer group protocol"""
+UNRELEASED_INSTANCE_ID: ErrorCode.ValueType  # 111
+UNSUPPORTED_ASSIGNOR: ErrorCode.ValueType  # 112
 Global___ErrorCode: _TypeAlias = ErrorCode  # noqa: Y015
 
 @_typing.final

@@ -19,10 +19,10 @@ import pytest
 from headwater import Admin, Consumer, Producer, TopicPartition
 from headwater.client import NewTopic
 from headwater.errors import UnknownTopicOrPartitionError
+from headwater.roll.engine import Member, Roller, RollEvent, RollSettings, RollState
+from headwater.roll.local import LocalBackend
+from headwater.roll.probe import AdminProbe
 from headwater.testing import Cluster, is_healthy
-from headwater_operator.probe import AdminProbe
-from headwater_operator.roll import Member, Roller, RollEvent, RollSettings, RollState
-from headwater_operator.roll_local import LocalBackend
 
 from tests.e2e.operator.conftest import ClusterFactory
 

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from headwater import errors
+from headwater.roll.engine import BrokerVersion, ClusterState, PartitionState
 from headwater_operator import topics
-from headwater_operator.roll import BrokerVersion, ClusterState, PartitionState
 from headwater_operator.topics import Action, ActualTopic
 
 KNOWN_CONFIGS = {

@@ -21,9 +21,9 @@ import kmock
 import kopf
 import pytest
 import pytest_asyncio
+from headwater.roll.engine import PartitionState
 from headwater_operator import handlers
 from headwater_operator.config import OperatorConfig
-from headwater_operator.roll import PartitionState
 
 from tests.unit.deploy import crd as crds
 from tests.unit.operator.fakes import FakeTopicAdmin, World

@@ -22,8 +22,8 @@ from headwater.client.admin import (
     TopicDescription,
 )
 from headwater.client.types import PartitionMetadata
-from headwater_operator.probe import AdminProbe
-from headwater_operator.roll import BrokerVersion, PartitionState
+from headwater.roll.engine import BrokerVersion, PartitionState
+from headwater.roll.probe import AdminProbe
 
 
 class StubAdmin:

@@ -11,8 +11,8 @@ protocol-version refusals, and the progress recorded on the StatefulSet.
 from __future__ import annotations
 
 import pytest
-from headwater_operator import roll
-from headwater_operator.roll import (
+from headwater.roll import engine as roll
+from headwater.roll.engine import (
     BrokerVersion,
     Member,
     PartitionState,
@@ -287,7 +287,7 @@ class FakeProcesses:
 
 
 def test_local_backend_starts_a_crashing_broker_again_like_the_kubelet() -> None:
-    from headwater_operator.roll_local import LocalBackend
+    from headwater.roll.local import LocalBackend
 
     clock = FakeClock()
     procs = FakeProcesses(crashes=2)

@@ -11,8 +11,8 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from headwater.roll.engine import RollResult, RollState
 from headwater_operator.handlers import RollRunner, trigger_key
-from headwater_operator.roll import RollResult, RollState
 
 
 class Clock:

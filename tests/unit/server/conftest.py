@@ -2,24 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
 from headwater.coordination.model import LeaderAndIsr, PartitionState
 from headwater.replication import TopicPartition
 from headwater.server.metrics import BrokerMetrics
-from headwater.server.replica_manager import ReplicaManager
+from headwater.server.runtime.hosted import RoleChanges
+from headwater.server.runtime.replica_manager import ReplicaManager
 from headwater.storage import LogManager
 
 TP = TopicPartition("orders", 0)
 
 
 class FakeIsrStore:
-    """Accepts every conditional ISR write and remembers it."""
+    """An in-memory IsrStore: accepts every conditional ISR write and remembers it."""
 
     def __init__(self) -> None:
         self.writes: list[tuple[str, int, LeaderAndIsr, int]] = []
+        self.watched: list[str] = []
 
     def update_isr(
         self, topic: str, partition: int, leader_and_isr: LeaderAndIsr, expected_zk_version: int
@@ -29,6 +31,12 @@ class FakeIsrStore:
 
     def get_topic_config(self, topic: str) -> Mapping[str, str]:
         return {"max.message.bytes": "10000"}
+
+    def watch_topic_config(
+        self, topic: str, callback: Callable[[str, dict[str, str]], None]
+    ) -> Callable[[], None]:
+        self.watched.append(topic)
+        return lambda: self.watched.remove(topic)
 
 
 class FakeClock:
@@ -44,6 +52,7 @@ class Harness:
         self.store = FakeIsrStore()
         self.clock = FakeClock()
         self.logs = LogManager([tmp_path / "logs"])
+        self.role_changes: list[RoleChanges] = []
         self.manager = ReplicaManager(
             broker_id=0,
             log_manager=self.logs,
@@ -53,6 +62,7 @@ class Harness:
             replica_lag_time_max_ms=1000,
             default_log_properties={"min.insync.replicas": "2"},
             is_known_partition=lambda tp: tp == TP,
+            on_role_changes=self.role_changes.append,
             clock_ms=self.clock,
         )
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from headwater.coordination.model import BrokerRegistration, LeaderAndIsr, PartitionState
-from headwater.server.broker_service import PRODUCER_ID_BITS, ProducerIdAllocator
 from headwater.server.convert import (
     broker_from_proto,
     broker_to_proto,
     partition_state_from_proto,
     partition_state_to_proto,
 )
-from headwater.server.metadata_cache import MetadataCache
+from headwater.server.runtime.metadata_cache import MetadataCache
+from headwater.server.services.broker import PRODUCER_ID_BITS, ProducerIdAllocator
 
 
 def test_partition_state_round_trip() -> None:

@@ -7,7 +7,8 @@ import asyncio
 
 from headwater.errors import ErrorCode
 from headwater.records import Record, build_batch
-from headwater.server.replica_manager import FetchSpec, ReplicaManager
+from headwater.server.runtime.hosted import FetchSpec
+from headwater.server.runtime.replica_manager import ReplicaManager
 
 from .conftest import TP, Harness
 

@@ -105,22 +105,13 @@ def test_cleanup_uses_the_injected_clock(tmp_path: Path) -> None:
     manager.shutdown()
 
 
-def test_scheduler_runs_periodic_tasks_and_stops(tmp_path: Path) -> None:
-    ticked = threading.Event()
+def test_periodic_tasks_are_a_plain_call_without_a_thread(tmp_path: Path) -> None:
+    threads_before = {t.name for t in threading.enumerate()}
     manager = LogManager([tmp_path])
     manager.get_or_create_log("orders", 0).append_as_leader(batch(1), leader_epoch=0, now_ms=0)
-    original = manager.run_periodic_tasks
-
-    def tick(now_ms: int | None = None) -> None:
-        original(now_ms)
-        ticked.set()
-
-    manager.run_periodic_tasks = tick  # type: ignore[method-assign]
-    manager.start_scheduler(interval_ms=10)
-    assert ticked.wait(timeout=10)
-    manager.stop()
-    assert not any(t.name == "log-manager" for t in threading.enumerate())
+    manager.run_periodic_tasks(now_ms=1)
     assert (tmp_path / "recovery-point-offset-checkpoint").exists()
+    assert {t.name for t in threading.enumerate()} <= threads_before
     manager.shutdown()
 
 

@@ -3,8 +3,12 @@
 - :mod:`.protocol`: Kafka's ConsumerProtocol bytes (subscription and assignment), which
   the broker carries opaquely in JoinGroup/SyncGroup.
 - :mod:`.assignors`: range, roundrobin, sticky and cooperative-sticky as pure functions.
-- :mod:`.coordinator`: :class:`ConsumerCoordinator`, which joins, syncs, heartbeats and
-  commits for a :class:`headwater.Consumer` with a ``group_id``.
+- :mod:`.member`: :class:`~.member.GroupMember`, joining as a state machine without I/O.
+- :mod:`.requests`: the group RPCs' requests and answers as pure functions.
+- :mod:`.calls`: calls to the coordinator that never block past their caller's deadline.
+- :mod:`.coordinator`: :class:`ConsumerCoordinator`, which drives the member for a
+  :class:`headwater.Consumer` with a ``group_id``: joins, syncs, heartbeats and commits,
+  carrying unanswered calls over from one ``poll`` to the next.
 """
 
 from headwater.client.group.assignors import ASSIGNORS, Subscription, assign

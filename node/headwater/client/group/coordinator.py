@@ -1,53 +1,81 @@
 """The consumer's side of the group protocol: join, sync, heartbeat, commit, leave.
 
-Kafka's ``ConsumerCoordinator``.  Threads: joins, syncs, commits and the rebalance
-listener callbacks all run on the consumer's thread, inside ``poll()`` (so user
-callbacks never race the user's code); a daemon heartbeat thread only sends Heartbeats
-every ``heartbeat_interval_ms`` and records what they say (rejoin needed, member lost,
-fenced) under the coordinator's lock for the next ``poll`` to act on.  The heartbeat
-thread also enforces ``max_poll_interval_ms``: a consumer that has not polled for that
-long leaves the group, so its partitions move to members that are making progress.
+Kafka's ``ConsumerCoordinator``, as the I/O around a sans-I/O
+:class:`~headwater.client.group.member.GroupMember`: the member decides what to send
+and what an answer means; this class sends, waits no longer than its caller allows, and
+runs the rebalance listener.
 
-Eager assignors revoke everything at the start of each rebalance; ``cooperative-sticky``
-revokes only what moved and rejoins at once for the follow-up round (KIP-429).
+``poll(timeout_ms)`` never waits past its deadline (issue 15).  A JoinGroup is held by
+the broker until every member has rejoined, and a follower's SyncGroup until the leader
+has synced, so both are sent on the client's call pool and the unanswered call is
+carried over to the next ``poll`` (as Kafka's consumer does); the coordinator lookup and
+the OffsetFetch that positions newly assigned partitions are carried over the same way.
+Many consumers polled alternately from one thread therefore all get their JoinGroup in
+and the group settles in a few polls.  Commits wait, within their own timeout.
+
+Threads: answers are applied and the listener runs on the consumer's thread, inside
+``poll()`` (so user callbacks never race the user's code); a daemon heartbeat thread
+sends Heartbeats every ``heartbeat_interval_ms`` and applies their answers to the member
+under the lock, for the next ``poll`` to act on.  The heartbeat thread also enforces
+``max_poll_interval_ms``: a consumer that has not polled for that long leaves the group,
+so its partitions move to members that are making progress.
+
+Eager assignors revoke everything before each JoinGroup; ``cooperative-sticky`` revokes
+only what moved and rejoins at once for the follow-up round (KIP-429).
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import enum
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from headwater import errors
 from headwater.client import connection
-from headwater.client.group import protocol
-from headwater.client.group.assignors import COOPERATIVE, Subscription, assign
+from headwater.client.group import calls, protocol, requests
+from headwater.client.group.assignors import COOPERATIVE
 from headwater.client.group.listener import ConsumerRebalanceListener, OffsetAndMetadata
+from headwater.client.group.member import (
+    COORDINATOR_ERRORS,
+    AssignmentChange,
+    GroupMember,
+    MemberState,
+    Outcome,
+)
 from headwater.client.metadata import MetadataManager
 from headwater.client.retry import Clock, RetryPolicy, monotonic_ms
 from headwater.client.subscription import SubscriptionState
 from headwater.client.types import TopicPartition
 from headwater.errors import ErrorCode
-from headwater.v1 import common_pb2, group_pb2, group_pb2_grpc
+from headwater.v1 import group_pb2
 
 log = logging.getLogger(__name__)
 
 CommitCallback = Callable[[Mapping[TopicPartition, OffsetAndMetadata], Exception | None], None]
 
-_COORDINATOR_ERRORS = {
-    ErrorCode.NOT_COORDINATOR,
-    ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-}
+
+class _Kind(enum.Enum):
+    JOIN = "JoinGroup"
+    SYNC = "SyncGroup"
+
+
+class _InFlight(NamedTuple):
+    """A JoinGroup or SyncGroup sent and not yet applied (the consumer's thread only)."""
+
+    kind: _Kind
+    future: concurrent.futures.Future[Any]
+    generation_id: int
 
 
 class ConsumerCoordinator:
     """Group membership and committed offsets for one consumer (see the module docstring).
 
     Implements the :class:`headwater.client.subscription.CommittedOffsets` hook.
+    ``_member`` is only touched holding ``_lock``; ``_inflight`` and ``_offset_fetch``
+    only on the consumer's thread.
     """
 
     def __init__(
@@ -82,87 +110,51 @@ class ConsumerCoordinator:
         self.auto_commit_interval_ms = auto_commit_interval_ms
         self._subs = subscriptions
         self._metadata = metadata
-        self._bootstrap = bootstrap
-        self._channels = channels
         self._retry = retry
         self._request_timeout_ms = request_timeout_ms
         self._on_assignment = on_assignment
         self._clock = clock
         self.listener = ConsumerRebalanceListener()
+        self._calls = calls.CoordinatorCalls(
+            group_id=group_id,
+            metadata=metadata,
+            bootstrap=bootstrap,
+            channels=channels,
+            retry=retry,
+            request_timeout_ms=request_timeout_ms,
+            clock=clock,
+        )
 
         self._lock = threading.RLock()
-        self._coordinator: str | None = None
-        self.member_id = ""
-        self.generation_id = -1
-        self.protocol: str | None = None
-        self._rejoin_needed = True
-        self._lost = False
-        self._fenced: errors.HeadwaterError | None = None
+        self._member = GroupMember(
+            group_instance_id=group_instance_id,
+            cooperative=any(a in COOPERATIVE for a in assignors[:1]),
+            retry_backoff_ms=retry.retry_backoff_ms,
+            now_ms=clock(),
+        )
+        self._inflight: _InFlight | None = None
+        self._offset_fetch: tuple[frozenset[TopicPartition], calls.Future[Any]] | None = None
         self._last_poll_ms = clock()
         self._next_auto_commit_ms = clock() + auto_commit_interval_ms
         self._closed = threading.Event()
         self._commit_pool = concurrent.futures.ThreadPoolExecutor(1, "headwater-commit")
+        self._auto_commit: concurrent.futures.Future[None] | None = None
         self._completed_callbacks: list[Callable[[], None]] = []
         self._heartbeat = threading.Thread(
             target=self._heartbeat_loop, name="headwater-heartbeat", daemon=True
         )
         self._heartbeat.start()
 
-    # -- RPC plumbing ---------------------------------------------------------------------
-
-    def _call(self, method: str, request: Any, *, address: str | None = None) -> Any:
-        address = address or self._find_coordinator()
-        stub = group_pb2_grpc.GroupStub(self._channels.channel(address))
-        timeout = self._request_timeout_ms
-        if method == "JoinGroup":
-            timeout += self.max_poll_interval_ms  # a join is held until the rebalance ends
-        return connection.call(getattr(stub, method), request, address=address, timeout_ms=timeout)
-
-    def _find_coordinator(self) -> str:
+    @property
+    def state(self) -> MemberState:
         with self._lock:
-            if self._coordinator is not None:
-                return self._coordinator
+            return self._member.state
 
-        def attempt() -> str:
-            self._metadata.maybe_refresh()
-            known = [b.address for b in self._metadata.current.brokers.values()]
-            for address in [*known, *(a for a in self._bootstrap if a not in known)]:
-                try:
-                    resp = self._call(
-                        "FindCoordinator",
-                        group_pb2.FindCoordinatorRequest(key=self.group_id, key_type=0),
-                        address=address,
-                    )
-                except errors.HeadwaterError as exc:
-                    if exc.retriable:
-                        continue
-                    raise
-                if resp.error_code:
-                    raise errors.for_code(resp.error_code, resp.error_message)
-                return f"{resp.host}:{resp.port}"
-            raise errors.CoordinatorNotAvailableError("no broker answered FindCoordinator")
-
-        found = self._retry.call(attempt, timeout_ms=self._request_timeout_ms * 2)
+    @property
+    def busy(self) -> bool:
+        """Whether a rebalance is under way (a call in flight or a JoinGroup due)."""
         with self._lock:
-            self._coordinator = found
-        return found
-
-    def _coordinator_dead(self) -> None:
-        with self._lock:
-            self._coordinator = None
-
-    def _with_coordinator(self, fn: Callable[[], Any], *, timeout_ms: float) -> Any:
-        """Run ``fn``, rediscovering the coordinator on coordinator and transport errors."""
-
-        def attempt() -> Any:
-            try:
-                return fn()
-            except errors.HeadwaterError as exc:
-                if exc.code in _COORDINATOR_ERRORS or exc.retriable:
-                    self._coordinator_dead()
-                raise
-
-        return self._retry.call(attempt, timeout_ms=timeout_ms)
+            return self._inflight is not None or self._member.state is not MemberState.STABLE
 
     # -- CommittedOffsets hook ------------------------------------------------------------
 
@@ -170,30 +162,61 @@ class ConsumerCoordinator:
         return {tp: (o.offset if o is not None else None) for tp, o in self.fetch(tps).items()}
 
     def fetch(
-        self, tps: Iterable[TopicPartition]
+        self, tps: Iterable[TopicPartition], *, timeout_ms: float | None = None
     ) -> dict[TopicPartition, OffsetAndMetadata | None]:
-        wanted = list(tps)
-        request = group_pb2.OffsetFetchRequest(
-            group_id=self.group_id,
-            partitions=[common_pb2.TopicPartition(topic=t, partition=p) for t, p in wanted],
-        )
+        """The committed offsets of ``tps``, waiting up to ``timeout_ms``."""
+        wanted = frozenset(tps)
+        timeout = self._request_timeout_ms * 2 if timeout_ms is None else timeout_ms
+        deadline = self._clock() + timeout
 
         def attempt() -> dict[TopicPartition, OffsetAndMetadata | None]:
-            resp = self._call("OffsetFetch", request)
-            if resp.error_code:
-                raise errors.for_code(resp.error_code, resp.error_message)
-            found: dict[TopicPartition, OffsetAndMetadata | None] = dict.fromkeys(wanted)
-            for p in resp.partitions:
-                if p.committed_offset >= 0:
-                    found[TopicPartition(p.topic, p.partition_index)] = OffsetAndMetadata(
-                        p.committed_offset, p.metadata, p.committed_leader_epoch
-                    )
-            return found
+            resp = self._calls.call(
+                "OffsetFetch", requests.offset_fetch(self.group_id, wanted), deadline_ms=deadline
+            )
+            return self._fetched(resp, wanted)
 
-        result: dict[TopicPartition, OffsetAndMetadata | None] = self._with_coordinator(
-            attempt, timeout_ms=self._request_timeout_ms * 2
+        result: dict[TopicPartition, OffsetAndMetadata | None] = self._retry.call(
+            attempt, timeout_ms=timeout, clock=self._clock
         )
         return result
+
+    def fetch_for_poll(
+        self, tps: Iterable[TopicPartition], *, deadline_ms: float
+    ) -> dict[TopicPartition, int | None] | None:
+        """The committed offsets of ``tps`` if known by ``deadline_ms``; else None, and
+        the OffsetFetch stays in flight for the next ``poll``."""
+        wanted = frozenset(tps)
+        pending = self._offset_fetch
+        if pending is None or not wanted <= pending[0]:
+            address = self._calls.coordinator(deadline_ms=deadline_ms)
+            if address is None:
+                return None
+            future = self._calls.submit(
+                "OffsetFetch",
+                requests.offset_fetch(self.group_id, wanted),
+                address=address,
+                timeout_ms=self._request_timeout_ms,
+            )
+            pending = self._offset_fetch = (wanted, future)
+        if not calls.wait(pending[1], deadline_ms=deadline_ms, clock=self._clock):
+            return None
+        self._offset_fetch = None
+        try:
+            found = self._fetched(pending[1].result(), pending[0])
+        except errors.HeadwaterError as exc:
+            if exc.retriable:
+                return None  # the next poll asks again
+            raise
+        return {
+            tp: (o.offset if o is not None else None) for tp, o in found.items() if tp in wanted
+        }
+
+    def _fetched(
+        self, resp: Any, wanted: frozenset[TopicPartition]
+    ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        if resp.error_code in COORDINATOR_ERRORS:
+            self._calls.mark_dead()
+        return requests.parse_offset_fetch(resp, wanted)
 
     # -- commits --------------------------------------------------------------------------
 
@@ -206,51 +229,52 @@ class ConsumerCoordinator:
         return out
 
     def commit_sync(
-        self, offsets: Mapping[TopicPartition, OffsetAndMetadata] | None = None
+        self,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata] | None = None,
+        *,
+        timeout_ms: float | None = None,
     ) -> None:
-        """Commit ``offsets`` (default: every assigned position); raises on refusal."""
+        """Commit ``offsets`` (default: every assigned position) within ``timeout_ms``
+        (default: twice the request timeout); raises on refusal or when time is up."""
         self._run_callbacks()
         offsets = self.current_positions() if offsets is None else offsets
         if not offsets:
             return
+        timeout = self._request_timeout_ms * 2 if timeout_ms is None else timeout_ms
+        deadline = self._clock() + timeout
         with self._lock:
-            generation, member = (self.generation_id, self.member_id) if self.protocol else (-1, "")
-        request = group_pb2.OffsetCommitRequest(
+            m = self._member
+            generation, member = (m.generation_id, m.member_id) if m.has_generation else (-1, "")
+        request = requests.offset_commit(
             group_id=self.group_id,
             generation_id=generation,
             member_id=member,
-            group_instance_id=self.group_instance_id or "",
-            retention_time_ms=-1,
-            partitions=[
-                group_pb2.OffsetCommitRequestPartition(
-                    topic=tp.topic,
-                    partition_index=tp.partition,
-                    committed_offset=om.offset,
-                    committed_leader_epoch=om.leader_epoch,
-                    committed_metadata=om.metadata,
-                )
-                for tp, om in offsets.items()
-            ],
+            group_instance_id=self.group_instance_id,
+            offsets=offsets,
         )
 
         def attempt() -> None:
-            resp = self._call("OffsetCommit", request)
+            resp = self._calls.call("OffsetCommit", request, deadline_ms=deadline)
             codes = [resp.error_code, *(p.error_code for p in resp.partitions)]
             bad = next((c for c in codes if c), 0)
-            if bad:
+            if not bad:
+                return
+            if bad in COORDINATOR_ERRORS:
+                self._calls.mark_dead()
+            with self._lock:
                 if bad in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION):
-                    self._mark_lost()
-                if bad == ErrorCode.FENCED_INSTANCE_ID:
-                    self._mark_fenced()
-                raise errors.for_code(bad, f"commit of group {self.group_id} refused")
+                    self._member.mark_lost(reset_member_id=bad == ErrorCode.UNKNOWN_MEMBER_ID)
+                elif bad == ErrorCode.FENCED_INSTANCE_ID:
+                    self._member.fence()
+            raise errors.for_code(bad, f"commit of group {self.group_id} refused")
 
-        self._with_coordinator(attempt, timeout_ms=self._request_timeout_ms * 2)
+        self._retry.call(attempt, timeout_ms=timeout, clock=self._clock)
 
     def commit_async(
         self,
         offsets: Mapping[TopicPartition, OffsetAndMetadata] | None = None,
         callback: CommitCallback | None = None,
-    ) -> None:
+    ) -> concurrent.futures.Future[None]:
         """Commit in the background; ``callback(offsets, error)`` runs in a later ``poll``."""
         offsets = dict(self.current_positions() if offsets is None else offsets)
 
@@ -266,7 +290,7 @@ class ConsumerCoordinator:
             elif error is not None:
                 log.warning("async commit for group %s failed: %s", self.group_id, error)
 
-        self._commit_pool.submit(job)
+        return self._commit_pool.submit(job)
 
     def _run_callbacks(self) -> None:
         with self._lock:
@@ -274,61 +298,196 @@ class ConsumerCoordinator:
         for cb in pending:
             cb()
 
-    def _maybe_auto_commit(self, *, force: bool = False) -> None:
+    def _maybe_auto_commit(self) -> None:
+        """The periodic auto-commit: in the background, so ``poll`` never waits for it."""
+        if not self.enable_auto_commit or self._clock() < self._next_auto_commit_ms:
+            return
+        self._next_auto_commit_ms = self._clock() + self.auto_commit_interval_ms
+        if self._auto_commit is not None and not self._auto_commit.done():
+            return  # the last one is still trying: no queue of stale commits
+        if self.current_positions():
+            self._auto_commit = self.commit_async()
+
+    def _commit_before_revoke(self, *, deadline_ms: float) -> None:
+        """Auto-commit what is about to be revoked, within the poll's time (at least
+        ``retry_backoff_ms``: a commit given no time at all would never be tried)."""
         if not self.enable_auto_commit:
             return
-        now = self._clock()
-        if not force and now < self._next_auto_commit_ms:
-            return
-        self._next_auto_commit_ms = now + self.auto_commit_interval_ms
+        timeout = max(deadline_ms - self._clock(), float(self._retry.retry_backoff_ms))
         try:
-            self.commit_sync()
+            self.commit_sync(timeout_ms=min(timeout, float(self._request_timeout_ms)))
         except errors.HeadwaterError as exc:
             log.warning("auto-commit for group %s failed: %s", self.group_id, exc)
 
-    # -- membership -----------------------------------------------------------------------
-
-    def _mark_lost(self) -> None:
-        with self._lock:
-            self._lost = True
-            self._rejoin_needed = True
-
-    def _mark_fenced(self) -> None:
-        with self._lock:
-            self._fenced = errors.FencedInstanceIdError(
-                f"group.instance.id {self.group_instance_id!r} was taken over by another consumer"
-            )
+    # -- membership, on the consumer's thread --------------------------------------------
 
     def request_rejoin(self) -> None:
         """The subscription changed: rejoin at the next ``poll``."""
         with self._lock:
-            self._rejoin_needed = True
+            self._member.request_rejoin()
 
-    def poll(self) -> None:
-        """Called by ``Consumer.poll``: act on heartbeat news, rejoin, auto-commit."""
+    def poll(self, *, deadline_ms: float) -> None:
+        """Called by ``Consumer.poll``: apply answers, (re)join, auto-commit, by
+        ``deadline_ms`` (waiting for the group only while this member owns nothing)."""
         self._last_poll_ms = self._clock()
         self._run_callbacks()
+        self._raise_if_fenced()
         with self._lock:
-            fenced, lost = self._fenced, self._lost
-            rejoin = self._rejoin_needed
-        if fenced is not None:
-            raise fenced
+            lost = self._member.take_lost()
         if lost:
-            owned = self._subs.assignment()
-            with self._lock:
-                self._lost = False
-                self.generation_id, self.protocol = -1, None
-                if not self.group_instance_id:
-                    self.member_id = ""
             self._set_assignment(set())
-            if owned:
-                self.listener.on_partitions_lost(owned)
-        if rejoin:
-            self._join_and_sync()
+            self.listener.on_partitions_lost(set(lost))
+        wait_until = deadline_ms if not self._subs.assignment() else self._clock()
+        for _ in range(8):  # a join answer, a sync answer, a rejoin: each step progresses
+            if self._closed.is_set() or not self._step(wait_until, deadline_ms):
+                break
+        self._raise_if_fenced()
         self._maybe_auto_commit()
 
+    def _raise_if_fenced(self) -> None:
+        if self.state is MemberState.FENCED:
+            raise errors.FencedInstanceIdError(
+                f"group.instance.id {self.group_instance_id!r} was taken over by another consumer"
+            )
+
+    def _step(self, wait_until: float, deadline_ms: float) -> bool:
+        """Apply an answer or send the next call; False when there is nothing to do yet.
+
+        Waits for an answer or the coordinator until ``wait_until``; commits before a
+        revocation get until ``deadline_ms`` (the poll's)."""
+        flight = self._inflight
+        if flight is not None:
+            if not calls.wait(flight.future, deadline_ms=wait_until, clock=self._clock):
+                return False
+            self._inflight = None
+            if flight.kind is _Kind.JOIN:
+                self._joined(flight)
+            else:
+                self._synced(flight, deadline_ms)
+            return True
+        with self._lock:
+            due = self._member.join_due(self._clock())
+            revoke = set(self._member.owned) if not self._member.cooperative else set()
+        if not due:
+            return False
+        address = self._calls.coordinator(deadline_ms=wait_until)
+        if address is None:
+            return False
+        if revoke:  # eager: give everything up (committing first) before rejoining
+            self._commit_before_revoke(deadline_ms=deadline_ms)
+            self.listener.on_partitions_revoked(revoke)
+            self._set_assignment(set())
+        topics = self._subscribed_topics()
+        self._metadata.add_topics(topics)
+        with self._lock:
+            start = self._member.start_join()
+        join = requests.join_group(
+            group_id=self.group_id,
+            start=start,
+            topics=topics,
+            session_timeout_ms=self.session_timeout_ms,
+            rebalance_timeout_ms=self.max_poll_interval_ms,
+            group_instance_id=self.group_instance_id,
+            assignors=self.assignors,
+            client_id=self.client_id,
+        )
+        self._send(_Kind.JOIN, join, address=address, generation_id=start.generation_id)
+        return True
+
+    def _send(self, kind: _Kind, request: Any, *, address: str, generation_id: int) -> None:
+        # The broker holds a JoinGroup (and a follower's SyncGroup) until the rebalance
+        # ends, which may take up to the rebalance timeout (max_poll_interval_ms).
+        timeout_ms = self._request_timeout_ms + self.max_poll_interval_ms
+        future = self._calls.submit(kind.value, request, address=address, timeout_ms=timeout_ms)
+        self._inflight = _InFlight(kind, future, generation_id)
+
+    def _call_failed(self, exc: errors.HeadwaterError) -> None:
+        with self._lock:
+            outcome = self._member.on_call_failed(retriable=exc.retriable, now_ms=self._clock())
+        self._act(outcome, exc)
+
+    def _act(self, outcome: Outcome, error: errors.HeadwaterError) -> None:
+        if outcome is Outcome.FIND_COORDINATOR:
+            self._calls.mark_dead()
+        elif outcome is Outcome.FENCED:
+            self._raise_if_fenced()
+        elif outcome is Outcome.FATAL:
+            raise error
+        else:
+            log.debug("group %s: %s; rejoining", self.group_id, error)
+
+    def _joined(self, flight: _InFlight) -> None:
+        try:
+            resp = flight.future.result()
+        except errors.HeadwaterError as exc:
+            self._call_failed(exc)
+            return
+        with self._lock:
+            joined = self._member.on_join_response(
+                error_code=resp.error_code,
+                member_id=resp.member_id,
+                generation_id=resp.generation_id,
+                protocol=resp.protocol_name,
+                leader=resp.leader,
+                now_ms=self._clock(),
+            )
+        if isinstance(joined, Outcome):
+            self._act(joined, errors.for_code(resp.error_code, resp.error_message or "JoinGroup"))
+            return
+        address = self._calls.address
+        try:
+            if address is None:
+                raise errors.CoordinatorNotAvailableError("the coordinator moved")
+            assignments = (
+                self._assign(resp) if joined.is_leader and not resp.skip_assignment else []
+            )
+        except errors.HeadwaterError as exc:
+            self._call_failed(exc)
+            return
+        sync = group_pb2.SyncGroupRequest(
+            group_id=self.group_id,
+            generation_id=joined.generation_id,
+            member_id=joined.member_id,
+            group_instance_id=self.group_instance_id or "",
+            protocol_type="consumer",
+            protocol_name=joined.protocol,
+            assignments=assignments,
+        )
+        self._send(_Kind.SYNC, sync, address=address, generation_id=joined.generation_id)
+
+    def _synced(self, flight: _InFlight, deadline_ms: float) -> None:
+        try:
+            resp = flight.future.result()
+        except errors.HeadwaterError as exc:
+            self._call_failed(exc)
+            return
+        tps = () if resp.error_code else protocol.decode_assignment(resp.assignment).partitions
+        with self._lock:
+            change = self._member.on_sync_response(
+                generation_id=flight.generation_id,
+                error_code=resp.error_code,
+                assignment=tps,
+                now_ms=self._clock(),
+            )
+        if isinstance(change, Outcome):
+            self._act(change, errors.for_code(resp.error_code, resp.error_message or "SyncGroup"))
+            return
+        self._apply(change, deadline_ms)
+
+    def _apply(self, change: AssignmentChange, deadline_ms: float) -> None:
+        if change.revoked:  # cooperative: only what moved (eager revoked before joining)
+            self._commit_before_revoke(deadline_ms=deadline_ms)
+            self.listener.on_partitions_revoked(set(change.revoked))
+        self._set_assignment(set(change.assignment))
+        if self._member.cooperative:
+            if change.added:
+                self.listener.on_partitions_assigned(set(change.added))
+        else:
+            self.listener.on_partitions_assigned(set(change.assignment))
+
     def _subscribed_topics(self) -> list[str]:
-        self._metadata.maybe_refresh()
+        """The topics to join with: named ones need no metadata (a refresh could wait on
+        an unresponsive broker); a pattern is matched against every topic."""
         if self._subs.pattern is not None:
             self._metadata.fetch(None)
             meta = self._metadata.current
@@ -344,184 +503,70 @@ class ConsumerCoordinator:
         self._subs.assign_from_subscription(sorted(new))
         self._on_assignment(before, new)
 
-    def _join_and_sync(self) -> None:
-        owned = self._subs.assignment()
-        cooperative = any(a in COOPERATIVE for a in self.assignors[:1])
-        if owned and not cooperative:
-            self._maybe_auto_commit(force=True)
-            self.listener.on_partitions_revoked(owned)
-            self._set_assignment(set())
-            owned = set()
-        topics = self._subscribed_topics()
-        self._metadata.add_topics(topics)
-        deadline = self._clock() + max(self.max_poll_interval_ms, self._request_timeout_ms)
-        while not self._closed.is_set():
-            if self._clock() > deadline:
-                raise errors.RebalanceInProgressError(f"could not join group {self.group_id}")
-            try:
-                assignment = self._join_once(topics, owned)
-            except errors.HeadwaterError as exc:
-                if exc.code is ErrorCode.FENCED_INSTANCE_ID:
-                    self._mark_fenced()
-                    raise
-                if exc.code in _COORDINATOR_ERRORS or exc.retriable:
-                    self._coordinator_dead()
-                elif exc.code in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION):
-                    with self._lock:
-                        self.member_id = "" if not self.group_instance_id else self.member_id
-                        self.generation_id = -1
-                        if exc.code is ErrorCode.UNKNOWN_MEMBER_ID:
-                            self.member_id = ""
-                elif exc.code is not ErrorCode.REBALANCE_IN_PROGRESS:
-                    raise
-                time.sleep(self._retry.retry_backoff_ms / 1000.0)
-                continue
-            new = set(assignment)
-            with self._lock:
-                self._rejoin_needed = False
-            if cooperative:
-                revoked, added = owned - new, new - owned
-                if revoked:
-                    self._maybe_auto_commit(force=True)
-                    self.listener.on_partitions_revoked(revoked)
-                self._set_assignment(new)
-                if added:
-                    self.listener.on_partitions_assigned(added)
-                if revoked:  # the follow-up round hands the revoked partitions over
-                    with self._lock:
-                        self._rejoin_needed = True
-            else:
-                self._set_assignment(new)
-                self.listener.on_partitions_assigned(new)
-            return
-
-    def _join_once(
-        self, topics: list[str], owned: set[TopicPartition]
-    ) -> tuple[TopicPartition, ...]:
-        with self._lock:
-            generation = self.generation_id
-        metadata = protocol.encode_subscription(
-            protocol.ConsumerSubscription(tuple(topics), tuple(sorted(owned)), generation)
-        )
-        join = group_pb2.JoinGroupRequest(
-            group_id=self.group_id,
-            session_timeout_ms=self.session_timeout_ms,
-            rebalance_timeout_ms=self.max_poll_interval_ms,
-            member_id=self.member_id,
-            group_instance_id=self.group_instance_id or "",
-            protocol_type="consumer",
-            protocols=[
-                group_pb2.JoinGroupRequestProtocol(name=a, metadata=metadata)
-                for a in self.assignors
-            ],
-            client_id=self.client_id,
-        )
-        resp = self._call("JoinGroup", join)
-        if resp.error_code == ErrorCode.MEMBER_ID_REQUIRED:
-            with self._lock:
-                self.member_id = resp.member_id
-            resp = self._call(
-                "JoinGroup",
-                group_pb2.JoinGroupRequest(**{**_fields(join), "member_id": resp.member_id}),
-            )
-        if resp.error_code:
-            raise errors.for_code(resp.error_code, resp.error_message or "JoinGroup")
-        with self._lock:
-            self.member_id = resp.member_id
-            self.generation_id = resp.generation_id
-            self.protocol = resp.protocol_name
-        assignments: list[group_pb2.SyncGroupRequestAssignment] = []
-        if resp.leader == resp.member_id and not resp.skip_assignment:
-            assignments = self._assign(resp)
-        sync = group_pb2.SyncGroupRequest(
-            group_id=self.group_id,
-            generation_id=resp.generation_id,
-            member_id=resp.member_id,
-            group_instance_id=self.group_instance_id or "",
-            protocol_type="consumer",
-            protocol_name=resp.protocol_name,
-            assignments=assignments,
-        )
-        sresp = self._call("SyncGroup", sync)
-        if sresp.error_code:
-            raise errors.for_code(sresp.error_code, sresp.error_message or "SyncGroup")
-        return protocol.decode_assignment(sresp.assignment).partitions
-
     def _assign(self, resp: Any) -> list[group_pb2.SyncGroupRequestAssignment]:
-        subs: dict[str, Subscription] = {}
-        for m in resp.members:
-            s = protocol.decode_subscription(m.metadata)
-            subs[m.member_id] = Subscription(
-                s.topics, s.owned_partitions, s.generation, m.group_instance_id or None
-            )
-        topics = sorted({t for s in subs.values() for t in s.topics})
+        """The leader's assignment of every member (metadata of their topics first)."""
+        topics = requests.subscribed_topics(resp)
         self._metadata.add_topics(topics)
-        self._metadata.fetch(topics)
+        if any(not self._metadata.current.partition_count(t) for t in topics):
+            self._metadata.fetch(topics)  # a topic only another member subscribes to
         counts = {t: n for t in topics if (n := self._metadata.current.partition_count(t))}
-        result = assign(resp.protocol_name, counts, subs)
-        return [
-            group_pb2.SyncGroupRequestAssignment(
-                member_id=m,
-                assignment=protocol.encode_assignment(protocol.ConsumerAssignment(tuple(tps))),
-            )
-            for m, tps in result.items()
-        ]
+        return requests.leader_assignments(resp, counts)
 
     # -- heartbeats -----------------------------------------------------------------------
 
     def _heartbeat_loop(self) -> None:
         while not self._closed.wait(self.heartbeat_interval_ms / 1000.0):
             with self._lock:
-                generation, member = self.generation_id, self.member_id
-                busy = self._rejoin_needed or self._fenced is not None
-            if generation < 0 or busy:
+                due = self._member.heartbeat_due()
+            if due is None:
                 continue
-            if self._clock() - self._last_poll_ms > self.max_poll_interval_ms:
+            generation, member = due
+            now = self._clock()
+            if now - self._last_poll_ms > self.max_poll_interval_ms:
                 log.warning(
                     "group %s: no poll() for more than max_poll_interval_ms=%d; leaving",
                     self.group_id,
                     self.max_poll_interval_ms,
                 )
                 self._leave()
-                self._mark_lost()
-                continue
-            try:
-                resp = self._call(
-                    "Heartbeat",
-                    group_pb2.HeartbeatRequest(
-                        group_id=self.group_id,
-                        generation_id=generation,
-                        member_id=member,
-                        group_instance_id=self.group_instance_id or "",
-                    ),
-                )
-            except errors.HeadwaterError:
-                self._coordinator_dead()
-                continue
-            code = resp.error_code
-            if code == ErrorCode.REBALANCE_IN_PROGRESS:
                 with self._lock:
-                    self._rejoin_needed = True
-            elif code in (ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID):
-                self._mark_lost()
-            elif code == ErrorCode.FENCED_INSTANCE_ID:
-                self._mark_fenced()
-            elif code in _COORDINATOR_ERRORS:
-                self._coordinator_dead()
+                    self._member.mark_lost()
+                continue
+            if self._calls.address is None:
+                self._calls.coordinator(deadline_ms=now)  # start a lookup; poll may wait
+                continue
+            request = group_pb2.HeartbeatRequest(
+                group_id=self.group_id,
+                generation_id=generation,
+                member_id=member,
+                group_instance_id=self.group_instance_id or "",
+            )
+            try:
+                resp = self._calls.call(
+                    "Heartbeat", request, deadline_ms=now + self._request_timeout_ms
+                )
+            except errors.HeadwaterError as exc:
+                log.debug("heartbeat for group %s failed: %s", self.group_id, exc)
+                continue
+            with self._lock:
+                outcome = self._member.on_heartbeat_response(
+                    generation_id=generation, error_code=resp.error_code
+                )
+            if outcome is Outcome.FIND_COORDINATOR:
+                self._calls.mark_dead()
 
     def _leave(self) -> None:
         with self._lock:
-            member = self.member_id
+            member = self._member.member_id
         if not member or self.group_instance_id:
             return  # static members keep their place across restarts (KIP-345)
+        request = group_pb2.LeaveGroupRequest(
+            group_id=self.group_id,
+            members=[group_pb2.MemberIdentity(member_id=member, reason="consumer left")],
+        )
         try:
-            self._call(
-                "LeaveGroup",
-                group_pb2.LeaveGroupRequest(
-                    group_id=self.group_id,
-                    members=[group_pb2.MemberIdentity(member_id=member, reason="consumer left")],
-                ),
-            )
+            deadline = self._clock() + self._request_timeout_ms
+            self._calls.call("LeaveGroup", request, deadline_ms=deadline)
         except errors.HeadwaterError as exc:
             log.info("LeaveGroup for %s failed: %s", self.group_id, exc)
 
@@ -530,15 +575,17 @@ class ConsumerCoordinator:
         if self._closed.is_set():
             return
         try:
-            if self._fenced is None and self.generation_id >= 0:
-                self._maybe_auto_commit(force=True)
+            with self._lock:
+                was_member = self._member.state is not MemberState.FENCED
+                stable = self._member.state is MemberState.STABLE
+            if stable and self.enable_auto_commit:
+                self._commit_before_revoke(deadline_ms=self._clock() + self._request_timeout_ms)
+            if was_member:
                 self._leave()
         finally:
+            with self._lock:
+                self._member.close()
             self._closed.set()
             self._commit_pool.shutdown(wait=True)
             self._run_callbacks()
             self._heartbeat.join(5.0)
-
-
-def _fields(msg: Any) -> dict[str, Any]:
-    return {f.name: v for f, v in msg.ListFields()}

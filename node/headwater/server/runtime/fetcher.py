@@ -1,6 +1,10 @@
 """Followers: one fetcher task per leader broker, pulling with the consumers' Fetch RPC.
 
-Kafka's ``ReplicaFetcherThread``, as an asyncio task.  A partition handed to a
+Kafka's ``ReplicaFetcherThread``, as an asyncio task.  This module only does
+the gRPC: what to do with each answer is decided by
+:class:`headwater.replication.follower.FollowerFetchState`, and the decisions
+(truncate, append, back off) are applied through the ``ReplicaManager``, the
+only owner of the local logs.  A partition handed to a
 fetcher first *truncates*: it asks the leader (OffsetsForLeaderEpoch) where
 its own latest leader epoch ends on the leader and cuts any divergent suffix,
 so a replica that was a leader before a failover drops the records the new
@@ -18,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -28,9 +31,18 @@ import grpc
 from headwater import errors
 from headwater.coordination.model import BrokerRegistration
 from headwater.errors import ErrorCode
-from headwater.records import scan_batches
 from headwater.replication import TopicPartition
-from headwater.server.replica_manager import HostedPartition, ReplicaManager, monotonic_ms
+from headwater.replication.follower import (
+    Append,
+    Backoff,
+    FetchDecision,
+    FollowerFetchState,
+    LocalLog,
+    StartAt,
+    TruncateTo,
+)
+from headwater.server.runtime.hosted import monotonic_ms
+from headwater.server.runtime.replica_manager import ReplicaManager
 from headwater.v1 import broker_pb2, broker_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -41,13 +53,6 @@ def channel_options(max_message_bytes: int) -> list[tuple[str, int]]:
         ("grpc.max_send_message_length", max_message_bytes),
         ("grpc.max_receive_message_length", max_message_bytes),
     ]
-
-
-@dataclasses.dataclass
-class FetchState:
-    leader_epoch: int
-    needs_truncation: bool = True
-    delayed_until_ms: float = 0.0
 
 
 class ReplicaFetcher:
@@ -65,7 +70,7 @@ class ReplicaFetcher:
         max_message_bytes: int,
     ) -> None:
         self.leader = leader
-        self.partitions: dict[TopicPartition, FetchState] = {}
+        self.partitions: dict[TopicPartition, FollowerFetchState] = {}
         self._manager = manager
         self._broker_id = broker_id
         self._max_bytes = max_bytes
@@ -80,7 +85,7 @@ class ReplicaFetcher:
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     def add(self, tp: TopicPartition, leader_epoch: int) -> None:
-        self.partitions[tp] = FetchState(leader_epoch)
+        self.partitions[tp] = FollowerFetchState(leader_epoch, backoff_ms=self._backoff_ms)
         self._changed.set()
 
     def remove(self, tp: TopicPartition) -> None:
@@ -97,7 +102,7 @@ class ReplicaFetcher:
     async def _run(self) -> None:
         while not self._closed:
             now = monotonic_ms()
-            ready = {tp: st for tp, st in self.partitions.items() if st.delayed_until_ms <= now}
+            ready = {tp: st for tp, st in self.partitions.items() if st.is_ready(now)}
             if not ready:
                 self._changed.clear()
                 delays = [st.delayed_until_ms - now for st in self.partitions.values()]
@@ -114,33 +119,46 @@ class ReplicaFetcher:
                     await self._fetch_once(ready)
             except grpc.aio.AioRpcError as exc:
                 log.info("fetch from broker %d failed: %s", self.leader.broker_id, exc.code())
-                self._delay(self.partitions, self._backoff_ms)
+                self._back_off_all("transport failure")
             except asyncio.CancelledError:
                 raise
             except Exception:
                 log.exception("replica fetcher for broker %d failed", self.leader.broker_id)
-                self._delay(self.partitions, self._backoff_ms)
+                self._back_off_all("fetcher failure")
 
-    def _delay(self, states: Mapping[TopicPartition, FetchState], ms: float) -> None:
-        until = monotonic_ms() + ms
-        for st in states.values():
-            st.delayed_until_ms = until
+    def _back_off_all(self, reason: str) -> None:
+        now = monotonic_ms()
+        for st in self.partitions.values():
+            st.back_off(now, reason)
 
-    def _hosted(self, tp: TopicPartition, st: FetchState) -> HostedPartition | None:
-        """The local replica, if this fetcher still owns it in the same epoch."""
+    def _local(self, tp: TopicPartition, st: FollowerFetchState) -> LocalLog | None:
+        """The local replica's position, if this fetcher still owns it in the same epoch."""
         if self.partitions.get(tp) is not st:
             return None
-        return self._manager.partitions.get(tp)
+        return self._manager.local_log(tp)
 
-    async def _truncate(self, tp: TopicPartition, st: FetchState) -> None:
-        hosted = self._hosted(tp, st)
-        if hosted is None:
+    def _apply(self, tp: TopicPartition, st: FollowerFetchState, decision: FetchDecision) -> None:
+        """Carry out one decision of ``st`` (the manager owns the log)."""
+        if isinstance(decision, TruncateTo | StartAt):
+            self._manager.truncate_follower(tp, decision)
+        elif isinstance(decision, Backoff):
+            log.info("%s: fetch from broker %d: %s", tp, self.leader.broker_id, decision.reason)
+        elif isinstance(decision, Append):
+            try:
+                self._manager.append_as_follower(
+                    tp, decision.records, leader_high_watermark=decision.leader_high_watermark
+                )
+            except errors.HeadwaterError as exc:
+                log.warning("%s: follower append failed: %s; truncating again", tp, exc)
+                st.on_append_failed(monotonic_ms(), str(exc))
+
+    async def _truncate(self, tp: TopicPartition, st: FollowerFetchState) -> None:
+        local = self._local(tp, st)
+        if local is None:
             return
-        plog = hosted.log
-        latest = plog.latest_epoch
-        if latest < 0:
-            plog.truncate_to(plog.high_watermark)
-            st.needs_truncation = False
+        decision = st.truncation_without_leader(local)
+        if decision is not None:
+            self._apply(tp, st, decision)
             return
         request = broker_pb2.OffsetsForLeaderEpochRequest(
             replica_id=self._broker_id,
@@ -149,44 +167,44 @@ class ReplicaFetcher:
                     topic=tp.topic,
                     partition=tp.partition,
                     current_leader_epoch=st.leader_epoch,
-                    leader_epoch=latest,
+                    leader_epoch=local.latest_epoch,
                 )
             ],
         )
         response = await self._stub.OffsetsForLeaderEpoch(request, timeout=10.0)
-        if self._hosted(tp, st) is None:
+        local = self._local(tp, st)
+        if local is None or not st.needs_truncation:
             return
         result = response.partitions[0]
-        if ErrorCode(result.error) is not ErrorCode.NONE:
-            log.info("%s: OffsetsForLeaderEpoch: %s", tp, ErrorCode(result.error).name)
-            self._delay({tp: st}, self._backoff_ms)
-            return
-        if result.leader_epoch < 0 or result.end_offset < 0:
-            target = plog.high_watermark
-        elif result.leader_epoch == latest:
-            target = min(result.end_offset, plog.log_end_offset)
-        else:
-            _epoch, local_end = plog.end_offset_for_epoch(result.leader_epoch)
-            target = min(result.end_offset, local_end if local_end >= 0 else plog.high_watermark)
-        if target < plog.log_end_offset:
-            log.info("%s: truncating from %d to %d", tp, plog.log_end_offset, target)
-            plog.truncate_to(target)
-        st.needs_truncation = False
+        self._apply(
+            tp,
+            st,
+            st.on_epoch_end_offset(
+                local,
+                error=ErrorCode(result.error),
+                leader_epoch=result.leader_epoch,
+                end_offset=result.end_offset,
+                local_end_offset_for_leader_epoch=self._manager.local_end_offset_for_epoch(
+                    tp, result.leader_epoch
+                ),
+                now_ms=monotonic_ms(),
+            ),
+        )
 
-    async def _fetch_once(self, ready: Mapping[TopicPartition, FetchState]) -> None:
+    async def _fetch_once(self, ready: Mapping[TopicPartition, FollowerFetchState]) -> None:
         specs = []
         for tp, st in ready.items():
-            hosted = self._hosted(tp, st)
-            if hosted is None:
+            local = self._local(tp, st)
+            if local is None:
                 continue
             specs.append(
                 broker_pb2.FetchPartition(
                     topic=tp.topic,
                     partition=tp.partition,
-                    fetch_offset=hosted.log.log_end_offset,
+                    fetch_offset=local.log_end_offset,
                     current_leader_epoch=st.leader_epoch,
-                    last_fetched_epoch=hosted.log.latest_epoch,
-                    log_start_offset=hosted.log.log_start_offset,
+                    last_fetched_epoch=local.latest_epoch,
+                    log_start_offset=local.log_start_offset,
                     partition_max_bytes=self._max_bytes,
                 )
             )
@@ -227,54 +245,21 @@ class ReplicaFetcher:
         return await self._stub.Fetch(request, timeout=self._max_wait_ms / 1000.0 + 10.0)
 
     def _handle(
-        self, tp: TopicPartition, st: FetchState, part: broker_pb2.FetchedPartition
+        self, tp: TopicPartition, st: FollowerFetchState, part: broker_pb2.FetchedPartition
     ) -> None:
-        hosted = self._hosted(tp, st)
-        if hosted is None:
+        local = self._local(tp, st)
+        if local is None or st.needs_truncation:
             return
-        plog = hosted.log
-        error = ErrorCode(part.error)
-        if error is ErrorCode.OFFSET_OUT_OF_RANGE:
-            if plog.log_end_offset > part.log_end_offset >= 0:
-                plog.truncate_to(part.log_end_offset)
-            elif plog.log_end_offset < part.log_start_offset:
-                plog.truncate_fully_and_start_at(part.log_start_offset)
-            else:
-                self._delay({tp: st}, self._backoff_ms)
-            return
-        if error is not ErrorCode.NONE:
-            log.info("%s: fetch from broker %d: %s", tp, self.leader.broker_id, error.name)
-            self._delay({tp: st}, self._backoff_ms)
-            return
-        records = _complete_batches_from(part.records, plog.log_end_offset)
-        if records:
-            try:
-                plog.append_as_follower(records)
-            except errors.HeadwaterError as exc:
-                log.warning("%s: follower append failed: %s; truncating again", tp, exc)
-                st.needs_truncation = True
-                self._delay({tp: st}, self._backoff_ms)
-                return
-        if hosted.state.on_follower_append(
-            log_end_offset=plog.log_end_offset, leader_high_watermark=part.high_watermark
-        ):
-            plog.high_watermark = hosted.state.high_watermark
-
-
-def _complete_batches_from(data: bytes, start_offset: int) -> bytes:
-    """The whole batches of ``data`` that start at or after ``start_offset``."""
-    begin = end = None
-    for pos, header in scan_batches(data):
-        if header.next_offset <= start_offset:
-            continue
-        if begin is None:
-            begin = pos
-        end = pos + header.size_in_bytes
-    if begin is None or end is None:
-        return b""
-    if begin == 0 and end == len(data):
-        return data
-    return data[begin:end]
+        decision = st.on_fetched(
+            local,
+            error=ErrorCode(part.error),
+            leader_log_start_offset=part.log_start_offset,
+            leader_log_end_offset=part.log_end_offset,
+            leader_high_watermark=part.high_watermark,
+            records=part.records,
+            now_ms=monotonic_ms(),
+        )
+        self._apply(tp, st, decision)
 
 
 class ReplicaFetcherManager:

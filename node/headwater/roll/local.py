@@ -27,8 +27,7 @@ from collections.abc import Callable, Mapping, MutableMapping
 from typing import Protocol
 
 from headwater import __version__
-
-from headwater_operator.roll import Member, RollResult, RollTarget
+from headwater.roll.engine import Member, RollResult, RollTarget
 
 PROTOCOL_KEY = "inter.broker.protocol.version"
 
@@ -54,7 +53,7 @@ class LocalProcesses(Protocol):
 
 
 class LocalBackend:
-    """:class:`headwater_operator.roll.RollBackend` for local broker processes."""
+    """:class:`headwater.roll.engine.RollBackend` for local broker processes."""
 
     def __init__(
         self,

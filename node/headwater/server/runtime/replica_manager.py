@@ -9,83 +9,49 @@ Waiting is event driven (DESIGN.md, "Fetch is a long poll"): a waiting fetch
 registers an :class:`asyncio.Event` with each partition it reads; an append, a
 high-watermark advance or a role change sets those events.  A delayed produce
 is an :class:`asyncio.Future` resolved when the partition reports completion.
-The only periodic work is the ISR-shrink check, run every half
-``replica.lag.time.max.ms`` as in Kafka.
+The only periodic work is the ISR-shrink check (:meth:`maybe_shrink_isrs`),
+which the broker's periodic scheduler runs every half
+``replica.lag.time.max.ms``, as in Kafka.
 
 Thread model: every method runs on the broker's event loop.  Log calls are
-synchronous and short (page-cache writes); ZooKeeper calls go to a thread.
+synchronous and short (page-cache writes); ZooKeeper calls go to a worker thread
+(:func:`headwater.server.runtime.offload.run_blocking`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import itertools
 import logging
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from headwater import errors
 from headwater.coordination.model import LeaderAndIsr, PartitionState
 from headwater.errors import ErrorCode
 from headwater.replication import FetchWait, IsrChange, Partition, ProduceCompletion, TopicPartition
-from headwater.replication.producer_state import ProducerStateManager, Verdict
+from headwater.replication.follower import LocalLog, StartAt, TruncateTo
+from headwater.replication.producer_state import Verdict
 from headwater.server import idempotence
 from headwater.server.metrics import BrokerMetrics, PartitionSnapshot
-from headwater.storage import Log, LogConfig, LogManager
+from headwater.server.runtime.hosted import (
+    FetchResult,
+    FetchSpec,
+    HostedPartition,
+    OffsetLookup,
+    ProduceResult,
+    RoleChanges,
+    assign_epoch,
+    monotonic_ms,
+    wall_ms,
+)
+from headwater.server.runtime.isr_store import IsrStore
+from headwater.server.runtime.offload import run_blocking
+from headwater.server.runtime.topic_configs import TopicConfigs
+from headwater.storage import LogConfig, LogManager
 
 log = logging.getLogger(__name__)
-
-
-def monotonic_ms() -> float:
-    return time.monotonic() * 1000.0
-
-
-def wall_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
-class ProduceResult(NamedTuple):
-    topic_partition: TopicPartition
-    error: ErrorCode
-    message: str = ""
-    base_offset: int = -1
-    log_start_offset: int = -1
-    log_append_time_ms: int = -1
-
-
-class FetchSpec(NamedTuple):
-    topic_partition: TopicPartition
-    fetch_offset: int
-    current_leader_epoch: int
-    partition_max_bytes: int
-
-
-class FetchResult(NamedTuple):
-    topic_partition: TopicPartition
-    error: ErrorCode
-    message: str = ""
-    high_watermark: int = -1
-    log_start_offset: int = -1
-    log_end_offset: int = -1
-    records: bytes = b""
-
-
-@dataclasses.dataclass(eq=False)
-class HostedPartition:
-    """A partition on this broker: its state machine, its log and who waits on it."""
-
-    state: Partition
-    log: Log
-    watchers: set[asyncio.Event] = dataclasses.field(default_factory=set)
-    producers: ProducerStateManager = dataclasses.field(default_factory=ProducerStateManager)
-    """Idempotent producers' state; rebuilt from the log on becoming leader."""
-
-    def wake(self) -> None:
-        for event in self.watchers:
-            event.set()
 
 
 class ReplicaManager:
@@ -96,14 +62,17 @@ class ReplicaManager:
         *,
         broker_id: int,
         log_manager: LogManager,
-        isr_store: Any,
+        isr_store: IsrStore,
         metrics: BrokerMetrics,
         min_insync_replicas: int,
         replica_lag_time_max_ms: int,
         default_log_properties: Mapping[str, str],
         is_known_partition: Callable[[TopicPartition], bool],
+        on_role_changes: Callable[[RoleChanges], None] = lambda _changes: None,
         clock_ms: Callable[[], float] = monotonic_ms,
     ) -> None:
+        """``on_role_changes`` is told, once per LeaderAndIsr or StopReplica, what the
+        replica fetchers and the group coordinator must change (event loop)."""
         self.broker_id = broker_id
         self._clock_ms = clock_ms
         self._log_manager = log_manager
@@ -111,24 +80,18 @@ class ReplicaManager:
         self._metrics = metrics
         self._min_isr = min_insync_replicas
         self._lag_ms = replica_lag_time_max_ms
-        self._default_props = dict(default_log_properties)
         self._is_known = is_known_partition
         self.partitions: dict[TopicPartition, HostedPartition] = {}
         self.controller_epoch = -1
         self._produce_ids = itertools.count(1)
         self._waiting_produces: dict[int, asyncio.Future[int]] = {}
         self._background: set[asyncio.Task[None]] = set()
-        self._config_watches: dict[str, Callable[[], None]] = {}
-        self._topic_overrides: dict[str, dict[str, str]] = {}
-        self.on_follower_change: Callable[[dict[TopicPartition, tuple[int, int]]], None] = (
-            lambda _changes: None
+        self._configs = TopicConfigs(
+            store=isr_store,
+            default_properties=default_log_properties,
+            on_change=self._apply_log_config,
         )
-        self.on_stop_follower: Callable[[Iterable[TopicPartition]], None] = lambda _tps: None
-        self.on_leadership_change: Callable[[TopicPartition, int | None], None] = (
-            lambda _tp, _epoch: None
-        )
-        """Told ``(partition, leader epoch)`` on becoming or staying leader, ``None`` on
-        becoming a follower or stopping (the group coordinator follows its partitions)."""
+        self._on_role_changes = on_role_changes
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -152,29 +115,12 @@ class ReplicaManager:
                 future.set_result(completion.error)
 
     def _high_watermark_moved(self, hosted: HostedPartition) -> None:
-        hosted.log.high_watermark = hosted.state.high_watermark
+        hosted.sync_high_watermark()
         self._apply_completions(hosted.state.complete_delayed_produces())
         hosted.wake()
 
     def snapshots(self) -> list[PartitionSnapshot]:
-        out = []
-        for tp, hosted in self.partitions.items():
-            st = hosted.state
-            try:
-                size = int(hosted.log.size_in_bytes)
-            except Exception:  # a metric must never break a scrape
-                size = 0
-            out.append(
-                PartitionSnapshot(
-                    tp.topic,
-                    tp.partition,
-                    st.is_leader,
-                    st.is_under_replicated,
-                    st.leader_id is None or st.leader_id < 0,
-                    size,
-                )
-            )
-        return out
+        return [hosted.snapshot() for hosted in self.partitions.values()]
 
     # -- produce ----------------------------------------------------------------------------
 
@@ -388,6 +334,88 @@ class ReplicaManager:
             tp, ErrorCode.NONE, "", state.high_watermark, plog.log_start_offset, end, records
         )
 
+    # -- follower side (the replica fetcher's operations) ----------------------------------
+
+    def local_log(self, tp: TopicPartition) -> LocalLog | None:
+        """Where the local replica of ``tp`` stands, or None if it is not hosted here."""
+        hosted = self.partitions.get(tp)
+        return hosted.local_log() if hosted is not None else None
+
+    def local_end_offset_for_epoch(self, tp: TopicPartition, epoch: int) -> int:
+        """Where ``epoch`` ends in the local log (-1 if unknown or not hosted)."""
+        hosted = self.partitions.get(tp)
+        return hosted.log.end_offset_for_epoch(epoch)[1] if hosted is not None else -1
+
+    def truncate_follower(self, tp: TopicPartition, decision: TruncateTo | StartAt) -> None:
+        """Apply a follower truncation decision; the high watermark follows the new end."""
+        hosted = self.partitions.get(tp)
+        if hosted is not None:
+            hosted.truncate_follower(decision)
+
+    def append_as_follower(
+        self, tp: TopicPartition, records: bytes, *, leader_high_watermark: int
+    ) -> None:
+        """Append fetched batches (may be empty) and follow the leader's high watermark.
+
+        Raises :class:`headwater.errors.HeadwaterError` when the log refuses them.
+        """
+        hosted = self.partitions.get(tp)
+        if hosted is not None:
+            hosted.append_as_follower(records, leader_high_watermark=leader_high_watermark)
+
+    # -- offsets and local reads (ListOffsets, OffsetsForLeaderEpoch, group loading) ---------
+
+    def _leader(
+        self, tp: TopicPartition, current_leader_epoch: int
+    ) -> tuple[HostedPartition | None, ErrorCode, str]:
+        """The hosted partition if this broker leads it in the given epoch, else an error."""
+        hosted = self.partitions.get(tp)
+        if hosted is None:
+            code = self.missing_error(tp)
+            return None, code, f"{code.name}: {tp} is not hosted on broker {self.broker_id}"
+        if not hosted.state.is_leader:
+            return (
+                None,
+                ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                f"broker {self.broker_id} does not lead {tp}",
+            )
+        code = hosted.state.check_fetch_epoch(current_leader_epoch)
+        if code is not ErrorCode.NONE:
+            return None, code, f"leader epoch {current_leader_epoch} vs {hosted.state.leader_epoch}"
+        return hosted, ErrorCode.NONE, ""
+
+    def list_offset(
+        self, tp: TopicPartition, *, timestamp: int, current_leader_epoch: int, replica_id: int
+    ) -> OffsetLookup:
+        """Kafka's ListOffsets for one partition (consumers see only below the HW)."""
+        hosted, code, message = self._leader(tp, current_leader_epoch)
+        if hosted is None:
+            return OffsetLookup(tp, code, message)
+        return hosted.list_offset(timestamp=timestamp, replica_id=replica_id)
+
+    def offset_for_leader_epoch(
+        self, tp: TopicPartition, *, current_leader_epoch: int, leader_epoch: int
+    ) -> tuple[ErrorCode, int, int]:
+        """The end offset of ``leader_epoch`` on this leader: (error, epoch, end offset)."""
+        hosted, code, _message = self._leader(tp, current_leader_epoch)
+        if hosted is None:
+            return code, -1, -1
+        epoch, end = hosted.log.end_offset_for_epoch(leader_epoch)
+        return ErrorCode.NONE, int(epoch), int(end)
+
+    def read_local(self, tp: TopicPartition, offset: int, max_bytes: int) -> bytes:
+        """Stored batches from ``offset`` whatever the role (the group coordinator loading
+        ``__consumer_offsets``); raises NotLeaderOrFollowerError if ``tp`` is not hosted."""
+        hosted = self.partitions.get(tp)
+        if hosted is None:
+            raise errors.NotLeaderOrFollowerError(f"{tp} is not here")
+        return hosted.read_local(offset, max_bytes)
+
+    def high_watermark(self, tp: TopicPartition) -> int | None:
+        """The high watermark of a hosted partition, None if not hosted here."""
+        hosted = self.partitions.get(tp)
+        return hosted.state.high_watermark if hosted is not None else None
+
     # -- ISR maintenance --------------------------------------------------------------------
 
     async def _write_isr(self, hosted: HostedPartition, change: IsrChange) -> None:
@@ -400,7 +428,7 @@ class ReplicaManager:
             zk_version=change.expected_zk_version,
         )
         try:
-            version = await asyncio.to_thread(
+            version = await run_blocking(
                 self._isr_store.update_isr, tp.topic, tp.partition, lai, change.expected_zk_version
             )
         except Exception as exc:
@@ -422,20 +450,12 @@ class ReplicaManager:
             if change is not None:
                 self._spawn(self._write_isr(hosted, change))
 
-    async def run_isr_expiration(self) -> None:
-        """Kafka's ``isr-expiration`` task: check for lagging followers every lag/2."""
-        interval = max(self._lag_ms / 2000.0, 0.05)
-        while True:
-            await asyncio.sleep(interval)
-            self.maybe_shrink_isrs()
-
     # -- role changes ------------------------------------------------------------------------
 
     def _hosted(self, tp: TopicPartition) -> HostedPartition:
         hosted = self.partitions.get(tp)
         if hosted is None:
-            props = {**self._default_props, **self._topic_overrides.get(tp.topic, {})}
-            config = LogConfig.from_properties(props)
+            config = self._configs.log_config(tp.topic)
             plog = self._log_manager.get_or_create_log(tp.topic, tp.partition, config)
             hosted = HostedPartition(
                 Partition(
@@ -455,30 +475,10 @@ class ReplicaManager:
         Called before :meth:`become_leader_or_follower` so that role changes never
         block the event loop on ZooKeeper.
         """
-        loop = asyncio.get_running_loop()
+        await self._configs.prepare(topics)
 
-        def on_change(changed_topic: str, config: Mapping[str, str]) -> None:  # kazoo's thread
-            loop.call_soon_threadsafe(self.apply_topic_config, changed_topic, dict(config))
-
-        for topic in set(topics) - set(self._config_watches):
-            try:
-                overrides = await asyncio.to_thread(self._isr_store.get_topic_config, topic)
-                self._topic_overrides[topic] = dict(overrides)
-                if hasattr(self._isr_store, "watch_topic_config"):
-                    self._config_watches[topic] = await asyncio.to_thread(
-                        self._isr_store.watch_topic_config, topic, on_change
-                    )
-            except Exception as exc:  # the defaults still apply; the next LeaderAndIsr retries
-                log.warning("cannot read or watch the config of topic %s: %s", topic, exc)
-
-    def apply_topic_config(self, topic: str, overrides: Mapping[str, str]) -> None:
+    def _apply_log_config(self, topic: str, config: LogConfig) -> None:
         """New topic-level overrides: update every hosted log of ``topic``."""
-        try:
-            config = LogConfig.from_properties({**self._default_props, **overrides})
-        except errors.HeadwaterError as exc:
-            log.warning("ignoring invalid config of topic %s: %s", topic, exc)
-            return
-        self._topic_overrides[topic] = dict(overrides)
         for tp, hosted in self.partitions.items():
             if tp.topic == topic:
                 hosted.log.update_config(config)
@@ -492,7 +492,7 @@ class ReplicaManager:
             return ErrorCode.STALE_CONTROLLER_EPOCH, []
         self.controller_epoch = controller_epoch
         results: list[tuple[TopicPartition, ErrorCode]] = []
-        new_followers: dict[TopicPartition, tuple[int, int]] = {}
+        changes = RoleChanges([], [], {})
         for ps in states:
             tp = TopicPartition(ps.topic, ps.partition)
             if self.broker_id not in ps.replicas:
@@ -502,7 +502,8 @@ class ReplicaManager:
             try:
                 hosted = self._hosted(tp)
                 if lai.leader == self.broker_id:
-                    self._make_leader(hosted, ps)
+                    if self._make_leader(hosted, ps):
+                        changes.unfollow.append(tp)
                 else:
                     changed = hosted.state.make_follower(
                         leader_id=lai.leader,
@@ -514,9 +515,9 @@ class ReplicaManager:
                     if changed:
                         self._apply_completions(hosted.state.abort_delayed_produces())
                         hosted.wake()
-                        new_followers[tp] = (lai.leader, lai.leader_epoch)
-                self.on_leadership_change(
-                    tp, lai.leader_epoch if lai.leader == self.broker_id else None
+                        changes.follow[tp] = (lai.leader, lai.leader_epoch)
+                changes.leadership.append(
+                    (tp, lai.leader_epoch if lai.leader == self.broker_id else None)
                 )
                 results.append((tp, ErrorCode.NONE))
             except errors.HeadwaterError as exc:
@@ -525,11 +526,11 @@ class ReplicaManager:
             except Exception:
                 log.exception("LeaderAndIsr for %s failed", tp)
                 results.append((tp, ErrorCode.KAFKA_STORAGE_ERROR))
-        if new_followers:
-            self.on_follower_change(new_followers)
+        self._on_role_changes(changes)
         return ErrorCode.NONE, results
 
-    def _make_leader(self, hosted: HostedPartition, ps: PartitionState) -> None:
+    def _make_leader(self, hosted: HostedPartition, ps: PartitionState) -> bool:
+        """Become leader; True if this replica was a follower until now."""
         lai = ps.leader_and_isr
         tp = hosted.state.topic_partition
         was_follower = not hosted.state.is_leader
@@ -545,11 +546,11 @@ class ReplicaManager:
         if changed:
             assign_epoch(hosted.log, lai.leader_epoch, hosted.log.log_end_offset)
             if was_follower:
-                self.on_stop_follower([tp])
                 idempotence.rebuild(hosted.producers, hosted.log)
             log.info("%s: leader in epoch %d, ISR %s", tp, lai.leader_epoch, list(lai.isr))
-            hosted.log.high_watermark = hosted.state.high_watermark
+            hosted.sync_high_watermark()
             hosted.wake()
+        return changed and was_follower
 
     def stop_replicas(
         self, *, controller_epoch: int, partitions: Sequence[tuple[TopicPartition, bool]]
@@ -557,10 +558,10 @@ class ReplicaManager:
         if controller_epoch < self.controller_epoch:
             return ErrorCode.STALE_CONTROLLER_EPOCH, []
         self.controller_epoch = controller_epoch
-        self.on_stop_follower([tp for tp, _ in partitions])
         results = []
+        changes = RoleChanges([tp for tp, _ in partitions], [], {})
         for tp, delete in partitions:
-            self.on_leadership_change(tp, None)
+            changes.leadership.append((tp, None))
             hosted = self.partitions.pop(tp, None)
             if hosted is not None:
                 hosted.state.stop()
@@ -573,16 +574,12 @@ class ReplicaManager:
                     log.warning("deleting log of %s failed: %s", tp, exc)
             results.append((tp, ErrorCode.NONE))
         hosted_topics = {tp.topic for tp in self.partitions}
-        for tp, _delete in partitions:
-            if tp.topic not in hosted_topics and tp.topic in self._config_watches:
-                self._config_watches.pop(tp.topic)()
-                self._topic_overrides.pop(tp.topic, None)
+        self._configs.release({tp.topic for tp, _ in partitions} - hosted_topics)
+        self._on_role_changes(changes)
         return ErrorCode.NONE, results
 
     def shutdown(self) -> None:
-        for cancel in self._config_watches.values():
-            cancel()
-        self._config_watches.clear()
+        self._configs.shutdown()
         for task in list(self._background):
             task.cancel()
         for future in self._waiting_produces.values():
@@ -591,9 +588,3 @@ class ReplicaManager:
         self._waiting_produces.clear()
         for hosted in self.partitions.values():
             hosted.wake()
-
-
-def assign_epoch(plog: Log, epoch: int, start_offset: int) -> None:
-    """Record ``epoch`` starting at ``start_offset`` in the log's leader-epoch cache."""
-    if epoch > plog.latest_epoch:
-        plog.epoch_cache.assign(epoch, start_offset)

@@ -15,16 +15,16 @@ from headwater.coordination.broker import BrokerCoordinator
 from headwater.coordination.model import BrokerRegistration
 from headwater.errors import ErrorCode
 from headwater.replication import TopicPartition
-from headwater.server.broker_service import Timer
 from headwater.server.convert import (
     Context,
     broker_from_proto,
     partition_states_from_proto,
     pb_error,
 )
-from headwater.server.metadata_cache import MetadataCache
-from headwater.server.metrics import BrokerMetrics
-from headwater.server.replica_manager import ReplicaManager
+from headwater.server.metrics import BrokerMetrics, Timer
+from headwater.server.runtime.metadata_cache import MetadataCache
+from headwater.server.runtime.offload import run_blocking
+from headwater.server.runtime.replica_manager import ReplicaManager
 from headwater.v1 import common_pb2, control_pb2, control_pb2_grpc
 
 ControlApplied = Callable[[str, int], Awaitable[None]]
@@ -146,7 +146,7 @@ class ControlService(control_pb2_grpc.ControlServicer):
                 error_message="this broker is not the active controller",
             )
         try:
-            remaining = await asyncio.to_thread(
+            remaining = await run_blocking(
                 coordinator.controller.controlled_shutdown, request.broker_id, request.broker_epoch
             )
         except errors.HeadwaterError as exc:

@@ -8,7 +8,7 @@ topic (``offsets.topic.num.partitions``, ``offsets.topic.replication.factor`` ca
 the live broker count, ``cleanup.policy=compact``) and answers
 COORDINATOR_NOT_AVAILABLE until it has leaders -- clients retry.
 
-:func:`replica_callables` adapts a :class:`~headwater.server.replica_manager.ReplicaManager`
+:func:`replica_callables` adapts a :class:`~headwater.server.runtime.replica_manager.ReplicaManager`
 to the runtime's ``append``/``read`` seams.
 """
 
@@ -31,8 +31,9 @@ from headwater.groups.placement import (
 from headwater.groups.runtime import GroupCoordinatorRuntime
 from headwater.replication import TopicPartition
 from headwater.server.convert import Context, pb_error
-from headwater.server.metadata_cache import MetadataCache
-from headwater.server.replica_manager import ReplicaManager
+from headwater.server.runtime.metadata_cache import MetadataCache
+from headwater.server.runtime.offload import run_blocking
+from headwater.server.runtime.replica_manager import ReplicaManager
 from headwater.v1 import group_pb2, group_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -56,14 +57,7 @@ def replica_callables(
             raise errors.for_code(result.error, result.message)
 
     async def read(partition: int, offset: int) -> bytes:
-        hosted = replicas.partitions.get(TopicPartition(OFFSETS_TOPIC, partition))
-        if hosted is None:
-            raise errors.NotLeaderOrFollowerError(f"{OFFSETS_TOPIC}-{partition} is not here")
-        plog = hosted.log
-        start = max(offset, plog.log_start_offset)
-        if start >= plog.log_end_offset:
-            return b""
-        return plog.read(start, 4 << 20).records
+        return replicas.read_local(TopicPartition(OFFSETS_TOPIC, partition), offset, 4 << 20)
 
     return append, read
 
@@ -130,7 +124,7 @@ class GroupService(group_pb2_grpc.GroupServicer):
             configs=offsets_topic_configs(),
         )
         try:
-            (result,) = await asyncio.to_thread(coordinator.create_topics, [topic])
+            (result,) = await run_blocking(coordinator.create_topics, [topic])
         except Exception:
             log.exception("creating %s failed", OFFSETS_TOPIC)
             return

@@ -7,7 +7,6 @@ and the replication state machines; this module only converts.
 from __future__ import annotations
 
 import itertools
-import time
 from collections.abc import Callable
 
 from headwater import errors
@@ -15,11 +14,11 @@ from headwater.coordination import names
 from headwater.errors import ErrorCode
 from headwater.records.allocator import tune_allocator
 from headwater.replication import TopicPartition
-from headwater.server import offsets
-from headwater.server import replica_manager as rm
 from headwater.server.convert import Context, broker_to_proto, pb_error
-from headwater.server.metadata_cache import MetadataCache
-from headwater.server.metrics import BrokerMetrics
+from headwater.server.metrics import BrokerMetrics, Timer
+from headwater.server.runtime import hosted
+from headwater.server.runtime import replica_manager as rm
+from headwater.server.runtime.metadata_cache import MetadataCache
 from headwater.v1 import broker_pb2, broker_pb2_grpc
 
 PRODUCER_ID_BITS = 40
@@ -39,19 +38,6 @@ class ProducerIdAllocator:
 
     def next_id(self) -> int:
         return self._base | (next(self._counter) % (1 << PRODUCER_ID_BITS))
-
-
-class Timer:
-    """Counts and times one RPC into the broker metrics."""
-
-    def __init__(self, metrics: BrokerMetrics, rpc: str) -> None:
-        self._metrics = metrics
-        self._rpc = rpc
-        self._start = time.perf_counter()
-
-    def done(self, outcome: str = "ok") -> None:
-        self._metrics.latency.labels(self._rpc).observe(time.perf_counter() - self._start)
-        self._metrics.requests.labels(self._rpc, outcome).inc()
 
 
 class BrokerService(broker_pb2_grpc.BrokerServicer):
@@ -159,7 +145,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             min_bytes=request.min_bytes,
             max_bytes=request.max_bytes,
             specs=[
-                rm.FetchSpec(
+                hosted.FetchSpec(
                     TopicPartition(p.topic, p.partition),
                     p.fetch_offset,
                     p.current_leader_epoch,
@@ -194,8 +180,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         timer = Timer(self._metrics, "ListOffsets")
         out = []
         for p in request.partitions:
-            r = offsets.list_offset(
-                self._replicas,
+            r = self._replicas.list_offset(
                 TopicPartition(p.topic, p.partition),
                 timestamp=p.timestamp,
                 current_leader_epoch=p.current_leader_epoch,
@@ -221,8 +206,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         timer = Timer(self._metrics, "OffsetsForLeaderEpoch")
         out = []
         for p in request.partitions:
-            code, epoch, end = offsets.offset_for_leader_epoch(
-                self._replicas,
+            code, epoch, end = self._replicas.offset_for_leader_epoch(
                 TopicPartition(p.topic, p.partition),
                 current_leader_epoch=p.current_leader_epoch,
                 leader_epoch=p.leader_epoch,

@@ -13,8 +13,7 @@ from typing import Protocol
 
 from headwater import errors
 from headwater.client.admin import ClusterDescription, ConfigEntry, TopicDescription
-
-from headwater_operator.roll import BrokerVersion, ClusterState, PartitionState
+from headwater.roll.engine import BrokerVersion, ClusterState, PartitionState
 
 
 class ProbeAdmin(Protocol):
@@ -30,7 +29,7 @@ class ProbeAdmin(Protocol):
 
 
 class AdminProbe:
-    """:class:`headwater_operator.roll.ClusterProbe` over an Admin client.
+    """:class:`headwater.roll.engine.ClusterProbe` over an Admin client.
 
     Metadata comes from whichever broker answers, and a broker that has just
     restarted can answer before the controller has told it about any topic.

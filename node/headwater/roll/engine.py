@@ -5,7 +5,8 @@ one implementation behind both the Kubernetes operator and
 ``headwater cluster roll``.  It sees brokers through two seams:
 
 * a :class:`RollBackend` — the things that get restarted (pods of the broker
-  StatefulSet in :mod:`roll_kube`, local processes in :mod:`roll_local`): who
+  StatefulSet in ``headwater_operator.roll_kube``, local processes in
+  :mod:`headwater.roll.local`): who
   needs a restart and why, readiness, and the restart itself (a pod delete or
   SIGTERM, either way the broker's controlled shutdown moves its leaderships
   away first);

@@ -17,11 +17,11 @@ from headwater import errors
 from headwater.coordination.admin import NewTopic
 from headwater.coordination.broker import BrokerCoordinator
 from headwater.errors import ErrorCode
-from headwater.server.broker_service import Timer
 from headwater.server.config import BrokerConfig
 from headwater.server.convert import Context, broker_to_proto, pb_error
-from headwater.server.metadata_cache import MetadataCache
-from headwater.server.metrics import BrokerMetrics
+from headwater.server.metrics import BrokerMetrics, Timer
+from headwater.server.runtime.metadata_cache import MetadataCache
+from headwater.server.runtime.offload import run_blocking
 from headwater.storage import LogConfig
 from headwater.v1 import admin_pb2, admin_pb2_grpc, common_pb2
 
@@ -72,7 +72,7 @@ class AdminService(admin_pb2_grpc.AdminServicer):
             )
             for t in request.topics
         ]
-        results = await asyncio.to_thread(
+        results = await run_blocking(
             coordinator.create_topics, topics, validate_only=request.validate_only
         )
         late: dict[str, errors.HeadwaterError] = {}
@@ -126,9 +126,9 @@ class AdminService(admin_pb2_grpc.AdminServicer):
         deleted = []
         for name in request.topics:
             try:
-                if name not in await asyncio.to_thread(coordinator.get_topics):
+                if name not in await run_blocking(coordinator.get_topics):
                     raise errors.UnknownTopicOrPartitionError(f"Topic '{name}' does not exist.")
-                await asyncio.to_thread(coordinator.delete_topic, name)
+                await run_blocking(coordinator.delete_topic, name)
                 deleted.append(name)
                 out.append(admin_pb2.TopicResult(name=name, error=pb_error(ErrorCode.NONE)))
             except errors.HeadwaterError as exc:
@@ -153,7 +153,7 @@ class AdminService(admin_pb2_grpc.AdminServicer):
         grown = []
         for t in request.topics:
             try:
-                await asyncio.to_thread(
+                await run_blocking(
                     coordinator.create_partitions,
                     t.name,
                     t.count,
@@ -212,9 +212,9 @@ class AdminService(admin_pb2_grpc.AdminServicer):
         entries = []
         if res.type == admin_pb2.TOPIC:
             coordinator = self._coord()
-            if res.name not in await asyncio.to_thread(coordinator.get_topics):
+            if res.name not in await run_blocking(coordinator.get_topics):
                 raise errors.UnknownTopicOrPartitionError(f"Topic '{res.name}' does not exist.")
-            overrides = await asyncio.to_thread(coordinator.get_topic_config, res.name)
+            overrides = await run_blocking(coordinator.get_topic_config, res.name)
             defaults = LogConfig.from_properties(self._config.log_config_properties())
             merged = LogConfig.from_properties(overrides, defaults=defaults).to_properties()
             for key, value in sorted(merged.items()):
@@ -260,7 +260,7 @@ class AdminService(admin_pb2_grpc.AdminServicer):
                 if request.validate_only:
                     LogConfig.from_properties(set_)
                 else:
-                    await asyncio.to_thread(coordinator.alter_topic_config, res.name, set_, delete)
+                    await run_blocking(coordinator.alter_topic_config, res.name, set_, delete)
                 code, message = ErrorCode.NONE, ""
             except errors.HeadwaterError as exc:
                 code, message = exc.code, str(exc)
@@ -276,7 +276,7 @@ class AdminService(admin_pb2_grpc.AdminServicer):
         self, request: admin_pb2.DescribeClusterRequest, context: Context
     ) -> admin_pb2.DescribeClusterResponse:
         timer = Timer(self._metrics, "DescribeCluster")
-        description = await asyncio.to_thread(self._coord().describe_cluster)
+        description = await run_blocking(self._coord().describe_cluster)
         timer.done()
         return admin_pb2.DescribeClusterResponse(
             cluster_id=description.cluster_id,
@@ -306,7 +306,7 @@ class AdminService(admin_pb2_grpc.AdminServicer):
         partitions = [(p.topic, p.partition) for p in request.partitions] or None
         timeout_s = (request.timeout_ms or DEFAULT_TIMEOUT_MS) / 1000.0
         try:
-            outcome = await asyncio.to_thread(
+            outcome = await run_blocking(
                 self._coord().elect_preferred_leaders, partitions, timeout_s=timeout_s
             )
         except errors.HeadwaterError as exc:

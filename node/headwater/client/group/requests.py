@@ -1,0 +1,125 @@
+"""The group RPCs' requests built, and their answers read, as pure functions.
+
+Kept apart from :mod:`.coordinator` (which decides when to send what) so that the
+protobuf shapes of JoinGroup, SyncGroup, OffsetCommit and OffsetFetch live in one place
+and the leader's assignment is computed from a JoinGroup answer without any I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from headwater import errors
+from headwater.client.group import protocol
+from headwater.client.group.assignors import Subscription, assign
+from headwater.client.group.listener import OffsetAndMetadata
+from headwater.client.group.member import JoinStart
+from headwater.client.types import TopicPartition
+from headwater.v1 import common_pb2, group_pb2
+
+
+def join_group(
+    *,
+    group_id: str,
+    start: JoinStart,
+    topics: Iterable[str],
+    session_timeout_ms: int,
+    rebalance_timeout_ms: int,
+    group_instance_id: str | None,
+    assignors: Iterable[str],
+    client_id: str,
+) -> group_pb2.JoinGroupRequest:
+    """The JoinGroup for ``start``: one protocol per assignor, each with the subscription."""
+    metadata = protocol.encode_subscription(
+        protocol.ConsumerSubscription(
+            tuple(topics), tuple(sorted(start.owned)), start.generation_id
+        )
+    )
+    return group_pb2.JoinGroupRequest(
+        group_id=group_id,
+        session_timeout_ms=session_timeout_ms,
+        rebalance_timeout_ms=rebalance_timeout_ms,
+        member_id=start.member_id,
+        group_instance_id=group_instance_id or "",
+        protocol_type="consumer",
+        protocols=[
+            group_pb2.JoinGroupRequestProtocol(name=a, metadata=metadata) for a in assignors
+        ],
+        client_id=client_id,
+    )
+
+
+def subscribed_topics(join: Any) -> list[str]:
+    """Every topic some member of a JoinGroup answer subscribes to (the leader's view)."""
+    topics = {t for m in join.members for t in protocol.decode_subscription(m.metadata).topics}
+    return sorted(topics)
+
+
+def leader_assignments(
+    join: Any, partition_counts: Mapping[str, int]
+) -> list[group_pb2.SyncGroupRequestAssignment]:
+    """The leader's SyncGroup assignments for a JoinGroup answer, by its chosen assignor."""
+    subs: dict[str, Subscription] = {}
+    for m in join.members:
+        s = protocol.decode_subscription(m.metadata)
+        subs[m.member_id] = Subscription(
+            s.topics, s.owned_partitions, s.generation, m.group_instance_id or None
+        )
+    result = assign(join.protocol_name, dict(partition_counts), subs)
+    return [
+        group_pb2.SyncGroupRequestAssignment(
+            member_id=m,
+            assignment=protocol.encode_assignment(protocol.ConsumerAssignment(tuple(tps))),
+        )
+        for m, tps in result.items()
+    ]
+
+
+def offset_commit(
+    *,
+    group_id: str,
+    generation_id: int,
+    member_id: str,
+    group_instance_id: str | None,
+    offsets: Mapping[TopicPartition, OffsetAndMetadata],
+) -> group_pb2.OffsetCommitRequest:
+    return group_pb2.OffsetCommitRequest(
+        group_id=group_id,
+        generation_id=generation_id,
+        member_id=member_id,
+        group_instance_id=group_instance_id or "",
+        retention_time_ms=-1,
+        partitions=[
+            group_pb2.OffsetCommitRequestPartition(
+                topic=tp.topic,
+                partition_index=tp.partition,
+                committed_offset=om.offset,
+                committed_leader_epoch=om.leader_epoch,
+                committed_metadata=om.metadata,
+            )
+            for tp, om in offsets.items()
+        ],
+    )
+
+
+def offset_fetch(group_id: str, tps: Iterable[TopicPartition]) -> group_pb2.OffsetFetchRequest:
+    return group_pb2.OffsetFetchRequest(
+        group_id=group_id,
+        partitions=[common_pb2.TopicPartition(topic=t, partition=p) for t, p in sorted(tps)],
+    )
+
+
+def parse_offset_fetch(
+    resp: Any, wanted: Iterable[TopicPartition]
+) -> dict[TopicPartition, OffsetAndMetadata | None]:
+    """Each wanted partition's committed offset (None: none); raises the group's error."""
+    if resp.error_code:
+        raise errors.for_code(resp.error_code, resp.error_message)
+    found: dict[TopicPartition, OffsetAndMetadata | None] = dict.fromkeys(wanted)
+    for p in resp.partitions:
+        if p.committed_offset >= 0:
+            found[TopicPartition(p.topic, p.partition_index)] = OffsetAndMetadata(
+                p.committed_offset, p.metadata, p.committed_leader_epoch
+            )
+    return found

@@ -1,0 +1,189 @@
+"""What the broker runtime holds per hosted partition, and the values its operations return.
+
+Split from :mod:`headwater.server.runtime.replica_manager` so the services and the
+replica fetcher can name results without importing the manager's internals.
+Only the :class:`~headwater.server.runtime.replica_manager.ReplicaManager` creates,
+reads or mutates a :class:`HostedPartition` (and so its ``Log``); everyone
+else goes through the manager's operations.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+from typing import NamedTuple
+
+from headwater import errors
+from headwater.errors import ErrorCode
+from headwater.replication import Partition, TopicPartition
+from headwater.replication.follower import LocalLog, StartAt, TruncateTo
+from headwater.replication.producer_state import ProducerStateManager
+from headwater.server.metrics import PartitionSnapshot
+from headwater.storage import Log
+
+_log = logging.getLogger(__name__)
+
+
+def monotonic_ms() -> float:
+    return time.monotonic() * 1000.0
+
+
+def wall_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class ProduceResult(NamedTuple):
+    topic_partition: TopicPartition
+    error: ErrorCode
+    message: str = ""
+    base_offset: int = -1
+    log_start_offset: int = -1
+    log_append_time_ms: int = -1
+
+
+class FetchSpec(NamedTuple):
+    topic_partition: TopicPartition
+    fetch_offset: int
+    current_leader_epoch: int
+    partition_max_bytes: int
+
+
+class FetchResult(NamedTuple):
+    topic_partition: TopicPartition
+    error: ErrorCode
+    message: str = ""
+    high_watermark: int = -1
+    log_start_offset: int = -1
+    log_end_offset: int = -1
+    records: bytes = b""
+
+
+class OffsetLookup(NamedTuple):
+    topic_partition: TopicPartition
+    error: ErrorCode
+    message: str = ""
+    timestamp: int = -1
+    offset: int = -1
+    leader_epoch: int = -1
+
+
+LATEST_TIMESTAMP = -1
+"""ListOffsets' timestamp for "the end" (the HW for consumers, the LEO for replicas)."""
+
+
+class RoleChanges(NamedTuple):
+    """A decision of one LeaderAndIsr or StopReplica for the replica fetchers and the
+    group coordinator; the composition root applies it, in field order."""
+
+    unfollow: list[TopicPartition]
+    """Partitions whose replica fetcher must stop (became leader, or stopped)."""
+    leadership: list[tuple[TopicPartition, int | None]]
+    """``(partition, leader epoch)`` when leading, ``None`` when not, in request order."""
+    follow: dict[TopicPartition, tuple[int, int]]
+    """Partitions to fetch: ``(leader id, leader epoch)``."""
+
+
+@dataclasses.dataclass(eq=False)
+class HostedPartition:
+    """A partition on this broker: its state machine, its log and who waits on it."""
+
+    state: Partition
+    log: Log
+    watchers: set[asyncio.Event] = dataclasses.field(default_factory=set)
+    producers: ProducerStateManager = dataclasses.field(default_factory=ProducerStateManager)
+    """Idempotent producers' state; rebuilt from the log on becoming leader."""
+
+    def snapshot(self) -> PartitionSnapshot:
+        """This partition's figures for the metrics scrape."""
+        st = self.state
+        try:
+            size = int(self.log.size_in_bytes)
+        except Exception:  # a metric must never break a scrape
+            size = 0
+        tp = st.topic_partition
+        return PartitionSnapshot(
+            tp.topic,
+            tp.partition,
+            st.is_leader,
+            st.is_under_replicated,
+            st.leader_id is None or st.leader_id < 0,
+            size,
+        )
+
+    def list_offset(self, *, timestamp: int, replica_id: int) -> OffsetLookup:
+        """ListOffsets on this (leader) replica; consumers see only below the HW."""
+        tp, state = self.state.topic_partition, self.state
+        try:
+            found = self.log.fetch_offset_by_timestamp(timestamp)
+        except errors.HeadwaterError as exc:
+            return OffsetLookup(tp, exc.code, str(exc))
+        if timestamp == LATEST_TIMESTAMP and replica_id < 0:
+            return OffsetLookup(
+                tp, ErrorCode.NONE, "", -1, state.high_watermark, state.leader_epoch
+            )
+        if found is None or (replica_id < 0 and found.offset >= state.high_watermark):
+            return OffsetLookup(tp, ErrorCode.NONE, "", -1, -1, -1)
+        return OffsetLookup(
+            tp, ErrorCode.NONE, "", found.timestamp, found.offset, found.leader_epoch
+        )
+
+    def read_local(self, offset: int, max_bytes: int) -> bytes:
+        """Stored batches from ``offset`` (clamped to the log start), whatever the role."""
+        start = max(offset, self.log.log_start_offset)
+        if start >= self.log.log_end_offset:
+            return b""
+        return self.log.read(start, max_bytes).records
+
+    # -- the high watermark: live in ``state``, mirrored into ``log`` here only -----------
+
+    def sync_high_watermark(self) -> None:
+        """Mirror the high watermark into the log: the only code that writes it there.
+
+        ``Partition.high_watermark`` is the live value; ``Log.high_watermark``
+        is its persisted copy (checkpoint file, cleaner bound), read back only
+        when the partition becomes leader after a restart.
+        """
+        self.log.high_watermark = self.state.high_watermark
+
+    # -- follower side ----------------------------------------------------------------------
+
+    def local_log(self) -> LocalLog:
+        plog = self.log
+        return LocalLog(
+            plog.log_start_offset, plog.log_end_offset, plog.high_watermark, plog.latest_epoch
+        )
+
+    def truncate_follower(self, decision: TruncateTo | StartAt) -> None:
+        plog, tp = self.log, self.state.topic_partition
+        if isinstance(decision, StartAt):
+            _log.info("%s: restarting the log at %d", tp, decision.offset)
+            plog.truncate_fully_and_start_at(decision.offset)
+        elif decision.offset < plog.log_end_offset:
+            _log.info("%s: truncating from %d to %d", tp, plog.log_end_offset, decision.offset)
+            plog.truncate_to(decision.offset)
+        else:
+            return
+        if self.state.on_follower_truncate(
+            log_start_offset=plog.log_start_offset, log_end_offset=plog.log_end_offset
+        ):
+            self.sync_high_watermark()
+
+    def append_as_follower(self, records: bytes, *, leader_high_watermark: int) -> None:
+        if records:
+            self.log.append_as_follower(records)
+        if self.state.on_follower_append(
+            log_end_offset=self.log.log_end_offset, leader_high_watermark=leader_high_watermark
+        ):
+            self.sync_high_watermark()
+
+    def wake(self) -> None:
+        for event in self.watchers:
+            event.set()
+
+
+def assign_epoch(plog: Log, epoch: int, start_offset: int) -> None:
+    """Record ``epoch`` starting at ``start_offset`` in the log's leader-epoch cache."""
+    if epoch > plog.latest_epoch:
+        plog.epoch_cache.assign(epoch, start_offset)
