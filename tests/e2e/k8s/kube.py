@@ -112,6 +112,24 @@ def helm(*args: str, timeout_s: float = 900) -> str:
     return run([helm_bin, "-n", NAMESPACE, *args], timeout_s=timeout_s).stdout
 
 
+def uninstall() -> None:
+    """Remove the release and its namespace: Topics first, while the operator still runs to
+    release their finalizers (a Topic left behind would hold the namespace in Terminating),
+    then the release, then the namespace."""
+    kubectl_bin, helm_bin = tool("kubectl"), chart.helm_binary()
+    assert kubectl_bin is not None and helm_bin is not None
+    gone = run([kubectl_bin, "-n", NAMESPACE, "delete", "topics", "--all", "--timeout=120s"],
+               check=False)  # fmt: skip
+    if gone.returncode != 0 and "the server doesn't have a resource type" not in gone.stderr:
+        for name in run([kubectl_bin, "-n", NAMESPACE, "get", "topics", "-o", "name"],
+                        check=False).stdout.split():  # fmt: skip
+            run([kubectl_bin, "-n", NAMESPACE, "patch", name, "--type=merge",
+                 "-p", '{"metadata":{"finalizers":null}}'], check=False)  # fmt: skip
+    run([helm_bin, "-n", NAMESPACE, "uninstall", RELEASE, "--wait"], check=False)
+    run([kubectl_bin, "delete", "namespace", NAMESPACE, "--ignore-not-found", "--wait=true"],
+        timeout_s=300)  # fmt: skip
+
+
 def wait_until(check: Callable[[], Any], *, what: str, timeout_s: float, every_s: float = 1) -> Any:
     """Poll ``check`` until it returns something truthy; a bounded wait, not a timing test."""
     deadline = time.monotonic() + timeout_s

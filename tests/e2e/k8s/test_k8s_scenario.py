@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.e2e.k8s import kube
 
@@ -57,11 +58,7 @@ def release() -> Iterator[None]:
     if reason is not None:
         print(f"k8s tier skipped: {reason}", file=sys.stderr)
         pytest.skip(reason)
-    helm_bin = kube.chart.helm_binary()
-    assert helm_bin is not None
-    kube.run([helm_bin, "-n", kube.NAMESPACE, "uninstall", kube.RELEASE, "--wait"], check=False)
-    kube.run([str(kube.tool("kubectl")), "delete", "namespace", kube.NAMESPACE, "--wait=true"],
-             check=False, timeout_s=300)  # fmt: skip
+    kube.uninstall()
     STATE["install_started"] = time.time()
     kube.helm(
         "install", kube.RELEASE, str(kube.CHART), "--create-namespace",
@@ -71,8 +68,7 @@ def release() -> Iterator[None]:
         yield
     finally:
         if os.environ.get("HEADWATER_K8S_KEEP") != "1":
-            kube.run([helm_bin, "-n", kube.NAMESPACE, "uninstall", kube.RELEASE, "--wait"],
-                     check=False)  # fmt: skip
+            kube.uninstall()
 
 
 def topic(name: str, spec: dict[str, Any]) -> dict[str, Any]:
@@ -179,13 +175,29 @@ def test_topic_config_and_partition_changes_and_refusal_and_delete(release: None
     assert len(described["partitions"]) == 4, described
     assert described["config"]["retention.ms"] == "3600000", described["config"]
 
-    kube.apply(topic(name, {"partitions": 1, "replicas": 3, "config": {"retention.ms": "3600000"}}))
+    # A decrease is refused by the API server itself (the CRD's rule): nothing changes.
+    decrease = topic(name, {"partitions": 1, "replicas": 3, "config": {"retention.ms": "3600000"}})
+    done = kube.run([str(kube.tool("kubectl")), "apply", "-f", "-"],
+                    stdin=yaml.safe_dump(decrease), check=False)  # fmt: skip
+    assert done.returncode != 0 and "never decreased" in done.stderr, done.stderr
+    assert kube.kubectl_json("get", "topic", name)["spec"]["partitions"] == 4
+
+    # Drift the operator must refuse: the topic grew to 6 partitions outside Kubernetes, so
+    # spec.partitions 4 now asks for a decrease; the next change is refused, with its
+    # condition and a Warning event, and applies nothing (retention.ms stays).
+    kube.cli("grow-outside", "topics", "alter", name, "--partitions", "6")
+    kube.apply(topic(name, {"partitions": 4, "replicas": 3, "config": {"retention.ms": "7200000"}}))
     refused = wait_topic(name, status="False")
     assert refused["reason"] == "NotSupported", refused
-    assert "partition" in refused["message"].lower(), refused
-    assert len(describe(name)["partitions"]) == 4, "a refused change must change nothing"
+    assert "cannot decrease from 6 to 4" in refused["message"], refused
+    described = describe(name)
+    assert len(described["partitions"]) == 6, "a refused change must change nothing"
+    assert described["config"]["retention.ms"] == "3600000", described["config"]
     events = kube.kubectl("get", "events", "--field-selector", f"involvedObject.name={name}")
     assert "NotSupported" in events, events
+    kube.apply(topic(name, {"partitions": 6, "replicas": 3, "config": {"retention.ms": "7200000"}}))
+    wait_topic(name)
+    assert describe(name)["config"]["retention.ms"] == "7200000"
 
     kube.kubectl("delete", "topic", name, "--wait=true", timeout_s=180)
     kube.wait_until(
