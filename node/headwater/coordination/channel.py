@@ -118,6 +118,14 @@ class _BrokerSender:
                         break
 
 
+class RequestSender(Protocol):
+    """Where the controller thread puts requests (:class:`ControllerChannelManager`)."""
+
+    def add_broker(self, broker: BrokerRegistration) -> None: ...
+    def remove_broker(self, broker_id: int) -> None: ...
+    def send(self, broker_id: int, request: Request) -> None: ...
+
+
 class ControllerChannelManager:
     """Per-broker senders; all methods are called from the controller thread only."""
 

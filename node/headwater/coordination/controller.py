@@ -13,6 +13,15 @@ queue, one at a time.  Kazoo watches and session listeners, RPC handlers
 auto-rebalance timer only enqueue.  Requests to brokers go out through
 per-broker sender threads (:mod:`~headwater.coordination.channel`), so a dead
 broker never blocks the loop.
+
+What the thread does with an event is decided without I/O: whether to handle
+it, and how the ``/controller`` znode moves this broker between
+:class:`~headwater.coordination.controller_state.ControllerState` s
+(:mod:`~headwater.coordination.controller_state`); what the active controller
+does about the cluster (:mod:`~headwater.coordination.decisions`, returning
+:class:`~headwater.coordination.results.ControllerResult` values).  The
+:class:`~headwater.coordination.executor.ControllerExecutor` does the
+ZooKeeper reads and carries the results out.
 """
 
 from __future__ import annotations
@@ -31,17 +40,24 @@ from kazoo.exceptions import KazooException
 from headwater import errors
 from headwater.coordination import events as ev
 from headwater.coordination.channel import ControllerChannel, ControllerChannelManager
-from headwater.coordination.controller_actions import ControllerActions, Watches
-from headwater.coordination.partitions import (
-    ControllerContext,
-    PartitionStateChanger,
-    TopicPartition,
+from headwater.coordination.context import ControllerContext
+from headwater.coordination.controller_state import (
+    Admission,
+    ControllerState,
+    admit,
+    after_controller_read,
+    idle_wait_s,
+    on_failure,
+    rebalance_due,
 )
+from headwater.coordination.executor import ControllerExecutor, Watches
 from headwater.coordination.settings import CoordinationSettings
-from headwater.coordination.store import ZkStore
+from headwater.coordination.store import ControllerStore
 from headwater.errors import ErrorCode
 
 log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
 
 _IDLE_POLL_S = 1.0
 _T = TypeVar("_T")
@@ -56,7 +72,7 @@ class Controller:
 
     def __init__(
         self,
-        store: ZkStore,
+        store: ControllerStore,
         *,
         broker_id: int,
         channel: ControllerChannel,
@@ -73,17 +89,15 @@ class Controller:
         self._on_reconnect = on_reconnect
         self._channel = channel
         self._queue: queue.Queue[ev.ControllerEvent] = queue.Queue()
+        self._state = ControllerState.INACTIVE
         self._ctx = ControllerContext()
-        self._changer = PartitionStateChanger(
-            store, self._ctx, unclean=settings.unclean_leader_election_enable
-        )
         self._channels = ControllerChannelManager(channel)
-        self._actions = self._new_actions()
+        self._executor = self._new_executor()
         self._thread: threading.Thread | None = None
         self._active_controller_id: int | None = None
         self._next_rebalance = float("inf")
 
-    def _new_actions(self) -> ControllerActions:
+    def _new_executor(self) -> ControllerExecutor:
         watches = Watches(
             brokers=self._enqueuer(ev.BrokerChange()),
             topics=self._enqueuer(ev.TopicChange()),
@@ -91,20 +105,24 @@ class Controller:
             isr_changes=self._enqueuer(ev.IsrChangeNotification()),
             preferred=self._enqueuer(ev.PreferredReplicaElection(from_zk=True)),
         )
-        return ControllerActions(
+        return ControllerExecutor(
             self._store,
             self._ctx,
-            self._changer,
             self._channels,
             watches=watches,
             topic_watch=self._topic_watch,
+            unclean=self._settings.unclean_leader_election_enable,
         )
 
     # -- public API (any thread) ---------------------------------------------
 
     @property
+    def state(self) -> ControllerState:
+        return self._state
+
+    @property
     def is_active(self) -> bool:
-        return self._ctx.epoch is not None
+        return self._state is ControllerState.ACTIVE
 
     @property
     def controller_epoch(self) -> int:
@@ -188,39 +206,53 @@ class Controller:
 
     def _run(self) -> None:
         while True:
-            wait = _IDLE_POLL_S
-            if self.is_active and self._settings.auto_leader_rebalance_enable:
-                wait = max(0.0, min(wait, self._next_rebalance - self._clock()))
+            wait = idle_wait_s(
+                self._state,
+                auto_rebalance=self._settings.auto_leader_rebalance_enable,
+                next_rebalance_s=self._next_rebalance,
+                now_s=self._clock(),
+                idle_poll_s=_IDLE_POLL_S,
+            )
             try:
                 event: ev.ControllerEvent | None = self._queue.get(timeout=wait)
             except queue.Empty:
                 event = None
             if isinstance(event, ev.Shutdown):
-                self._shutdown()
+                self.handle(event)
                 return
             if event is None:
-                if self.is_active and self._clock() >= self._next_rebalance:
-                    event = ev.AutoPreferredReplicaLeaderElection()
-                else:
+                if not rebalance_due(
+                    self._state, next_rebalance_s=self._next_rebalance, now_s=self._clock()
+                ):
                     continue
-            self._process(event)
+                event = ev.AutoPreferredReplicaLeaderElection()
+            self.handle(event)
 
-    def _process(self, event: ev.ControllerEvent) -> None:
+    def handle(self, event: ev.ControllerEvent) -> None:
+        """Process one event; the event thread's body (tests call it directly, unstarted)."""
+        if isinstance(event, ev.Shutdown):
+            self._shutdown()
+            return
         try:
-            self._dispatch(event)
-        except errors.StaleControllerEpochError as e:
-            log.warning("controller %d was deposed: %s", self.broker_id, e)
-            self._fail(event, errors.NotControllerError(str(e)))
-            self._resign()
-            self.enqueue(ev.Reelect())
-        except errors.HeadwaterError as e:
-            self._fail(event, e)
-        except KazooException as e:
-            log.warning("controller %d: ZooKeeper error handling %s: %r", self.broker_id, event, e)
-            self._fail(event, errors.NotControllerError(f"ZooKeeper unavailable: {e!r}"))
+            admission = admit(self._state, event)
+            if admission is Admission.REFUSE:
+                raise errors.NotControllerError(f"broker {self.broker_id} is not the controller")
+            if admission is Admission.PROCESS:
+                self._dispatch(event)
         except Exception as e:
-            log.exception("controller %d: failed handling %s", self.broker_id, event)
-            self._fail(event, errors.UnknownServerError(repr(e)))
+            outcome = on_failure(e)
+            if outcome.resign:
+                log.warning("controller %d was deposed: %s", self.broker_id, e)
+            elif isinstance(e, KazooException):
+                log.warning(
+                    "controller %d: ZooKeeper error handling %s: %r", self.broker_id, event, e
+                )
+            elif outcome.unexpected:
+                log.exception("controller %d: failed handling %s", self.broker_id, event)
+            self._fail(event, outcome.error)
+            if outcome.resign:
+                self._resign()
+                self.enqueue(ev.Reelect())
 
     @staticmethod
     def _fail(event: ev.ControllerEvent, error: BaseException) -> None:
@@ -229,6 +261,8 @@ class Controller:
             result.set_exception(error)
 
     def _dispatch(self, event: ev.ControllerEvent) -> None:
+        """Handle an admitted event (see :func:`~headwater.coordination.controller_state.admit`)."""
+        executor = self._executor
         if isinstance(event, ev.Startup | ev.Reelect):
             self._elect()
         elif isinstance(event, ev.ControllerChange):
@@ -241,42 +275,48 @@ class Controller:
                 self._on_reconnect()
             self._elect()
         elif isinstance(event, ev.ControlledShutdown):
-            if not self.is_active:
-                raise errors.NotControllerError(f"broker {self.broker_id} is not the controller")
             event.result.set_result(
-                self._actions.controlled_shutdown(event.broker_id, event.broker_epoch)
+                executor.controlled_shutdown(event.broker_id, event.broker_epoch)
             )
         elif isinstance(event, ev.PreferredReplicaElection):
-            if not self.is_active:
-                raise errors.NotControllerError(f"broker {self.broker_id} is not the controller")
-            results = self._actions.preferred_election(event.partitions, from_zk=event.from_zk)
+            results = executor.preferred_election(event.partitions, from_zk=event.from_zk)
             if event.result is not None:
                 event.result.set_result(results)
-        elif not self.is_active:
-            return  # a late watch from an earlier term
         elif isinstance(event, ev.BrokerChange):
-            self._actions.on_broker_change()
+            executor.on_broker_change()
         elif isinstance(event, ev.TopicChange):
-            self._actions.on_topic_change()
+            executor.on_topic_change()
         elif isinstance(event, ev.PartitionModifications):
-            self._actions.on_partition_modifications(event.topic)
+            executor.on_partition_modifications(event.topic)
         elif isinstance(event, ev.TopicDeletion):
-            self._actions.on_topic_deletion()
+            executor.on_topic_deletion()
         elif isinstance(event, ev.IsrChangeNotification):
-            self._actions.on_isr_change()
+            executor.on_isr_change()
         elif isinstance(event, ev.AutoPreferredReplicaLeaderElection):
             self._schedule_rebalance()
-            self._actions.auto_rebalance()
+            executor.auto_rebalance()
 
     # -- election and resignation --------------------------------------------
 
     def _elect(self) -> None:
         current = self._store.get_controller_id(watch=self._controller_watch)
         self._active_controller_id = current
-        if current is not None:
-            if current != self.broker_id and self.is_active:
-                self._resign()
-            return
+        step = after_controller_read(self._state, self.broker_id, current, on_change=False)
+        if step.resign:
+            self._resign()
+        if step.campaign:
+            self._campaign()
+
+    def _on_controller_change(self) -> None:
+        current = self._store.get_controller_id(watch=self._controller_watch)
+        self._active_controller_id = current
+        step = after_controller_read(self._state, self.broker_id, current, on_change=True)
+        if step.resign:
+            self._resign()
+        if step.campaign:
+            self._elect()
+
+    def _campaign(self) -> None:
         won = self._store.try_become_controller(self.broker_id, now_ms=self._now_ms())
         if won is None:
             self._active_controller_id = self._store.get_controller_id(watch=self._controller_watch)
@@ -285,19 +325,12 @@ class Controller:
         self._active_controller_id = self.broker_id
         self._ctx.reset()
         self._ctx.epoch = won
+        self._state = self._state.transition_to(ControllerState.ACTIVE)
         self._schedule_rebalance()
-        self._actions.on_failover()
-
-    def _on_controller_change(self) -> None:
-        current = self._store.get_controller_id(watch=self._controller_watch)
-        self._active_controller_id = current
-        if self.is_active and current != self.broker_id:
-            self._resign()
-        if current is None:
-            self._elect()
+        self._executor.on_failover()
 
     def _resign(self, *, delete_znode: bool = False) -> None:
-        if not self.is_active:
+        if self._state is not ControllerState.ACTIVE:
             return
         log.info("controller %d resigns (epoch %d)", self.broker_id, self._ctx.controller_epoch)
         if delete_znode:
@@ -305,10 +338,11 @@ class Controller:
                 self._store.resign_controller(self.broker_id)
             except KazooException as e:
                 log.warning("could not delete /controller: %r", e)
+        self._state = self._state.transition_to(ControllerState.INACTIVE)
         self._ctx.reset()
         self._channels.shutdown()
         self._channels = ControllerChannelManager(self._channel)
-        self._actions = self._new_actions()
+        self._executor = self._new_executor()
         self._next_rebalance = float("inf")
 
     def _schedule_rebalance(self) -> None:
@@ -316,6 +350,7 @@ class Controller:
 
     def _shutdown(self) -> None:
         self._resign(delete_znode=True)
+        self._state = self._state.transition_to(ControllerState.STOPPED)
         while True:  # fail whatever is still queued
             try:
                 self._fail(self._queue.get_nowait(), errors.NotControllerError("shutting down"))

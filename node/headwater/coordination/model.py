@@ -29,6 +29,18 @@ INITIAL_CONTROLLER_EPOCH = 0
 
 
 @dataclasses.dataclass(frozen=True)
+class ControllerEpochZk:
+    """The controller epoch this controller won, and ``/controller_epoch``'s znode version then.
+
+    The znode version fences every write the controller makes (see
+    :mod:`headwater.coordination.store`).
+    """
+
+    epoch: int
+    zk_version: int
+
+
+@dataclasses.dataclass(frozen=True)
 class BrokerRegistration:
     """A live broker as registered under ``/brokers/ids/<id>``.
 

@@ -1,225 +1,222 @@
-"""The controller's cached view of the cluster and its partition state changes.
+"""Partition state changes, decided without I/O (Kafka's ``PartitionStateMachine``).
 
-:class:`ControllerContext` is Kafka's ``ControllerContext``: what the active
-controller believes about live brokers, assignments and partition states.
-:class:`PartitionStateChanger` turns election decisions (pure functions in
-:mod:`headwater.coordination.election`) into conditional, epoch-fenced
-ZooKeeper writes and keeps the context in step.  Both are used only from the
-controller's event thread.
+The election values below bind one of the pure strategies of
+:mod:`headwater.coordination.election` to the cluster facts it needs (live
+and eligible brokers, the controller epoch), so that the executor can decide
+a partition again, with the same facts, when its conditional write loses to a
+leader's concurrent ISR change.
 
-A conditional write that loses to a concurrent ISR change by a partition
-leader re-reads the state and decides again (bounded), as Kafka's
-``updateLeaderAndIsr`` retries the partitions that failed.
+:class:`Plan` builds one :class:`~headwater.coordination.results.ControllerResult`.
+It works on a copy of the controller's view and applies each effect it adds to
+that copy, predicting what the executor will see: a created state has znode
+version 0, an updated one its base version plus one (ZooKeeper bumps the
+version by one per write).  A later decision in the same result (the startup
+half of a broker bounce, say) therefore starts from the states the earlier
+half will have written.  Used from the controller's event thread only.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 from headwater.coordination import election
-from headwater.coordination.model import (
-    NO_LEADER,
-    BrokerRegistration,
-    LeaderAndIsr,
-    PartitionState,
-)
-from headwater.coordination.store import ControllerEpochZk, ZkStore
+from headwater.coordination import results as r
+from headwater.coordination.context import ControllerContext
+from headwater.coordination.model import NO_LEADER, LeaderAndIsr
 
 log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
-Strategy = Callable[[tuple[int, ...], LeaderAndIsr], LeaderAndIsr | None]
-"""An election: (assignment, current state) -> new state, or None when none is possible."""
-
-_MAX_WRITE_ATTEMPTS = 5
 
 
-@dataclasses.dataclass
-class ControllerContext:
-    """The active controller's cache; valid only while ``epoch`` is set."""
+@dataclasses.dataclass(frozen=True)
+class OfflineElection:
+    """A partition whose leader may no longer lead: elect from the live ISR.
 
-    epoch: ControllerEpochZk | None = None
-    cluster_id: str = ""
-    live_brokers: dict[int, BrokerRegistration] = dataclasses.field(default_factory=dict)
-    shutting_down: set[int] = dataclasses.field(default_factory=set)
-    assignments: dict[str, dict[int, tuple[int, ...]]] = dataclasses.field(default_factory=dict)
-    states: dict[TopicPartition, LeaderAndIsr] = dataclasses.field(default_factory=dict)
-    topics_to_delete: set[str] = dataclasses.field(default_factory=set)
+    With ``unclean`` any live replica may lead when no ISR member is live.
+    When nobody may lead, the partition is marked leaderless (leader -1, the
+    last ISR kept), once.  A partition whose leader is eligible is left alone.
+    """
 
-    def reset(self) -> None:
-        self.epoch = None
-        self.live_brokers.clear()
-        self.shutting_down.clear()
-        self.assignments.clear()
-        self.states.clear()
-        self.topics_to_delete.clear()
+    eligible: frozenset[int]
+    live: frozenset[int]
+    controller_epoch: int
+    unclean: bool = False
 
-    @property
-    def controller_epoch(self) -> int:
-        return self.epoch.epoch if self.epoch else -1
-
-    def replicas(self, tp: TopicPartition) -> tuple[int, ...]:
-        return self.assignments.get(tp[0], {}).get(tp[1], ())
-
-    def all_partitions(self) -> list[TopicPartition]:
-        return [(t, p) for t, parts in sorted(self.assignments.items()) for p in sorted(parts)]
-
-    def partitions_on_broker(self, broker_id: int) -> list[TopicPartition]:
-        return [tp for tp in self.all_partitions() if broker_id in self.replicas(tp)]
-
-    def partition_state(self, tp: TopicPartition) -> PartitionState | None:
-        lai = self.states.get(tp)
-        if lai is None:
+    def decide(self, replicas: tuple[int, ...], current: LeaderAndIsr) -> LeaderAndIsr | None:
+        if current.leader in self.eligible:
             return None
-        return PartitionState(tp[0], tp[1], lai, self.replicas(tp))
+        new = election.offline_partition_election(
+            replicas,
+            current,
+            self.eligible,
+            controller_epoch=self.controller_epoch,
+            unclean=self.unclean,
+        )
+        if new is not None:
+            return new
+        if current.leader == NO_LEADER:
+            return None
+        return election.offline_no_leader(
+            current, self.live, controller_epoch=self.controller_epoch
+        )
 
-    def partition_states(self, tps: Iterable[TopicPartition]) -> list[PartitionState]:
-        out = [self.partition_state(tp) for tp in tps]
-        return [s for s in out if s is not None]
 
-    def live_ids(self) -> set[int]:
-        return set(self.live_brokers)
+@dataclasses.dataclass(frozen=True)
+class PreferredElection:
+    """Give leadership back to the first replica of the assignment, if it may lead."""
 
-    def eligible_ids(self) -> set[int]:
-        """Live brokers that are not shutting down: the ones that may lead."""
-        return self.live_ids() - self.shutting_down
+    eligible: frozenset[int]
+    controller_epoch: int
+
+    def decide(self, replicas: tuple[int, ...], current: LeaderAndIsr) -> LeaderAndIsr | None:
+        return election.preferred_replica_election(
+            replicas, current, self.eligible, controller_epoch=self.controller_epoch
+        )
 
 
-class PartitionStateChanger:
-    """Elects leaders and writes partition states for the active controller."""
+@dataclasses.dataclass(frozen=True)
+class ControlledShutdownElection:
+    """Move leadership off brokers that are shutting down and shrink them out of the ISR."""
 
-    def __init__(self, store: ZkStore, ctx: ControllerContext, *, unclean: bool) -> None:
-        self._store = store
-        self._ctx = ctx
-        self.unclean = unclean
+    live: frozenset[int]
+    shutting_down: frozenset[int]
+    controller_epoch: int
 
-    @property
-    def _fence(self) -> ControllerEpochZk:
-        assert self._ctx.epoch is not None, "only the active controller changes partition state"
-        return self._ctx.epoch
+    def decide(self, replicas: tuple[int, ...], current: LeaderAndIsr) -> LeaderAndIsr | None:
+        return election.controlled_shutdown_election(
+            replicas,
+            current,
+            self.live,
+            self.shutting_down,
+            controller_epoch=self.controller_epoch,
+        )
 
-    def initialize(self, tps: Iterable[TopicPartition]) -> list[PartitionState]:
-        """Create states for new partitions; existing state znodes are loaded instead."""
-        changed: list[PartitionState] = []
+
+@dataclasses.dataclass(frozen=True)
+class RemoveFromIsr:
+    """Shrink a dead or stopping follower out of the ISR, bumping the leader epoch.
+
+    The last ISR member is kept, as in Kafka, so that the broker that has all
+    committed data stays known; a removed leader leaves leader -1.
+    """
+
+    broker_id: int
+    controller_epoch: int
+
+    def decide(self, replicas: tuple[int, ...], current: LeaderAndIsr) -> LeaderAndIsr | None:
+        if self.broker_id not in current.isr:
+            return None
+        isr = (
+            current.isr
+            if len(current.isr) == 1
+            else [b for b in current.isr if b != self.broker_id]
+        )
+        leader = NO_LEADER if current.leader == self.broker_id else current.leader
+        new = current.new_leader(leader, isr)
+        return dataclasses.replace(new, controller_epoch=self.controller_epoch)
+
+
+class Plan:
+    """Collects the effects of one decision over a predicted copy of the view.
+
+    ``view`` is what the controller's context will be once the executor has
+    carried out every effect added so far, if every write lands as decided.
+    """
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        self.view = ctx.copy()
+        self._effects: list[r.Effect] = []
+
+    def result(self) -> r.ControllerResult:
+        return r.ControllerResult(tuple(self._effects))
+
+    def add(self, *effects: r.Effect) -> None:
+        """Add effects; view updates are applied to :attr:`view` as well."""
+        for effect in effects:
+            if isinstance(
+                effect,
+                r.SetLiveBrokers
+                | r.SetShuttingDown
+                | r.AddPartitions
+                | r.LoadStates
+                | r.MarkTopicDeleting
+                | r.ForgetTopic,
+            ):
+                self.view.apply(effect)
+            self._effects.append(effect)
+
+    def initialize(self, tps: Iterable[TopicPartition]) -> list[TopicPartition]:
+        """Create states for new partitions: leader = first eligible replica, ISR = eligible ones.
+
+        Returns the partitions it creates a state for; one with no eligible
+        replica is skipped (it gets a state when a replica comes back).
+        """
+        view = self.view
+        created: list[TopicPartition] = []
         for tp in tps:
-            replicas = self._ctx.replicas(tp)
+            replicas = view.replicas(tp)
             initial = election.initial_leader_and_isr(
-                replicas, self._ctx.eligible_ids(), controller_epoch=self._ctx.controller_epoch
+                replicas, view.eligible_ids(), controller_epoch=view.controller_epoch
             )
             if initial is None:
                 log.warning("no live replica for new partition %s-%d (%s)", *tp, replicas)
                 continue
-            created = self._store.create_partition_state(tp[0], tp[1], initial, self._fence)
-            if created is None:
-                existing = self._store.get_partition_state(*tp)
-                if existing is None:
-                    continue
-                created = existing
-            self._ctx.states[tp] = created
-            changed.append(PartitionState(tp[0], tp[1], created, replicas))
+            self._effects.append(r.CreatePartitionState(tp, initial))
+            view.record_state(tp, dataclasses.replace(initial, zk_version=0))
+            created.append(tp)
+        return created
+
+    def elect(self, tps: Iterable[TopicPartition], how: r.Election) -> list[TopicPartition]:
+        """Decide each partition with ``how``; returns the partitions it writes a new state for."""
+        view = self.view
+        changed: list[TopicPartition] = []
+        for tp in tps:
+            current = view.states.get(tp)
+            if current is None:
+                continue
+            new = how.decide(view.replicas(tp), current)
+            if new is None:
+                continue
+            state = dataclasses.replace(new, zk_version=current.zk_version)
+            self._effects.append(r.UpdatePartitionState(tp, current, state, how))
+            view.record_state(tp, dataclasses.replace(state, zk_version=current.zk_version + 1))
+            changed.append(tp)
         return changed
 
-    def elect(
-        self, tps: Iterable[TopicPartition], strategy: Strategy
-    ) -> tuple[list[PartitionState], list[TopicPartition]]:
-        """Run ``strategy`` on each partition; return (changed states, partitions not elected)."""
-        changed: list[PartitionState] = []
-        failed: list[TopicPartition] = []
-        for tp in tps:
-            new = self._write_with_retry(tp, strategy)
-            if new is None:
-                failed.append(tp)
-            else:
-                changed.append(PartitionState(tp[0], tp[1], new, self._ctx.replicas(tp)))
-        return changed, failed
+    def offline_election(self, *, unclean: bool) -> OfflineElection:
+        """An :class:`OfflineElection` over the brokers of the view as it is now."""
+        view = self.view
+        return OfflineElection(
+            eligible=frozenset(view.eligible_ids()),
+            live=frozenset(view.live_ids()),
+            controller_epoch=view.controller_epoch,
+            unclean=unclean,
+        )
 
-    def _write_with_retry(self, tp: TopicPartition, strategy: Strategy) -> LeaderAndIsr | None:
-        for _ in range(_MAX_WRITE_ATTEMPTS):
-            current = self._ctx.states.get(tp)
-            if current is None:
-                return None
-            decided = strategy(self._ctx.replicas(tp), current)
-            if decided is None:
-                return None
-            written = self._store.update_partition_state(tp[0], tp[1], decided, self._fence)
-            if written is not None:
-                self._ctx.states[tp] = written
-                return written
-            fresh = self._store.get_partition_state(*tp)
-            if fresh is None:
-                return None
-            self._ctx.states[tp] = fresh
-        log.warning("gave up writing state of %s-%d after %d conflicts", *tp, _MAX_WRITE_ATTEMPTS)
-        return None
+    def elect_offline(
+        self, tps: Iterable[TopicPartition], *, unclean: bool
+    ) -> list[TopicPartition]:
+        """Elect leaders for those of ``tps`` whose leader may no longer lead.
 
-    # -- the strategies, bound to the current context -------------------------
-
-    def offline(self) -> Strategy:
-        def strategy(assignment: tuple[int, ...], current: LeaderAndIsr) -> LeaderAndIsr | None:
-            if current.leader in self._ctx.eligible_ids():
-                return None
-            return election.offline_partition_election(
-                assignment,
-                current,
-                self._ctx.eligible_ids(),
-                controller_epoch=self._ctx.controller_epoch,
-                unclean=self.unclean,
-            )
-
-        return strategy
-
-    def mark_leaderless(self) -> Strategy:
-        """The partition has no eligible leader: record leader -1 (once)."""
-
-        def strategy(assignment: tuple[int, ...], current: LeaderAndIsr) -> LeaderAndIsr | None:
-            if current.leader == NO_LEADER:
-                return None
-            return election.offline_no_leader(
-                current, self._ctx.live_ids(), controller_epoch=self._ctx.controller_epoch
-            )
-
-        return strategy
-
-    def preferred(self) -> Strategy:
-        def strategy(assignment: tuple[int, ...], current: LeaderAndIsr) -> LeaderAndIsr | None:
-            return election.preferred_replica_election(
-                assignment,
-                current,
-                self._ctx.eligible_ids(),
-                controller_epoch=self._ctx.controller_epoch,
-            )
-
-        return strategy
-
-    def controlled_shutdown(self) -> Strategy:
-        def strategy(assignment: tuple[int, ...], current: LeaderAndIsr) -> LeaderAndIsr | None:
-            return election.controlled_shutdown_election(
-                assignment,
-                current,
-                self._ctx.live_ids(),
-                self._ctx.shutting_down,
-                controller_epoch=self._ctx.controller_epoch,
-            )
-
-        return strategy
-
-    def remove_from_isr(self, broker_id: int) -> Strategy:
-        """Shrink a (dead or stopping) follower out of the ISR, bumping the leader epoch.
-
-        The last ISR member is kept, as in Kafka, so that the broker that has
-        all committed data stays known; a removed leader leaves leader -1.
+        Partitions of topics being deleted are left alone; one with no
+        eligible replica is marked leaderless (and logged).
         """
-
-        def strategy(assignment: tuple[int, ...], current: LeaderAndIsr) -> LeaderAndIsr | None:
-            if broker_id not in current.isr:
-                return None
-            isr = (
-                current.isr if len(current.isr) == 1 else [b for b in current.isr if b != broker_id]
-            )
-            leader = NO_LEADER if current.leader == broker_id else current.leader
-            new = current.new_leader(leader, isr)
-            return dataclasses.replace(new, controller_epoch=self._ctx.controller_epoch)
-
-        return strategy
+        view = self.view
+        how = self.offline_election(unclean=unclean)
+        offline = [
+            tp
+            for tp in tps
+            if tp in view.states
+            and tp[0] not in view.topics_to_delete
+            and view.states[tp].leader not in how.eligible
+        ]
+        changed = self.elect(offline, how)
+        for tp in changed:
+            if view.states[tp].leader == NO_LEADER:
+                log.warning(
+                    "partition %s-%d has no eligible leader (replicas %s)", *tp, view.replicas(tp)
+                )
+        return changed

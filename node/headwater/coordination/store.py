@@ -30,7 +30,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
@@ -38,6 +38,7 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 from headwater import errors
 from headwater.coordination import model
 from headwater.coordination.model import BrokerRegistration, LeaderAndIsr, TopicAssignment
+from headwater.coordination.model import ControllerEpochZk as ControllerEpochZk
 
 Watch = Callable[[Any], None]
 """A kazoo watcher: called once, on kazoo's thread, with a ``WatchedEvent``."""
@@ -89,19 +90,47 @@ def topic_config_path(topic: str) -> str:
     return f"{CONFIG_TOPICS}/{topic}"
 
 
-@dataclasses.dataclass(frozen=True)
-class ControllerEpochZk:
-    """The controller epoch this controller won, and ``/controller_epoch``'s znode version then."""
-
-    epoch: int
-    zk_version: int
-
-
 def _first_failure(results: Sequence[Any]) -> Exception | None:
     for r in results:
         if isinstance(r, Exception):
             return r
     return None
+
+
+class ControllerStore(Protocol):
+    """The ZooKeeper calls the controller makes: its seam, implemented by :class:`ZkStore`.
+
+    Writes that take a ``fence`` raise StaleControllerEpochError when
+    ``/controller_epoch`` moved on (another controller was elected).
+    """
+
+    def get_cluster_id(self) -> str | None: ...
+    def get_brokers(self, watch: Watch | None = None) -> dict[int, BrokerRegistration]: ...
+    def get_controller_id(self, watch: Watch | None = None) -> int | None: ...
+    def try_become_controller(self, broker_id: int, *, now_ms: int) -> ControllerEpochZk | None: ...
+    def resign_controller(self, broker_id: int) -> None: ...
+    def get_topics(self, watch: Watch | None = None) -> list[str]: ...
+    def get_assignment(self, topic: str, watch: Watch | None = None) -> TopicAssignment | None: ...
+    def get_partition_state(self, topic: str, partition: int) -> LeaderAndIsr | None: ...
+    def get_partition_states(self, topic: str) -> dict[int, LeaderAndIsr]: ...
+    def create_partition_state(
+        self, topic: str, partition: int, state: LeaderAndIsr, fence: ControllerEpochZk
+    ) -> LeaderAndIsr | None: ...
+    def update_partition_state(
+        self, topic: str, partition: int, state: LeaderAndIsr, fence: ControllerEpochZk
+    ) -> LeaderAndIsr | None: ...
+    def get_isr_change_notifications(self, watch: Watch | None = None) -> list[str]: ...
+    def read_isr_change_notifications(self, names: Iterable[str]) -> set[tuple[str, int]]: ...
+    def delete_isr_change_notifications(
+        self, names: Iterable[str], fence: ControllerEpochZk
+    ) -> None: ...
+    def get_topics_to_delete(self, watch: Watch | None = None) -> list[str]: ...
+    def delete_topic_znodes(self, topic: str, fence: ControllerEpochZk) -> None: ...
+    def remove_deletion_marker(self, topic: str, fence: ControllerEpochZk) -> None: ...
+    def get_preferred_election(
+        self, watch: Watch | None = None
+    ) -> list[tuple[str, int]] | None: ...
+    def delete_preferred_election(self, fence: ControllerEpochZk) -> None: ...
 
 
 class ZkStore:
