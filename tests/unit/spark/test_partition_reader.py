@@ -1,9 +1,11 @@
 """The executor's range reader against the client's in-process fake broker (real gRPC).
 
-Covers exactly-[start, end) reads when stored batches straddle both bounds,
-several fetches per range, compressed batches, control-free decoding, and a
-range the log cannot satisfy (failOnDataLoss true and false).  Time is faked:
-the reader's clock and sleep are passed in.
+Covers the Arrow batches of exactly-[start, end) reads when stored batches
+straddle both bounds, several fetches per range, compressed batches, and a
+range the log cannot satisfy (failOnDataLoss true and false).  The reading
+itself is the client's :class:`~headwater.client.range_reader.RangeReader`
+(tests/unit/client/test_range_reader.py); time is faked: the client's clock
+and sleep are passed in.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from collections.abc import Iterator
 import pyarrow as pa
 import pytest
 from headwater import records
+from headwater.client.range_reader import RangeReader
 from headwater_spark import partition_reader
-from headwater_spark.partition_reader import RangeReader, ReaderSettings
+from headwater_spark.partition_reader import ReaderSettings
 from headwater_spark.planning import DataLossError, OffsetRange
 
 from tests.unit.client.fake_broker import FakeBroker
@@ -61,8 +64,14 @@ def read(
         poll_timeout_ms=kw.get("poll_timeout_ms", 120000),
         max_partition_fetch_bytes=kw.get("max_partition_fetch_bytes", 4 << 20),
     )
-    reader = RangeReader(r, settings, clock=lambda: float(next(ticks)), sleep=lambda _s: None)
-    return list(reader)
+    client = RangeReader(
+        broker.bootstrap,
+        max_partition_fetch_bytes=settings.max_partition_fetch_bytes,
+        clock=lambda: float(next(ticks)),
+        sleep=lambda _s: None,
+    )
+    with client:
+        return list(partition_reader.read_range(r, settings, client=client))
 
 
 def test_reads_exactly_the_range_when_batches_straddle_both_bounds(broker: FakeBroker) -> None:
