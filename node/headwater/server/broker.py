@@ -57,8 +57,9 @@ from headwater.replication import TopicPartition
 from headwater.server.config import BrokerConfig
 from headwater.server.group_lag import REFRESH_INTERVAL_S, RemoteEndOffsets, list_latest
 from headwater.server.metrics import BrokerMetrics, GroupOffset, RebalanceFigures
+from headwater.server.runtime.channels import channel_options
 from headwater.server.runtime.controller_channel import GrpcControllerChannel
-from headwater.server.runtime.fetcher import ReplicaFetcherManager, channel_options
+from headwater.server.runtime.fetcher import ReplicaFetcherManager
 from headwater.server.runtime.hosted import RoleChanges, wall_ms
 from headwater.server.runtime.isr_store import ZooKeeperIsrStore
 from headwater.server.runtime.metadata_cache import MetadataCache

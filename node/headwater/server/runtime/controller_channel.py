@@ -17,7 +17,7 @@ from headwater import errors
 from headwater.coordination.model import BrokerRegistration, PartitionState
 from headwater.errors import ErrorCode
 from headwater.server.convert import broker_to_proto, partition_state_to_proto
-from headwater.server.runtime.fetcher import channel_options
+from headwater.server.runtime.channels import channel_options
 from headwater.v1 import control_pb2, control_pb2_grpc
 
 

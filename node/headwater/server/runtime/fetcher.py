@@ -41,18 +41,12 @@ from headwater.replication.follower import (
     StartAt,
     TruncateTo,
 )
+from headwater.server.runtime.channels import channel_options
 from headwater.server.runtime.hosted import monotonic_ms
 from headwater.server.runtime.replica_manager import ReplicaManager
 from headwater.v1 import broker_pb2, broker_pb2_grpc
 
 log = logging.getLogger(__name__)
-
-
-def channel_options(max_message_bytes: int) -> list[tuple[str, int]]:
-    return [
-        ("grpc.max_send_message_length", max_message_bytes),
-        ("grpc.max_receive_message_length", max_message_bytes),
-    ]
 
 
 class ReplicaFetcher:
