@@ -29,7 +29,7 @@ from headwater.client.types import RecordMetadata, TopicPartition
 from headwater.errors import ErrorCode
 from headwater.records import Record, parse_header
 from headwater.replication.producer_state import ProducerStateManager, Verdict
-from headwater.server.idempotence import check_produce
+from headwater.server.runtime.idempotence import check_produce
 from headwater.v1 import broker_pb2
 
 TP = TopicPartition("t", 0)

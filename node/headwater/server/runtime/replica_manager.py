@@ -33,8 +33,8 @@ from headwater.errors import ErrorCode
 from headwater.replication import FetchWait, IsrChange, Partition, ProduceCompletion, TopicPartition
 from headwater.replication.follower import LocalLog, StartAt, TruncateTo
 from headwater.replication.producer_state import Verdict
-from headwater.server import idempotence
 from headwater.server.metrics import BrokerMetrics, PartitionSnapshot
+from headwater.server.runtime import idempotence
 from headwater.server.runtime.hosted import (
     FetchResult,
     FetchSpec,

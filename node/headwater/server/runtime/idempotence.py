@@ -10,7 +10,9 @@ state, so a new leader knows exactly the batches its predecessor acknowledged.
 Kafka shortens this scan with ``.snapshot`` files; Headwater scans headers from
 the log start (see the producer-state module for why that is enough for now).
 
-Called on the broker's event loop only.
+Called only by the :class:`~headwater.server.runtime.replica_manager.ReplicaManager`,
+the one owner of every ``Log``, on the broker's event loop; it lives in the runtime
+for that reason.
 """
 
 from __future__ import annotations
