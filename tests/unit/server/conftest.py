@@ -9,7 +9,6 @@ import pytest
 from headwater.coordination.model import LeaderAndIsr, PartitionState
 from headwater.replication import TopicPartition
 from headwater.server.metrics import BrokerMetrics
-from headwater.server.runtime.hosted import RoleChanges
 from headwater.server.runtime.replica_manager import ReplicaManager
 from headwater.storage import LogManager
 
@@ -52,7 +51,6 @@ class Harness:
         self.store = FakeIsrStore()
         self.clock = FakeClock()
         self.logs = LogManager([tmp_path / "logs"])
-        self.role_changes: list[RoleChanges] = []
         self.manager = ReplicaManager(
             broker_id=0,
             log_manager=self.logs,
@@ -62,7 +60,6 @@ class Harness:
             replica_lag_time_max_ms=1000,
             default_log_properties={"min.insync.replicas": "2"},
             is_known_partition=lambda tp: tp == TP,
-            on_role_changes=self.role_changes.append,
             clock_ms=self.clock,
         )
 

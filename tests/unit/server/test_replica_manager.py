@@ -7,7 +7,7 @@ import asyncio
 
 from headwater.errors import ErrorCode
 from headwater.records import Record, build_batch
-from headwater.server.runtime.hosted import FetchSpec
+from headwater.server.runtime.hosted import FetchSpec, RoleChanges
 from headwater.server.runtime.replica_manager import ReplicaManager
 
 from .conftest import TP, Harness
@@ -147,10 +147,11 @@ def test_refusals_change_nothing(harness: Harness) -> None:
         )
         [result] = await m.append_records(acks=1, timeout_ms=100, entries=[(TP, records(b"a"))])
         assert result.error is ErrorCode.NOT_LEADER_OR_FOLLOWER
-        code, _ = m.become_leader_or_follower(
+        code, _, changes = m.become_leader_or_follower(
             controller_epoch=1, states=[harness.state(leader=0, isr=(0, 1), epoch=9)]
         )
         assert code is ErrorCode.STALE_CONTROLLER_EPOCH
+        assert changes == RoleChanges([], [], {})  # nothing for the fetchers or groups
         assert not m.partitions[TP].state.is_leader
         other = TP._replace(topic="other")
         [result] = await m.append_records(acks=1, timeout_ms=100, entries=[(other, records(b"a"))])

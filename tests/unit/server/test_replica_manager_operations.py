@@ -18,11 +18,11 @@ def batch(base_offset: int, *values: bytes) -> bytes:
     return build_batch([Record(None, v) for v in values], base_offset=base_offset, timestamp_ms=0)
 
 
-def follow(harness: Harness) -> None:
+def follow(harness: Harness) -> RoleChanges:
     asyncio.run(harness.manager.prepare_topics([TP.topic]))
-    harness.manager.become_leader_or_follower(
+    return harness.manager.become_leader_or_follower(
         controller_epoch=1, states=[harness.state(leader=1, isr=(0, 1))]
-    )
+    ).changes
 
 
 def test_a_follower_appends_and_follows_the_leaders_high_watermark(harness: Harness) -> None:
@@ -115,18 +115,17 @@ def test_topic_config_watch_lives_as_long_as_a_hosted_partition(harness: Harness
     asyncio.run(scenario())
 
 
-def test_role_changes_are_handed_over_once_per_request(harness: Harness) -> None:
-    follow(harness)
+def test_role_changes_are_returned_once_per_request(harness: Harness) -> None:
+    assert follow(harness) == RoleChanges([], [(TP, None)], {TP: (1, 1)})
     m = harness.manager
-    assert harness.role_changes == [RoleChanges([], [(TP, None)], {TP: (1, 1)})]
-    m.become_leader_or_follower(
+    led = m.become_leader_or_follower(
         controller_epoch=1, states=[harness.state(leader=0, isr=(0, 1), epoch=2)]
     )
-    assert harness.role_changes[-1] == RoleChanges([TP], [(TP, 2)], {})
-    m.become_leader_or_follower(  # the same epoch again: still leader, nothing to unfollow
+    assert led.changes == RoleChanges([TP], [(TP, 2)], {})
+    again = m.become_leader_or_follower(  # the same epoch: still leader, nothing to unfollow
         controller_epoch=1, states=[harness.state(leader=0, isr=(0, 1), epoch=2)]
     )
-    assert harness.role_changes[-1] == RoleChanges([], [(TP, 2)], {})
-    m.stop_replicas(controller_epoch=1, partitions=[(TP, False)])
-    assert harness.role_changes[-1] == RoleChanges([TP], [(TP, None)], {})
-    assert len(harness.role_changes) == 4
+    assert again.changes == RoleChanges([], [(TP, 2)], {})
+    stopped = m.stop_replicas(controller_epoch=1, partitions=[(TP, False)])
+    assert stopped.changes == RoleChanges([TP], [(TP, None)], {})
+    assert m.hosted_partitions() == set()

@@ -10,14 +10,14 @@ from collections.abc import Iterator
 
 import pytest
 from headwater import runtime
-from headwater.server import broker
+from headwater.server.runtime import process
 
 
 def test_startup_objects_are_frozen_out_of_collections() -> None:
     survivor = [object() for _ in range(1000)]
     before = gc.get_freeze_count()
     try:
-        broker._freeze_startup_objects()
+        process.freeze_startup_objects()
         assert gc.get_freeze_count() >= before + len(survivor)
     finally:
         gc.unfreeze()

@@ -9,7 +9,7 @@ failed call raises; the coordination layer retries and drops as it sees fit.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import grpc
 
@@ -30,8 +30,9 @@ class GrpcControllerChannel:
         controller_id: int,
         timeout_ms: int,
         max_message_bytes: int,
-        cluster_id: str = "",
+        cluster_id: Callable[[], str] = lambda: "",
     ) -> None:
+        """``cluster_id`` returns the id UpdateMetadata carries (read when each is sent)."""
         self._controller_id = controller_id
         self._timeout_s = timeout_ms / 1000.0
         # A restarted broker comes back on the same address: reconnect quickly, and let each
@@ -42,7 +43,7 @@ class GrpcControllerChannel:
             ("grpc.initial_reconnect_backoff_ms", 100),
             ("grpc.max_reconnect_backoff_ms", 1000),
         ]
-        self.cluster_id = cluster_id
+        self._cluster_id = cluster_id
         self._lock = threading.Lock()
         self._channels: dict[
             tuple[str, int], tuple[grpc.Channel, control_pb2_grpc.ControlStub]
@@ -130,7 +131,7 @@ class GrpcControllerChannel:
             ],
             live_brokers=[broker_to_proto(b) for b in live_brokers],
             deleted_topics=list(deleted_topics),
-            cluster_id=self.cluster_id,
+            cluster_id=self._cluster_id(),
         )
         response = self._stub(broker).UpdateMetadata(
             request, timeout=self._timeout_s, wait_for_ready=True

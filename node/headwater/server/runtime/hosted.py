@@ -75,7 +75,8 @@ LATEST_TIMESTAMP = -1
 
 class RoleChanges(NamedTuple):
     """A decision of one LeaderAndIsr or StopReplica for the replica fetchers and the
-    group coordinator; the composition root applies it, in field order."""
+    group coordinator; :class:`~headwater.server.runtime.role_changes.RoleChangeApplier`
+    applies it, in field order."""
 
     unfollow: list[TopicPartition]
     """Partitions whose replica fetcher must stop (became leader, or stopped)."""
@@ -83,6 +84,15 @@ class RoleChanges(NamedTuple):
     """``(partition, leader epoch)`` when leading, ``None`` when not, in request order."""
     follow: dict[TopicPartition, tuple[int, int]]
     """Partitions to fetch: ``(leader id, leader epoch)``."""
+
+
+class RoleChangeResult(NamedTuple):
+    """What a LeaderAndIsr or StopReplica did: the request's error, each partition's
+    error, and the :class:`RoleChanges` the caller must apply next (empty if refused)."""
+
+    error: ErrorCode
+    partitions: list[tuple[TopicPartition, ErrorCode]]
+    changes: RoleChanges
 
 
 @dataclasses.dataclass(eq=False)

@@ -9,9 +9,12 @@ Waiting is event driven (DESIGN.md, "Fetch is a long poll"): a waiting fetch
 registers an :class:`asyncio.Event` with each partition it reads; an append, a
 high-watermark advance or a role change sets those events.  A delayed produce
 is an :class:`asyncio.Future` resolved when the partition reports completion.
-The only periodic work is the ISR-shrink check (:meth:`maybe_shrink_isrs`),
-which the broker's periodic scheduler runs every half
-``replica.lag.time.max.ms``, as in Kafka.
+Role changes (LeaderAndIsr, StopReplica) return a
+:class:`~headwater.server.runtime.hosted.RoleChanges` decision for the replica
+fetchers and the group coordinator, which the caller applies.  The periodic
+scheduler runs the ISR-shrink check (:meth:`maybe_shrink_isrs`, every half
+``replica.lag.time.max.ms``, as in Kafka) and the log maintenance over every log
+on disk (:meth:`run_log_tasks`, :meth:`clean_logs`): nothing else reaches a log.
 
 Thread model: every method runs on the broker's event loop.  Log calls are
 synchronous and short (page-cache writes); ZooKeeper calls go to a worker thread
@@ -24,7 +27,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from typing import Any
 
 from headwater import errors
@@ -41,6 +44,7 @@ from headwater.server.runtime.hosted import (
     HostedPartition,
     OffsetLookup,
     ProduceResult,
+    RoleChangeResult,
     RoleChanges,
     assign_epoch,
     monotonic_ms,
@@ -50,6 +54,7 @@ from headwater.server.runtime.isr_store import IsrStore
 from headwater.server.runtime.offload import run_blocking
 from headwater.server.runtime.topic_configs import TopicConfigs
 from headwater.storage import LogConfig, LogManager
+from headwater.storage.cleaner import CleanerStats, LogCleaner
 
 log = logging.getLogger(__name__)
 
@@ -68,11 +73,8 @@ class ReplicaManager:
         replica_lag_time_max_ms: int,
         default_log_properties: Mapping[str, str],
         is_known_partition: Callable[[TopicPartition], bool],
-        on_role_changes: Callable[[RoleChanges], None] = lambda _changes: None,
         clock_ms: Callable[[], float] = monotonic_ms,
     ) -> None:
-        """``on_role_changes`` is told, once per LeaderAndIsr or StopReplica, what the
-        replica fetchers and the group coordinator must change (event loop)."""
         self.broker_id = broker_id
         self._clock_ms = clock_ms
         self._log_manager = log_manager
@@ -91,7 +93,6 @@ class ReplicaManager:
             default_properties=default_log_properties,
             on_change=self._apply_log_config,
         )
-        self._on_role_changes = on_role_changes
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -121,6 +122,10 @@ class ReplicaManager:
 
     def snapshots(self) -> list[PartitionSnapshot]:
         return [hosted.snapshot() for hosted in self.partitions.values()]
+
+    def hosted_partitions(self) -> Set[TopicPartition]:
+        """The partitions hosted here (a live, read-only view)."""
+        return self.partitions.keys()
 
     # -- produce ----------------------------------------------------------------------------
 
@@ -486,10 +491,10 @@ class ReplicaManager:
 
     def become_leader_or_follower(
         self, *, controller_epoch: int, states: Sequence[PartitionState]
-    ) -> tuple[ErrorCode, list[tuple[TopicPartition, ErrorCode]]]:
-        """Apply a LeaderAndIsr request; followers are handed to the fetcher manager."""
+    ) -> RoleChangeResult:
+        """Apply a LeaderAndIsr request; its ``changes`` name the partitions to fetch."""
         if controller_epoch < self.controller_epoch:
-            return ErrorCode.STALE_CONTROLLER_EPOCH, []
+            return RoleChangeResult(ErrorCode.STALE_CONTROLLER_EPOCH, [], RoleChanges([], [], {}))
         self.controller_epoch = controller_epoch
         results: list[tuple[TopicPartition, ErrorCode]] = []
         changes = RoleChanges([], [], {})
@@ -526,8 +531,7 @@ class ReplicaManager:
             except Exception:
                 log.exception("LeaderAndIsr for %s failed", tp)
                 results.append((tp, ErrorCode.KAFKA_STORAGE_ERROR))
-        self._on_role_changes(changes)
-        return ErrorCode.NONE, results
+        return RoleChangeResult(ErrorCode.NONE, results, changes)
 
     def _make_leader(self, hosted: HostedPartition, ps: PartitionState) -> bool:
         """Become leader; True if this replica was a follower until now."""
@@ -554,9 +558,10 @@ class ReplicaManager:
 
     def stop_replicas(
         self, *, controller_epoch: int, partitions: Sequence[tuple[TopicPartition, bool]]
-    ) -> tuple[ErrorCode, list[tuple[TopicPartition, ErrorCode]]]:
+    ) -> RoleChangeResult:
+        """Apply a StopReplica request: forget the partitions, delete their logs if asked."""
         if controller_epoch < self.controller_epoch:
-            return ErrorCode.STALE_CONTROLLER_EPOCH, []
+            return RoleChangeResult(ErrorCode.STALE_CONTROLLER_EPOCH, [], RoleChanges([], [], {}))
         self.controller_epoch = controller_epoch
         results = []
         changes = RoleChanges([tp for tp, _ in partitions], [], {})
@@ -575,8 +580,18 @@ class ReplicaManager:
             results.append((tp, ErrorCode.NONE))
         hosted_topics = {tp.topic for tp in self.partitions}
         self._configs.release({tp.topic for tp, _ in partitions} - hosted_topics)
-        self._on_role_changes(changes)
-        return ErrorCode.NONE, results
+        return RoleChangeResult(ErrorCode.NONE, results, changes)
+
+    # -- log maintenance (the periodic jobs; every log on disk, hosted or not) -------------
+
+    async def run_log_tasks(self, now_ms: int) -> None:
+        """Retention, ``flush.ms`` and checkpoints of every log, in a worker thread."""
+        await run_blocking(self._log_manager.run_periodic_tasks, now_ms)
+
+    async def clean_logs(self, cleaner: LogCleaner, *, now_ms: int) -> CleanerStats:
+        """One log-cleaner pass (compaction) over every log, in a worker thread."""
+        log_manager = self._log_manager
+        return await run_blocking(lambda: cleaner.maybe_clean(log_manager.logs(), now_ms=now_ms))
 
     def shutdown(self) -> None:
         self._configs.shutdown()

@@ -22,6 +22,7 @@ from headwater.server.convert import (
     pb_error,
 )
 from headwater.server.metrics import BrokerMetrics, Timer
+from headwater.server.runtime.hosted import RoleChanges
 from headwater.server.runtime.metadata_cache import MetadataCache
 from headwater.server.runtime.offload import run_blocking
 from headwater.server.runtime.replica_manager import ReplicaManager
@@ -41,14 +42,18 @@ class ControlService(control_pb2_grpc.ControlServicer):
         metrics: BrokerMetrics,
         coordinator: Callable[[], BrokerCoordinator | None],
         on_leaders: Callable[[Mapping[int, BrokerRegistration]], None],
+        on_role_changes: Callable[[RoleChanges], None],
         on_applied: ControlApplied | None = None,
     ) -> None:
+        """``on_leaders`` gets a LeaderAndIsr's live leaders before its states are
+        applied; ``on_role_changes`` the replica manager's decision right after."""
         self._replicas = replicas
         self._metadata = metadata
         self._changed = metadata_changed
         self._metrics = metrics
         self._coordinator = coordinator
         self._on_leaders = on_leaders
+        self._on_role_changes = on_role_changes
         self._on_applied = on_applied
 
     async def _applied(self, rpc: str, broker_epoch: int) -> None:
@@ -74,10 +79,11 @@ class ControlService(control_pb2_grpc.ControlServicer):
         self._on_leaders({b.id: broker_from_proto(b) for b in request.live_leaders})
         if request.controller_epoch >= self._replicas.controller_epoch:
             await self._replicas.prepare_topics(p.topic for p in request.partition_states)
-        error, results = self._replicas.become_leader_or_follower(
+        error, results, changes = self._replicas.become_leader_or_follower(
             controller_epoch=request.controller_epoch,
             states=partition_states_from_proto(request.partition_states),
         )
+        self._on_role_changes(changes)
         timer.done()
         await self._applied("LeaderAndIsr", request.broker_epoch)
         return control_pb2.LeaderAndIsrResponse(
@@ -95,13 +101,14 @@ class ControlService(control_pb2_grpc.ControlServicer):
         if self._stale_broker_epoch(request.broker_epoch):
             timer.done("stale")
             return control_pb2.StopReplicaResponse(error=pb_error(ErrorCode.STALE_BROKER_EPOCH))
-        error, results = self._replicas.stop_replicas(
+        error, results, changes = self._replicas.stop_replicas(
             controller_epoch=request.controller_epoch,
             partitions=[
                 (TopicPartition(p.topic, p.partition), p.delete_partition)
                 for p in request.partitions
             ],
         )
+        self._on_role_changes(changes)
         timer.done()
         return control_pb2.StopReplicaResponse(
             error=pb_error(error),

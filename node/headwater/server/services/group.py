@@ -8,17 +8,16 @@ topic (``offsets.topic.num.partitions``, ``offsets.topic.replication.factor`` ca
 the live broker count, ``cleanup.policy=compact``) and answers
 COORDINATOR_NOT_AVAILABLE until it has leaders -- clients retry.
 
-:func:`replica_callables` adapts a :class:`~headwater.server.runtime.replica_manager.ReplicaManager`
-to the runtime's ``append``/``read`` seams.
+The runtime's ``append``/``read`` seams over the broker's replicas are wired in
+:mod:`headwater.server.runtime.groups`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 
-from headwater import errors
 from headwater.coordination.admin import NewTopic
 from headwater.coordination.broker import BrokerCoordinator
 from headwater.errors import ErrorCode
@@ -29,37 +28,12 @@ from headwater.groups.placement import (
     offsets_topic_replication_factor,
 )
 from headwater.groups.runtime import GroupCoordinatorRuntime
-from headwater.replication import TopicPartition
 from headwater.server.convert import Context, pb_error
 from headwater.server.runtime.metadata_cache import MetadataCache
 from headwater.server.runtime.offload import run_blocking
-from headwater.server.runtime.replica_manager import ReplicaManager
 from headwater.v1 import group_pb2, group_pb2_grpc
 
 log = logging.getLogger(__name__)
-
-OFFSETS_APPEND_TIMEOUT_MS = 5000
-"""Kafka's ``offsets.commit.timeout.ms``: how long an offsets append waits for the ISR."""
-
-
-def replica_callables(
-    replicas: ReplicaManager, *, timeout_ms: int = OFFSETS_APPEND_TIMEOUT_MS
-) -> tuple[Callable[[int, bytes], Awaitable[None]], Callable[[int, int], Awaitable[bytes]]]:
-    """``(append, read)`` for :class:`GroupCoordinatorRuntime` over the broker's replicas."""
-
-    async def append(partition: int, data: bytes) -> None:
-        (result,) = await replicas.append_records(
-            acks=-1,
-            timeout_ms=timeout_ms,
-            entries=[(TopicPartition(OFFSETS_TOPIC, partition), data)],
-        )
-        if result.error is not ErrorCode.NONE:
-            raise errors.for_code(result.error, result.message)
-
-    async def read(partition: int, offset: int) -> bytes:
-        return replicas.read_local(TopicPartition(OFFSETS_TOPIC, partition), offset, 4 << 20)
-
-    return append, read
 
 
 def _opt(s: str) -> str | None:
