@@ -139,6 +139,54 @@ class HostedPartition:
             tp, ErrorCode.NONE, "", found.timestamp, found.offset, found.leader_epoch
         )
 
+    def refuse_fetch(self, spec: FetchSpec, *, broker_id: int) -> FetchResult | None:
+        """The answer to ``spec`` if this replica cannot serve it as leader, else None."""
+        tp, state = spec.topic_partition, self.state
+        if not state.is_leader:
+            return FetchResult(
+                tp,
+                ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                f"broker {broker_id} is not the leader of {tp}",
+            )
+        epoch_error = state.check_fetch_epoch(spec.current_leader_epoch)
+        if epoch_error is not ErrorCode.NONE:
+            return FetchResult(
+                tp,
+                epoch_error,
+                f"leader epoch {spec.current_leader_epoch} vs current {state.leader_epoch}",
+            )
+        start, end = self.log.log_start_offset, self.log.log_end_offset
+        if spec.fetch_offset < start or spec.fetch_offset > end:
+            return FetchResult(
+                tp,
+                ErrorCode.OFFSET_OUT_OF_RANGE,
+                f"offset {spec.fetch_offset} is outside [{start}, {end}] of {tp}",
+                state.high_watermark,
+                start,
+                end,
+            )
+        return None
+
+    def read_for_fetch(
+        self, spec: FetchSpec, *, limit: int, max_offset: int | None, min_one_batch: bool
+    ) -> FetchResult:
+        """Batches from ``spec.fetch_offset``: up to ``limit`` bytes (but at least one
+        batch with ``min_one_batch``), none at or past ``max_offset``."""
+        tp, state, plog = spec.topic_partition, self.state, self.log
+        start, end = plog.log_start_offset, plog.log_end_offset
+        records = b""
+        if (max_offset is None or spec.fetch_offset < max_offset) and (limit > 0 or min_one_batch):
+            try:
+                info = plog.read(
+                    spec.fetch_offset, limit, max_offset=max_offset, min_one_batch=min_one_batch
+                )
+            except errors.HeadwaterError as exc:
+                return FetchResult(tp, exc.code, str(exc), state.high_watermark, start, end)
+            records = bytes(info.records)
+        return FetchResult(
+            tp, ErrorCode.NONE, "", state.high_watermark, plog.log_start_offset, end, records
+        )
+
     def read_local(self, offset: int, max_bytes: int) -> bytes:
         """Stored batches from ``offset`` (clamped to the log start), whatever the role."""
         start = max(offset, self.log.log_start_offset)

@@ -292,30 +292,10 @@ class ReplicaManager:
         if hosted is None:
             code = self.missing_error(tp)
             return FetchResult(tp, code, f"{code.name}: {tp} is not hosted here")
-        state, plog = hosted.state, hosted.log
-        if not state.is_leader:
-            return FetchResult(
-                tp,
-                ErrorCode.NOT_LEADER_OR_FOLLOWER,
-                f"broker {self.broker_id} is not the leader of {tp}",
-            )
-        epoch_error = state.check_fetch_epoch(spec.current_leader_epoch)
-        if epoch_error is not ErrorCode.NONE:
-            return FetchResult(
-                tp,
-                epoch_error,
-                f"leader epoch {spec.current_leader_epoch} vs current {state.leader_epoch}",
-            )
-        start, end = plog.log_start_offset, plog.log_end_offset
-        if spec.fetch_offset < start or spec.fetch_offset > end:
-            return FetchResult(
-                tp,
-                ErrorCode.OFFSET_OUT_OF_RANGE,
-                f"offset {spec.fetch_offset} is outside [{start}, {end}] of {tp}",
-                state.high_watermark,
-                start,
-                end,
-            )
+        refused = hosted.refuse_fetch(spec, broker_id=self.broker_id)
+        if refused is not None:
+            return refused
+        state = hosted.state
         if replica_id >= 0:
             outcome = state.update_follower_fetch(
                 replica_id, fetch_offset=spec.fetch_offset, now_ms=int(self._clock_ms())
@@ -326,17 +306,8 @@ class ReplicaManager:
                 self._spawn(self._write_isr(hosted, outcome.isr_change))
         limit = min(spec.partition_max_bytes if spec.partition_max_bytes > 0 else budget, budget)
         max_offset = None if replica_id >= 0 else state.high_watermark
-        records = b""
-        if (max_offset is None or spec.fetch_offset < max_offset) and (limit > 0 or min_one_batch):
-            try:
-                info = plog.read(
-                    spec.fetch_offset, limit, max_offset=max_offset, min_one_batch=min_one_batch
-                )
-            except errors.HeadwaterError as exc:
-                return FetchResult(tp, exc.code, str(exc), state.high_watermark, start, end)
-            records = bytes(info.records)
-        return FetchResult(
-            tp, ErrorCode.NONE, "", state.high_watermark, plog.log_start_offset, end, records
+        return hosted.read_for_fetch(
+            spec, limit=limit, max_offset=max_offset, min_one_batch=min_one_batch
         )
 
     # -- follower side (the replica fetcher's operations) ----------------------------------
