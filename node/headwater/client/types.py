@@ -1,7 +1,9 @@
 """The small values users hold: partitions, delivery reports and consumed records.
 
 They are named and shaped as in Kafka's Java client (``TopicPartition``,
-``RecordMetadata``, ``ConsumerRecord``) so code and habits carry over.  All are
+``RecordMetadata``, ``ConsumerRecord``) so code and habits carry over.
+``TopicPartition`` is the one the whole package shares (:mod:`headwater.values`),
+named here too because this is where the client's users look for it.  All are
 immutable ``NamedTuple``s: cheap to build by the hundred thousand on the hot
 path, hashable (``TopicPartition`` keys every per-partition map in the client)
 and printable.
@@ -11,18 +13,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from headwater.values import TopicPartition as TopicPartition
+
 Headers = tuple[tuple[str, bytes | None], ...]
 """Record headers as ``(key, value)`` pairs, in order; keys may repeat (as in Kafka)."""
-
-
-class TopicPartition(NamedTuple):
-    """One partition of one topic."""
-
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
 
 
 class RecordMetadata(NamedTuple):

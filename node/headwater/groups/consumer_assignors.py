@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from headwater.groups.values import TopicPartition
+from headwater.values import TopicPartition
 
 Assignment = dict[str, frozenset[TopicPartition]]
 Assignor = Callable[

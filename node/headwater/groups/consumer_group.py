@@ -39,7 +39,7 @@ from collections.abc import Callable, Mapping
 
 from headwater.errors import ErrorCode
 from headwater.groups.consumer_assignors import ASSIGNORS
-from headwater.groups.values import TopicPartition
+from headwater.values import TopicPartition
 
 JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH = 0, -1, -2
 NOTHING: frozenset[TopicPartition] = frozenset()

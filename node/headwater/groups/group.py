@@ -22,8 +22,8 @@ from headwater.groups.values import (
     CommittedOffset,
     JoinedMember,
     Protocol,
-    TopicPartition,
 )
+from headwater.values import TopicPartition
 
 
 @dataclasses.dataclass

@@ -21,8 +21,8 @@ from headwater.groups.values import (
     OffsetCommitRequest,
     OffsetCommitResponse,
     OffsetFetchResponse,
-    TopicPartition,
 )
+from headwater.values import TopicPartition
 
 
 class GroupOffsets(GroupMembership):

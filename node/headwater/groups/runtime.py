@@ -12,10 +12,11 @@ It owns one coordinator per ``__consumer_offsets`` partition this broker leads, 
   on failure -- and only then completes the waiting requests.  If an append fails, the
   requests in that decision get an error and the partition is reloaded from the log,
   so memory never stays ahead of what a new coordinator would find;
-- **drives timers**: :meth:`GroupCoordinatorRuntime.run` calls ``tick`` every
-  ``tick_interval_ms`` with the injected clock.
+- **runs timers** when told: :meth:`GroupCoordinatorRuntime.tick` runs every loaded
+  coordinator's timers once, at the injected clock's time.  The broker's periodic
+  scheduler calls it (``group-timers``); the runtime has no loop of its own.
 
-It does no gRPC (the servicer in ``headwater.server.group_service`` converts protobuf)
+It does no gRPC (the servicer in ``headwater.server.services.group`` converts protobuf)
 and no disk I/O of its own (``append``/``read`` are the broker's).  All methods run on
 the broker's event loop.
 """
@@ -55,9 +56,9 @@ from headwater.groups.values import (
     Response,
     SyncGroupRequest,
     SyncGroupResponse,
-    TopicPartition,
 )
 from headwater.records import Record, build_batch, read_batches
+from headwater.values import TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +117,6 @@ class GroupCoordinatorRuntime:
         read: ReadRecords,
         config: GroupConfig | None = None,
         clock_ms: Callable[[], int] = _wall_ms,
-        tick_interval_ms: int = 250,
         member_id_factory: Callable[[str], str] = default_member_id,
     ) -> None:
         self.num_partitions = num_partitions
@@ -124,13 +124,11 @@ class GroupCoordinatorRuntime:
         self._append = append
         self._read = read
         self._clock = clock_ms
-        self._tick_interval_ms = tick_interval_ms
         self._member_id_factory = member_id_factory
         self._shards: dict[int, _Shard] = {}
         self._waiting: dict[int, tuple[int, asyncio.Future[Response]]] = {}
         self._ids = itertools.count(1)
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._closed = False
 
     # -- leadership ---------------------------------------------------------------------
 
@@ -365,7 +363,7 @@ class GroupCoordinatorRuntime:
     # -- timers and metrics -------------------------------------------------------------
 
     async def tick(self) -> None:
-        """Run every loaded coordinator's timers once (what :meth:`run` does periodically)."""
+        """Run every loaded coordinator's timers once (session expiry, rebalance delays)."""
         for partition, shard in list(self._shards.items()):
             if shard.loading:
                 continue
@@ -376,17 +374,7 @@ class GroupCoordinatorRuntime:
                 if decision.records or decision.replies:
                     await self._apply(partition, shard, decision)
 
-    async def run(self) -> None:
-        """Tick until :meth:`close`; run it as a task on the broker's loop."""
-        while not self._closed:
-            try:
-                await self.tick()
-            except Exception:
-                log.exception("group coordinator timers failed")
-            await asyncio.sleep(self._tick_interval_ms / 1000.0)
-
     async def close(self) -> None:
-        self._closed = True
         for partition in list(self._shards):
             self._unload(partition)
         for task in list(self._tasks):

@@ -12,6 +12,7 @@ import dataclasses
 from typing import NamedTuple
 
 from headwater.errors import ErrorCode
+from headwater.values import TopicPartition
 
 NO_GENERATION = -1
 NO_LEADER_EPOCH = -1
@@ -136,11 +137,6 @@ class LeaveGroupResponse:
     error_code: ErrorCode
     members: tuple[LeftMember, ...] = ()
     error_message: str = ""
-
-
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
 
 
 class OffsetCommit(NamedTuple):

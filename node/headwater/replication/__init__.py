@@ -23,8 +23,8 @@ from headwater.replication.values import (
     LeaderEpoch,
     Offset,
     ProduceCompletion,
-    TopicPartition,
 )
+from headwater.values import TopicPartition
 
 __all__ = [
     "ISR_TRANSITIONS",

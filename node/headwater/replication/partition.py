@@ -30,8 +30,8 @@ from headwater.replication.values import (
     FollowerState,
     IsrChange,
     ProduceCompletion,
-    TopicPartition,
 )
+from headwater.values import TopicPartition
 
 
 class Partition:

@@ -4,20 +4,14 @@ from __future__ import annotations
 
 from typing import NamedTuple, NewType
 
+from headwater.values import TopicPartition
+
 BrokerId = NewType("BrokerId", int)
 Offset = NewType("Offset", int)
 LeaderEpoch = NewType("LeaderEpoch", int)
 
 NO_EPOCH = -1
 """A leader epoch field left unset (``current_leader_epoch=-1``: do not check)."""
-
-
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
 
 
 class IsrChange(NamedTuple):

@@ -20,8 +20,8 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 
 import grpc
 
-from headwater.replication import TopicPartition
 from headwater.v1 import broker_pb2, broker_pb2_grpc
+from headwater.values import TopicPartition
 
 log = logging.getLogger(__name__)
 

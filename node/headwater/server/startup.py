@@ -25,7 +25,7 @@ from typing import Any
 import grpc
 
 from headwater.coordination.model import PartitionState
-from headwater.replication import TopicPartition
+from headwater.values import TopicPartition
 
 STARTING_MESSAGE = "the broker is starting (recovering its logs or registering)"
 

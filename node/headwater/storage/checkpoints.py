@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from headwater.errors import KafkaStorageError
+from headwater.values import TopicPartition
 
 __all__ = [
     "LOG_START_OFFSET_CHECKPOINT",
@@ -107,17 +108,17 @@ class OffsetCheckpointFile:
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def write(self, offsets: Mapping[tuple[str, int], int]) -> None:
+    def write(self, offsets: Mapping[TopicPartition, int]) -> None:
         write_entries(
             self.path, ((topic, part, offset) for (topic, part), offset in sorted(offsets.items()))
         )
 
-    def read(self) -> dict[tuple[str, int], int]:
+    def read(self) -> dict[TopicPartition, int]:
         """The stored offsets; raises KafkaStorageError if the file is malformed."""
-        out: dict[tuple[str, int], int] = {}
+        out: dict[TopicPartition, int] = {}
         for topic, part, offset in read_entries(self.path, 3):
             try:
-                out[(topic, int(part))] = int(offset)
+                out[TopicPartition(topic, int(part))] = int(offset)
             except ValueError:
                 raise KafkaStorageError(f"malformed checkpoint file {self.path}") from None
         return out

@@ -28,6 +28,7 @@ from headwater.storage.checkpoints import (
 )
 from headwater.storage.config import DEFAULT_LOG_CONFIG, LogConfig
 from headwater.storage.log import Log, parse_topic_partition
+from headwater.values import TopicPartition
 
 __all__ = ["CLEAN_SHUTDOWN_FILE", "LogManager"]
 
@@ -37,8 +38,6 @@ CLEAN_SHUTDOWN_FILE = ".headwater_cleanshutdown"
 """Written in each log dir by :meth:`LogManager.shutdown`, removed once the logs are open."""
 
 _TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
-
-TopicPartition = tuple[str, int]
 
 
 def _wall_clock_ms() -> int:
@@ -125,7 +124,7 @@ class LogManager:
             raise InvalidTopicError(f"invalid topic name {topic!r}")
         if partition < 0:
             raise InvalidPartitionsError(f"invalid partition {partition}")
-        key = (topic, partition)
+        key = TopicPartition(topic, partition)
         with self._lock:
             log = self._logs.get(key)
             if log is not None:
@@ -148,13 +147,13 @@ class LogManager:
 
     def get_log(self, topic: str, partition: int) -> Log | None:
         with self._lock:
-            return self._logs.get((topic, partition))
+            return self._logs.get(TopicPartition(topic, partition))
 
     def delete_log(self, topic: str, partition: int) -> bool:
         """Close and remove a partition's log; False if there was none."""
         with self._lock:
-            log = self._logs.pop((topic, partition), None)
-            self._dir_of.pop((topic, partition), None)
+            log = self._logs.pop(TopicPartition(topic, partition), None)
+            self._dir_of.pop(TopicPartition(topic, partition), None)
         if log is None:
             return False
         log.delete()
@@ -166,7 +165,7 @@ class LogManager:
 
     def log_dir_of(self, topic: str, partition: int) -> Path | None:
         with self._lock:
-            return self._dir_of.get((topic, partition))
+            return self._dir_of.get(TopicPartition(topic, partition))
 
     # -- background work -------------------------------------------------------------------
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from headwater.values import TopicPartition
+
 __all__ = [
     "EARLIEST_TIMESTAMP",
     "LATEST_TIMESTAMP",
@@ -60,9 +62,9 @@ class TimestampAndOffset(NamedTuple):
     leader_epoch: int
 
 
-def parse_topic_partition(name: str) -> tuple[str, int]:
+def parse_topic_partition(name: str) -> TopicPartition:
     """``("orders", 3)`` for the directory name ``orders-3``; ValueError if it is not one."""
     topic, sep, part = name.rpartition("-")
     if not sep or not topic or not part.isdigit():
         raise ValueError(f"not a partition directory name: {name!r}")
-    return topic, int(part)
+    return TopicPartition(topic, int(part))

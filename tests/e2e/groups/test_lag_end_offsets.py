@@ -9,8 +9,8 @@ from typing import Any
 
 import headwater
 import pytest
-from headwater.replication import TopicPartition
 from headwater.server.group_lag import RemoteEndOffsets, list_latest
+from headwater.values import TopicPartition
 
 from tests.e2e.groups.conftest import produce
 

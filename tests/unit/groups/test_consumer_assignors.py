@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 import pytest
 from headwater.groups.consumer_assignors import ASSIGNORS, range_assign, uniform_assign
-from headwater.groups.values import TopicPartition
+from headwater.values import TopicPartition
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

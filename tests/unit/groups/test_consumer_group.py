@@ -28,7 +28,7 @@ from headwater.groups.consumer_group import (
     IllegalStateTransition,
     MemberState,
 )
-from headwater.groups.values import TopicPartition
+from headwater.values import TopicPartition
 
 TP = TopicPartition
 T = frozenset({"t"})

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from headwater.errors import ErrorCode
 from headwater.groups import records
-from headwater.groups.values import GroupConfig, TopicPartition
+from headwater.groups.values import GroupConfig
+from headwater.values import TopicPartition
 
 from tests.unit.groups.harness import Harness
 

@@ -18,9 +18,9 @@ from headwater.groups.values import (
     OffsetCommitRequest,
     Protocol,
     SyncGroupRequest,
-    TopicPartition,
 )
 from headwater.records import read_batches, set_base_offset
+from headwater.values import TopicPartition
 
 
 class FakeLog:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from headwater.replication import Partition, TopicPartition
+from headwater.replication import Partition
+from headwater.values import TopicPartition
 
 TP = TopicPartition("orders", 0)
 

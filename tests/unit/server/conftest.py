@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 from headwater.coordination.model import LeaderAndIsr, PartitionState
-from headwater.replication import TopicPartition
 from headwater.server.metrics import BrokerMetrics
 from headwater.server.runtime.replica_manager import ReplicaManager
 from headwater.storage import LogManager
+from headwater.values import TopicPartition
 
 TP = TopicPartition("orders", 0)
 

@@ -12,9 +12,9 @@ import asyncio
 from collections.abc import Mapping
 
 import grpc
-from headwater.replication import TopicPartition
 from headwater.server.group_lag import RemoteEndOffsets, by_leader
 from headwater.server.metrics import BrokerMetrics, GroupOffset, RebalanceFigures
+from headwater.values import TopicPartition
 
 TP = TopicPartition
 LEADERS = {TP("t", 0): "b1:9092", TP("t", 1): "b2:9092", TP("t", 2): "b1:9092"}

@@ -16,9 +16,9 @@ import grpc
 import pytest
 import pytest_asyncio
 from headwater.coordination.model import LeaderAndIsr, PartitionState
-from headwater.replication import TopicPartition
 from headwater.server.startup import STARTING_MESSAGE, DeferredServices, Readiness
 from headwater.v1 import admin_pb2, admin_pb2_grpc, broker_pb2, broker_pb2_grpc
+from headwater.values import TopicPartition
 
 
 def state(topic: str, partition: int, replicas: tuple[int, ...], leader: int) -> PartitionState:

@@ -31,7 +31,6 @@ import grpc
 from headwater import errors
 from headwater.coordination.model import BrokerRegistration
 from headwater.errors import ErrorCode
-from headwater.replication import TopicPartition
 from headwater.replication.follower import (
     Append,
     Backoff,
@@ -45,6 +44,7 @@ from headwater.server.runtime.channels import channel_options
 from headwater.server.runtime.hosted import monotonic_ms
 from headwater.server.runtime.replica_manager import ReplicaManager
 from headwater.v1 import broker_pb2, broker_pb2_grpc
+from headwater.values import TopicPartition
 
 log = logging.getLogger(__name__)
 

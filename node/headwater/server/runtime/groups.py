@@ -29,11 +29,11 @@ from headwater.errors import ErrorCode
 from headwater.groups.placement import OFFSETS_TOPIC
 from headwater.groups.runtime import GroupCoordinatorRuntime
 from headwater.groups.values import GroupConfig
-from headwater.replication import TopicPartition
 from headwater.server.config import BrokerConfig
 from headwater.server.group_lag import RemoteEndOffsets, list_latest
 from headwater.server.metrics import BrokerMetrics, GroupOffset, RebalanceFigures
 from headwater.server.runtime.replica_manager import ReplicaManager
+from headwater.values import TopicPartition
 
 OFFSETS_APPEND_TIMEOUT_MS = 5000
 """Kafka's ``offsets.commit.timeout.ms``: how long an offsets append waits for the ISR."""

@@ -17,11 +17,12 @@ from typing import NamedTuple
 
 from headwater import errors
 from headwater.errors import ErrorCode
-from headwater.replication import Partition, TopicPartition
+from headwater.replication import Partition
 from headwater.replication.follower import LocalLog, StartAt, TruncateTo
 from headwater.replication.producer_state import ProducerStateManager
 from headwater.server.metrics import PartitionSnapshot
 from headwater.storage import Log
+from headwater.values import TopicPartition
 
 _log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from headwater.coordination.model import BrokerRegistration, PartitionState
-from headwater.replication import TopicPartition
+from headwater.values import TopicPartition
 
 
 class MetadataCache:

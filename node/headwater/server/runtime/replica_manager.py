@@ -33,7 +33,7 @@ from typing import Any
 from headwater import errors
 from headwater.coordination.model import LeaderAndIsr, PartitionState
 from headwater.errors import ErrorCode
-from headwater.replication import FetchWait, IsrChange, Partition, ProduceCompletion, TopicPartition
+from headwater.replication import FetchWait, IsrChange, Partition, ProduceCompletion
 from headwater.replication.follower import LocalLog, StartAt, TruncateTo
 from headwater.replication.producer_state import Verdict
 from headwater.server.metrics import BrokerMetrics, PartitionSnapshot
@@ -55,6 +55,7 @@ from headwater.server.runtime.offload import run_blocking
 from headwater.server.runtime.topic_configs import TopicConfigs
 from headwater.storage import LogConfig, LogManager
 from headwater.storage.cleaner import CleanerStats, LogCleaner
+from headwater.values import TopicPartition
 
 log = logging.getLogger(__name__)
 

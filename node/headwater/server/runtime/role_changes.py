@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
 from headwater.coordination.model import BrokerRegistration
-from headwater.replication import TopicPartition
 from headwater.server.runtime.hosted import RoleChanges
+from headwater.values import TopicPartition
 
 
 class Fetchers(Protocol):

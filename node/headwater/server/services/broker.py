@@ -13,13 +13,13 @@ from headwater import errors
 from headwater.coordination import names
 from headwater.errors import ErrorCode
 from headwater.records.allocator import tune_allocator
-from headwater.replication import TopicPartition
 from headwater.server.convert import Context, broker_to_proto, pb_error
 from headwater.server.metrics import BrokerMetrics, Timer
 from headwater.server.runtime import hosted
 from headwater.server.runtime import replica_manager as rm
 from headwater.server.runtime.metadata_cache import MetadataCache
 from headwater.v1 import broker_pb2, broker_pb2_grpc
+from headwater.values import TopicPartition
 
 PRODUCER_ID_BITS = 40
 """Producer ids are ``broker_id << 40 | counter``: unique per broker without ZooKeeper.

@@ -14,7 +14,6 @@ from headwater import errors
 from headwater.coordination.broker import BrokerCoordinator
 from headwater.coordination.model import BrokerRegistration
 from headwater.errors import ErrorCode
-from headwater.replication import TopicPartition
 from headwater.server.convert import (
     Context,
     broker_from_proto,
@@ -27,6 +26,7 @@ from headwater.server.runtime.metadata_cache import MetadataCache
 from headwater.server.runtime.offload import run_blocking
 from headwater.server.runtime.replica_manager import ReplicaManager
 from headwater.v1 import common_pb2, control_pb2, control_pb2_grpc
+from headwater.values import TopicPartition
 
 ControlApplied = Callable[[str, int], Awaitable[None]]
 """``(rpc name, broker epoch of the request)`` after a LeaderAndIsr or UpdateMetadata applied."""

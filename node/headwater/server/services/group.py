@@ -32,6 +32,7 @@ from headwater.server.convert import Context, pb_error
 from headwater.server.runtime.metadata_cache import MetadataCache
 from headwater.server.runtime.offload import run_blocking
 from headwater.v1 import group_pb2, group_pb2_grpc
+from headwater.values import TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -239,7 +240,7 @@ class GroupService(group_pb2_grpc.GroupServicer):
     async def OffsetFetch(
         self, request: group_pb2.OffsetFetchRequest, context: Context
     ) -> group_pb2.OffsetFetchResponse:
-        wanted = [gv.TopicPartition(p.topic, p.partition) for p in request.partitions]
+        wanted = [TopicPartition(p.topic, p.partition) for p in request.partitions]
         r = self._runtime.fetch_offsets(request.group_id, wanted or None)
         return group_pb2.OffsetFetchResponse(
             error_code=pb_error(r.error_code),
