@@ -21,6 +21,7 @@ from headwater.groups.runtime import GroupCoordinatorRuntime
 from headwater.groups.values import GroupConfig
 from headwater.records import read_batches, set_base_offset
 from headwater.server.runtime.metadata_cache import MetadataCache
+from headwater.server.runtime.scheduler import PeriodicJob, PeriodicScheduler
 from headwater.server.services.group import GroupService
 from headwater.v1 import group_pb2, group_pb2_grpc
 
@@ -81,10 +82,14 @@ class InProcessCoordinator:
             config=GroupConfig(
                 group_initial_rebalance_delay_ms=0, group_min_session_timeout_ms=500
             ),
-            tick_interval_ms=50,
         )
         await runtime.on_become_leader(0, 0)
-        ticks = asyncio.ensure_future(runtime.run())
+        scheduler = PeriodicScheduler()  # the broker's group-timers job, ticking faster
+
+        async def group_timers(_now_ms: int) -> None:
+            await runtime.tick()
+
+        scheduler.start(PeriodicJob("group-timers", 50, group_timers))
         service = _Service(runtime=runtime, metadata=MetadataCache(), coordinator=lambda: None)
         server = grpc.aio.server()
         group_pb2_grpc.add_GroupServicer_to_server(service, server)
@@ -94,8 +99,8 @@ class InProcessCoordinator:
         self._ready.set()
         await self._stopping.wait()
         await server.stop(0)
+        await scheduler.close()
         await runtime.close()
-        ticks.cancel()
 
     def stop(self) -> None:
         stopping = self._stopping
