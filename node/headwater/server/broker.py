@@ -47,7 +47,6 @@ from headwater.coordination.broker import BrokerCoordinator
 from headwater.coordination.model import BrokerRegistration
 from headwater.coordination.settings import CoordinationSettings
 from headwater.groups.runtime import GroupCoordinatorRuntime
-from headwater.replication import TopicPartition
 from headwater.server.config import BrokerConfig
 from headwater.server.metrics import BrokerMetrics
 from headwater.server.runtime import process
@@ -80,6 +79,7 @@ from headwater.server.services.group import GroupService
 from headwater.server.startup import DeferredServices, Readiness
 from headwater.storage import LogConfig, LogManager
 from headwater.v1 import admin_pb2_grpc, broker_pb2_grpc, control_pb2_grpc, group_pb2_grpc
+from headwater.values import TopicPartition
 
 log = logging.getLogger(__name__)
 

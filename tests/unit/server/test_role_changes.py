@@ -8,10 +8,10 @@ from collections.abc import Iterable, Mapping
 
 from headwater.coordination.model import BrokerRegistration
 from headwater.groups.placement import OFFSETS_TOPIC
-from headwater.replication import TopicPartition
 from headwater.server.runtime.groups import OffsetsLeadership
 from headwater.server.runtime.hosted import RoleChanges
 from headwater.server.runtime.role_changes import RoleChangeApplier
+from headwater.values import TopicPartition
 
 TP = TopicPartition("orders", 0)
 OFFSETS = TopicPartition(OFFSETS_TOPIC, 3)
