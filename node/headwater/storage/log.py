@@ -6,7 +6,8 @@ that bound them (log start, log end, high watermark, recovery point) and the
 leader-epoch cache.  Produce requests arrive as RecordBatch bytes; the leader
 validates headers and CRCs, patches ``baseOffset`` and ``partitionLeaderEpoch``
 (outside the CRC) in copies of the 61-byte headers only, and appends headers
-and untouched bodies with one ``writev``.  Fetches return file bytes from
+and untouched bodies with one ``writev`` (what to write is planned, without
+I/O, by :mod:`headwater.storage.appends`).  Fetches return file bytes from
 ``os.pread``: nothing is decoded or re-encoded on either path.  Only
 :meth:`Log.fetch_offset_by_timestamp` decodes records, and only the one batch
 it lands on.
@@ -25,21 +26,13 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from headwater.errors import (
-    InvalidRecordError,
     InvalidRequestError,
     KafkaStorageError,
     OffsetOutOfRangeError,
     RecordListTooLargeError,
 )
-from headwater.records import (
-    HEADER_SIZE,
-    BatchHeader,
-    set_base_offset,
-    set_log_append_time,
-    set_partition_leader_epoch,
-    validate_batches,
-)
-from headwater.storage import timestamps
+from headwater.records import validate_batches
+from headwater.storage import appends, retention, timestamps
 from headwater.storage.config import LogConfig
 from headwater.storage.epoch_cache import LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
 from headwater.storage.recovery import LoadInfo, load_segments, new_segment
@@ -64,9 +57,6 @@ __all__ = [
     "TimestampAndOffset",
     "parse_topic_partition",
 ]
-
-_SegmentPredicate = Callable[[LogSegment, int], bool]
-"""A retention test: ``(segment, base offset of the segment after it) -> delete?``."""
 
 
 class Log:
@@ -213,6 +203,7 @@ class Log:
         Raises CorruptRecordError (bad CRC, magic, length, counts),
         MessageTooLargeError (a batch above ``max.message.bytes``) or
         RecordListTooLargeError (more than ``segment.bytes``); the log is then unchanged.
+        See :func:`headwater.storage.appends.plan_leader_append` for the stamping.
         """
         headers = validate_batches(records, max_batch_bytes=self.config.max_message_bytes)
         if len(records) > self.config.segment_bytes:
@@ -220,46 +211,17 @@ class Log:
                 f"{len(records)} bytes of batches exceed segment.bytes={self.config.segment_bytes}"
             )
         log_append_time = self.config.message_timestamp_type == "LogAppendTime"
-        # Only the 61-byte headers are copied and patched; bodies are written
-        # from the request's own buffer.  LogAppendTime changes bytes under
-        # the CRC, so then the whole request is copied once.
-        view = memoryview(records)
-        whole = bytearray(records) if log_append_time else None
-        pieces: list[bytes | bytearray | memoryview] = [whole] if whole is not None else []
         with self._lock:
             self._check_open()
-            offset = self._next_offset
-            position = 0
-            placed: list[tuple[int, BatchHeader]] = []
-            for header in headers:
-                size = header.size_in_bytes
-                max_ts = header.max_timestamp
-                if whole is not None:
-                    set_base_offset(whole, position, offset)
-                    set_partition_leader_epoch(whole, position, leader_epoch)
-                    set_log_append_time(whole, position, now_ms)
-                    max_ts = now_ms
-                else:
-                    head = bytearray(view[position : position + HEADER_SIZE])
-                    set_base_offset(head, 0, offset)
-                    set_partition_leader_epoch(head, 0, leader_epoch)
-                    pieces.append(head)
-                    pieces.append(view[position + HEADER_SIZE : position + size])
-                placed.append(
-                    (
-                        position,
-                        header._replace(
-                            base_offset=offset,
-                            partition_leader_epoch=leader_epoch,
-                            max_timestamp=max_ts,
-                        ),
-                    )
-                )
-                offset += header.last_offset_delta + 1
-                position += size
-            return self._append(
-                pieces, len(records), placed, now_ms, now_ms if log_append_time else -1
+            plan = appends.plan_leader_append(
+                records,
+                headers,
+                base_offset=self._next_offset,
+                leader_epoch=leader_epoch,
+                now_ms=now_ms,
+                log_append_time=log_append_time,
             )
+            return self._append(plan, now_ms)
 
     def append_as_follower(self, records: bytes, *, now_ms: int | None = None) -> LogAppendInfo:
         """Append batches fetched from the leader, keeping the leader's offsets and epochs.
@@ -273,65 +235,33 @@ class Log:
         headers = validate_batches(records, require_contiguous=False)
         with self._lock:
             self._check_open()
-            if headers[0].base_offset != self._next_offset:
-                raise InvalidRecordError(
-                    f"{self.topic}-{self.partition}: follower append starts at offset "
-                    f"{headers[0].base_offset}, the log end offset is {self._next_offset}"
-                )
-            placed: list[tuple[int, BatchHeader]] = []
-            position = 0
-            previous_last = self._next_offset - 1
-            for header in headers:
-                if header.base_offset <= previous_last or header.last_offset < header.base_offset:
-                    raise InvalidRecordError(
-                        f"{self.topic}-{self.partition}: non-monotonic offsets in follower "
-                        f"append: batch {header.base_offset}..{header.last_offset} after "
-                        f"offset {previous_last}"
-                    )
-                previous_last = header.last_offset
-                placed.append((position, header))
-                position += header.size_in_bytes
+            plan = appends.plan_follower_append(
+                records,
+                headers,
+                log_end_offset=self._next_offset,
+                where=f"{self.topic}-{self.partition}",
+            )
             if len(records) > self.config.segment_bytes:
                 raise RecordListTooLargeError(
                     f"{len(records)} bytes exceed segment.bytes={self.config.segment_bytes}"
                 )
             max_ts = max(h.max_timestamp for h in headers)
             now = now_ms if now_ms is not None else max_ts
-            return self._append([records], len(records), placed, now, -1)
+            return self._append(plan, now)
 
-    def _append(
-        self,
-        pieces: Sequence[bytes | bytearray | memoryview],
-        size: int,
-        placed: Sequence[tuple[int, BatchHeader]],
-        now_ms: int,
-        log_append_time_ms: int,
-    ) -> LogAppendInfo:
-        first, last = placed[0][1], placed[-1][1]
-        max_ts, offset_of_max = -1, -1
-        for _, header in placed:
-            if header.max_timestamp > max_ts:
-                max_ts, offset_of_max = header.max_timestamp, header.last_offset
-        segment = self._maybe_roll(size, max_ts, last.last_offset, now_ms)
-        segment.append(pieces, size, placed)
+    def _append(self, plan: appends.PlannedAppend, now_ms: int) -> LogAppendInfo:
+        last = plan.placed[-1][1]
+        max_ts, _ = plan.max_timestamp()
+        segment = self._maybe_roll(plan.size, max_ts, last.last_offset, now_ms)
+        segment.append(plan.pieces, plan.size, plan.placed)
         self._next_offset = last.next_offset
-        for _, header in placed:
+        for _, header in plan.placed:
             epoch = header.partition_leader_epoch
             if epoch >= 0 and epoch > self.epoch_cache.latest_epoch:
                 self.epoch_cache.assign(epoch, header.base_offset)
         if self._next_offset - self._recovery_point >= self.config.flush_messages:
             self._flush(now_ms)
-        return LogAppendInfo(
-            first_offset=first.base_offset,
-            last_offset=last.last_offset,
-            max_timestamp=max_ts,
-            offset_of_max_timestamp=offset_of_max,
-            log_append_time_ms=log_append_time_ms,
-            log_start_offset=self._log_start_offset,
-            num_batches=len(placed),
-            num_records=sum(h.records_count for _, h in placed),
-            valid_bytes=size,
-        )
+        return appends.append_info(plan, log_start_offset=self._log_start_offset)
 
     def _maybe_roll(self, size: int, max_ts: int, last_offset: int, now_ms: int) -> LogSegment:
         segment = self._segments[-1]
@@ -513,7 +443,7 @@ class Log:
         """
         with self._lock:
             self.maybe_increment_log_start_offset(offset)
-            self._delete_prefix(lambda segment, next_base: next_base <= self._log_start_offset)
+            self._delete_prefix(retention.below_log_start(self._log_start_offset))
             return self._log_start_offset
 
     # -- retention ---------------------------------------------------------------------------
@@ -523,33 +453,26 @@ class Log:
 
         Whole segments only, oldest first, never the active segment; advances
         the log start offset.  Segments wholly below the log start offset go
-        whatever the cleanup policy.  Returns the number of segments deleted.
+        whatever the cleanup policy (see :mod:`headwater.storage.retention`).
+        Returns the number of segments deleted.
         """
         with self._lock:
             self._check_open()
-            lso = self._log_start_offset
-            deleted = self._delete_prefix(lambda segment, next_base: next_base <= lso)
+            deleted = self._delete_prefix(retention.below_log_start(self._log_start_offset))
             if not self.config.deletes:
                 return deleted
-            retention_ms = self.config.retention_ms
-            if retention_ms >= 0:
+            if self.config.retention_ms >= 0:
                 deleted += self._delete_prefix(
-                    lambda segment, _: now_ms - segment.largest_timestamp > retention_ms
+                    retention.older_than(self.config.retention_ms, now_ms=now_ms)
                 )
             if self.config.retention_bytes >= 0:
-                excess = sum(s.size for s in self._segments) - self.config.retention_bytes
-
-                def over_size(segment: LogSegment, _: int) -> bool:
-                    nonlocal excess
-                    if excess - segment.size < 0:
-                        return False
-                    excess -= segment.size
-                    return True
-
-                deleted += self._delete_prefix(over_size)
+                size = sum(s.size for s in self._segments)
+                deleted += self._delete_prefix(
+                    retention.beyond_size(size - self.config.retention_bytes)
+                )
             return deleted
 
-    def _delete_prefix(self, predicate: _SegmentPredicate) -> int:
+    def _delete_prefix(self, predicate: retention.SegmentPredicate) -> int:
         count = 0
         while len(self._segments) > 1 and predicate(self._segments[0], self._bases[1]):
             self._segments.pop(0).delete()
