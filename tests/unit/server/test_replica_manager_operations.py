@@ -1,15 +1,21 @@
 """The ReplicaManager's operations for the other services: the follower's append and
 truncation (the HW follows, mirrored into the log), ListOffsets, OffsetsForLeaderEpoch,
-local reads of any role, and topic-config watches released with the last partition."""
+local reads of any role, topic-config watches released with the last partition, role
+changes returned to the caller, and log maintenance over every log on disk."""
 
 from __future__ import annotations
 
 import asyncio
+import threading
+from collections.abc import Iterable
 
+import pytest
 from headwater.errors import ErrorCode
 from headwater.records import Record, build_batch
 from headwater.replication.follower import LocalLog, StartAt, TruncateTo
 from headwater.server.runtime.hosted import LATEST_TIMESTAMP, RoleChanges
+from headwater.storage import Log
+from headwater.storage.cleaner import CleanerStats, LogCleaner
 
 from .conftest import TP, Harness
 
@@ -129,3 +135,32 @@ def test_role_changes_are_returned_once_per_request(harness: Harness) -> None:
     stopped = m.stop_replicas(controller_epoch=1, partitions=[(TP, False)])
     assert stopped.changes == RoleChanges([TP], [(TP, None)], {})
     assert m.hosted_partitions() == set()
+
+
+def test_log_maintenance_covers_every_log_on_disk_in_a_worker_thread(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    follow(harness)
+    harness.logs.get_or_create_log("not-hosted", 0)  # on disk, not (yet) hosted here
+    seen: list[tuple[str, object]] = []
+
+    class SpyCleaner(LogCleaner):
+        def maybe_clean(self, logs: Iterable[Log], *, now_ms: int) -> CleanerStats:
+            names = sorted(f"{lg.topic}-{lg.partition}" for lg in logs)
+            seen.append((threading.current_thread().name, (names, now_ms)))
+            return CleanerStats()
+
+    def periodic(now_ms: int) -> None:
+        seen.append((threading.current_thread().name, now_ms))
+
+    monkeypatch.setattr(harness.logs, "run_periodic_tasks", periodic)
+    m = harness.manager
+
+    async def scenario() -> CleanerStats:
+        await m.run_log_tasks(5)
+        return await m.clean_logs(SpyCleaner(), now_ms=6)
+
+    assert asyncio.run(scenario()) == CleanerStats()
+    assert [what for _, what in seen] == [5, (["not-hosted-0", "orders-0"], 6)]
+    assert all(thread.startswith("blocking-") for thread, _ in seen)
+    assert m.hosted_partitions() == {TP}
