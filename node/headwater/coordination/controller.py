@@ -228,6 +228,22 @@ class Controller:
                 event = ev.AutoPreferredReplicaLeaderElection()
             self.handle(event)
 
+    def run_pending(self, *, limit: int = 100) -> int:
+        """Handle up to ``limit`` queued events on the calling thread; return how many.
+
+        For single-threaded drivers (unit tests) of a controller whose event
+        thread was never started; never call it while the thread runs.
+        """
+        done = 0
+        while done < limit:
+            try:
+                event = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            self.handle(event)
+            done += 1
+        return done
+
     def handle(self, event: ev.ControllerEvent) -> None:
         """Process one event; the event thread's body (tests call it directly, unstarted)."""
         if isinstance(event, ev.Shutdown):
