@@ -49,14 +49,13 @@ from __future__ import annotations
 import collections
 import dataclasses
 import threading
-import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
 
 from headwater import errors
 from headwater.client.futures import BatchResult, RecordFuture
-from headwater.client.retry import Clock, monotonic_ms
 from headwater.client.types import TopicPartition
+from headwater.clock import Clock, monotonic_ms, wall_ms
 from headwater.records import Header, Record, RecordsBuilder, new_records_builder
 
 RECORD_OVERHEAD_BYTES = 21
@@ -234,7 +233,7 @@ class RecordAccumulator:
         """
         key, value, headers, timestamp_ms = record
         if timestamp_ms is None:
-            timestamp_ms = time.time_ns() // 1_000_000
+            timestamp_ms = wall_ms()
         if size is None:
             size = estimate_size(record)
         with self._cond:

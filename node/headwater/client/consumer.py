@@ -33,7 +33,7 @@ from headwater.client.group.assignors import ASSIGNORS
 from headwater.client.group.coordinator import CommitCallback, ConsumerCoordinator
 from headwater.client.group.listener import ConsumerRebalanceListener, OffsetAndMetadata
 from headwater.client.metadata import MetadataManager
-from headwater.client.retry import Clock, RetryPolicy, monotonic_ms
+from headwater.client.retry import RetryPolicy
 from headwater.client.settings import ConsumerSettings, parse_bootstrap
 from headwater.client.subscription import (
     EARLIEST,
@@ -42,6 +42,7 @@ from headwater.client.subscription import (
     SubscriptionState,
 )
 from headwater.client.types import ConsumerRecord, OffsetAndTimestamp, TopicPartition
+from headwater.clock import Clock, monotonic_ms
 from headwater.records.allocator import tune_allocator
 
 log = logging.getLogger(__name__)

@@ -51,10 +51,10 @@ from typing import Any, NamedTuple
 from headwater import errors, records
 from headwater.client import connection
 from headwater.client.metadata import MetadataManager
-from headwater.client.retry import Clock, monotonic_ms
 from headwater.client.settings import ConsumerSettings
 from headwater.client.subscription import SubscriptionState
 from headwater.client.types import ConsumerRecord, TopicPartition
+from headwater.clock import Clock, monotonic_ms
 from headwater.v1 import broker_pb2
 
 log = logging.getLogger(__name__)

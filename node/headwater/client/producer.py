@@ -27,10 +27,11 @@ from headwater.client.accumulator import (
 from headwater.client.futures import RecordFuture, failed_future
 from headwater.client.metadata import ClusterMetadata, MetadataManager
 from headwater.client.partitioner import DefaultPartitioner, Partitioner
-from headwater.client.retry import Clock, RetryPolicy, monotonic_ms
+from headwater.client.retry import RetryPolicy
 from headwater.client.sender import Sender
 from headwater.client.settings import ProducerSettings, parse_acks, parse_bootstrap
 from headwater.client.types import RecordMetadata, TopicPartition
+from headwater.clock import Clock, monotonic_ms
 from headwater.records import Record
 from headwater.records.allocator import tune_allocator
 
@@ -40,6 +41,7 @@ Callback = Callable[[RecordMetadata | None, BaseException | None], object]
 _new_record = tuple.__new__
 """Builds a :class:`Record` without its Python-level ``__new__`` (the send hot path)."""
 _time_ns = time.time_ns
+"""``_time_ns() // 1_000_000`` is :func:`headwater.clock.wall_ms` inlined: the send hot path."""
 
 HeadersArg = Mapping[str, bytes | None] | Iterable[tuple[str, bytes | None]] | None
 

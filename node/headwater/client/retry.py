@@ -20,16 +20,9 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from headwater import errors
+from headwater.clock import Clock, monotonic_ms
 
 T = TypeVar("T")
-
-Clock = Callable[[], float]
-"""Returns monotonic time in milliseconds."""
-
-
-def monotonic_ms() -> float:
-    """The real clock: :func:`time.monotonic` in milliseconds."""
-    return time.monotonic() * 1000.0
 
 
 def is_retriable(error: BaseException) -> bool:

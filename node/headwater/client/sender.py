@@ -37,9 +37,9 @@ from headwater.client import connection
 from headwater.client.accumulator import Outcome, ProducerBatch, RecordAccumulator
 from headwater.client.idempotence import IdempotenceState, ProducerIdAndEpoch
 from headwater.client.metadata import MetadataManager
-from headwater.client.retry import Clock, monotonic_ms
 from headwater.client.settings import ProducerSettings
 from headwater.client.types import TopicPartition
+from headwater.clock import Clock, monotonic_ms
 from headwater.v1 import broker_pb2
 
 log = logging.getLogger(__name__)

@@ -28,10 +28,10 @@ import contextlib
 import dataclasses
 import itertools
 import logging
-import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar
 
+from headwater.clock import WallClock, wall_ms
 from headwater.errors import ErrorCode, HeadwaterError
 from headwater.groups.coordinator import (
     Decision,
@@ -79,10 +79,6 @@ _APPEND_ERRORS = {
 """Kafka's mapping of append failures; anything else is COORDINATOR_NOT_AVAILABLE."""
 
 
-def _wall_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
 def with_error(response: Response, code: ErrorCode) -> Response:
     """The same response carrying ``code`` (used when its records could not be written)."""
     if isinstance(response, OffsetCommitResponse):
@@ -116,7 +112,7 @@ class GroupCoordinatorRuntime:
         append: AppendRecords,
         read: ReadRecords,
         config: GroupConfig | None = None,
-        clock_ms: Callable[[], int] = _wall_ms,
+        clock_ms: WallClock = wall_ms,
         member_id_factory: Callable[[str], str] = default_member_id,
     ) -> None:
         self.num_partitions = num_partitions

@@ -13,11 +13,11 @@ so a 1 MiB batch is never copied just to checksum it.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Iterator, Sequence
 
 from crc32c import crc32c
 
+from headwater.clock import wall_ms
 from headwater.errors import CorruptRecordError
 from headwater.records import compression as _compression
 from headwater.records.header import (
@@ -103,7 +103,7 @@ def build_batch(
     if count > _MAX_RECORDS:
         raise ValueError(f"{count} records do not fit one batch")
     if timestamp_ms is None:
-        timestamp_ms = time.time_ns() // 1_000_000
+        timestamp_ms = wall_ms()
     encoded = _codec.encode(records, default_timestamp_ms=timestamp_ms)
     return _assemble(
         encoded.data,

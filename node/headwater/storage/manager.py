@@ -14,10 +14,10 @@ import logging
 import re
 import shutil
 import threading
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
+from headwater.clock import WallClock, wall_ms
 from headwater.errors import InvalidPartitionsError, InvalidTopicError, KafkaStorageError
 from headwater.storage.checkpoints import (
     LOG_START_OFFSET_CHECKPOINT,
@@ -40,10 +40,6 @@ CLEAN_SHUTDOWN_FILE = ".headwater_cleanshutdown"
 _TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 
 
-def _wall_clock_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
 class LogManager:
     """All logs of one broker.
 
@@ -60,7 +56,7 @@ class LogManager:
         log_dirs: Sequence[str | Path],
         *,
         default_config: LogConfig = DEFAULT_LOG_CONFIG,
-        clock: Callable[[], int] = _wall_clock_ms,
+        clock: WallClock = wall_ms,
     ) -> None:
         if not log_dirs:
             raise KafkaStorageError("log.dirs is empty")

@@ -20,7 +20,8 @@ from headwater import errors
 from headwater.client import connection
 from headwater.client.group import calls
 from headwater.client.metadata import MetadataManager
-from headwater.client.retry import RetryPolicy, monotonic_ms
+from headwater.client.retry import RetryPolicy
+from headwater.clock import monotonic_ms
 from headwater.errors import ErrorCode
 from headwater.v1 import group_pb2, group_pb2_grpc
 

@@ -46,9 +46,10 @@ from headwater.client.group.member import (
     Outcome,
 )
 from headwater.client.metadata import MetadataManager
-from headwater.client.retry import Clock, RetryPolicy, monotonic_ms
+from headwater.client.retry import RetryPolicy
 from headwater.client.subscription import SubscriptionState
 from headwater.client.types import TopicPartition
+from headwater.clock import Clock, monotonic_ms
 from headwater.errors import ErrorCode
 from headwater.v1 import group_pb2
 

@@ -29,6 +29,7 @@ from typing import Any
 import grpc
 
 from headwater import errors
+from headwater.clock import monotonic_ms
 from headwater.coordination.model import BrokerRegistration
 from headwater.errors import ErrorCode
 from headwater.replication.follower import (
@@ -41,7 +42,6 @@ from headwater.replication.follower import (
     TruncateTo,
 )
 from headwater.server.runtime.channels import channel_options
-from headwater.server.runtime.hosted import monotonic_ms
 from headwater.server.runtime.replica_manager import ReplicaManager
 from headwater.v1 import broker_pb2, broker_pb2_grpc
 from headwater.values import TopicPartition

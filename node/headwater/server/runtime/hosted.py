@@ -12,10 +12,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import time
 from typing import NamedTuple
 
 from headwater import errors
+from headwater.clock import wall_ms as wall_ms  # for server/broker.py; import headwater.clock
 from headwater.errors import ErrorCode
 from headwater.replication import Partition
 from headwater.replication.follower import LocalLog, StartAt, TruncateTo
@@ -25,14 +25,6 @@ from headwater.storage import Log
 from headwater.values import TopicPartition
 
 _log = logging.getLogger(__name__)
-
-
-def monotonic_ms() -> float:
-    return time.monotonic() * 1000.0
-
-
-def wall_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class ProduceResult(NamedTuple):

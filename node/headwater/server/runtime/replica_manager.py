@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from typing import Any
 
 from headwater import errors
+from headwater.clock import monotonic_ms, wall_ms
 from headwater.coordination.model import LeaderAndIsr, PartitionState
 from headwater.errors import ErrorCode
 from headwater.replication import FetchWait, IsrChange, Partition, ProduceCompletion
@@ -47,8 +48,6 @@ from headwater.server.runtime.hosted import (
     RoleChangeResult,
     RoleChanges,
     assign_epoch,
-    monotonic_ms,
-    wall_ms,
 )
 from headwater.server.runtime.isr_store import IsrStore
 from headwater.server.runtime.offload import run_blocking

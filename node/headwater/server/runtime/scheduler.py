@@ -18,15 +18,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from typing import NamedTuple
 
+from headwater.clock import WallClock, wall_ms
+
 log = logging.getLogger(__name__)
-
-
-def wall_clock_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class PeriodicJob(NamedTuple):
@@ -43,7 +40,7 @@ class PeriodicScheduler:
     returns no job starts again.
     """
 
-    def __init__(self, *, clock_ms: Callable[[], int] = wall_clock_ms) -> None:
+    def __init__(self, *, clock_ms: WallClock = wall_ms) -> None:
         self._clock_ms = clock_ms
         self._loops: list[asyncio.Task[None]] = []
         self._in_flight: set[asyncio.Future[None]] = set()
