@@ -201,3 +201,48 @@ class RecordingSender:
             for e in self.log
             if e[0] == "send" and (kind is None or isinstance(e[2], kind))
         ]
+
+
+class FakeAdminZk(FakeZk):
+    """FakeZk plus the calls TopicAdmin makes (topic creation, configs, deletion markers)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.configs: dict[str, dict[str, str]] = {}
+        self.assignment_versions: dict[str, int] = {}
+
+    def create_topic(self, topic: str, partitions: Any, config: Any) -> None:
+        if topic in self.topics:
+            raise errors.TopicAlreadyExistsError(f"Topic '{topic}' already exists.")
+        self.topics[topic] = {p: tuple(r) for p, r in partitions.items()}
+        self.configs[topic] = dict(config)
+        self.assignment_versions[topic] = 0
+        self.writes.append(("create_topic", topic))
+
+    def get_assignment_versioned(self, topic: str) -> tuple[TopicAssignment, int] | None:
+        if topic not in self.topics:
+            return None
+        return TopicAssignment(topic, dict(self.topics[topic])), self.assignment_versions.get(
+            topic, 0
+        )
+
+    def set_assignment(self, topic: str, partitions: Any, *, expected_version: int) -> bool:
+        if self.assignment_versions.get(topic, 0) != expected_version:
+            return False
+        self.topics[topic] = {p: tuple(r) for p, r in partitions.items()}
+        self.assignment_versions[topic] = expected_version + 1
+        self.writes.append(("set_assignment", topic))
+        return True
+
+    def mark_topic_for_deletion(self, topic: str) -> None:
+        if topic not in self.topics:
+            raise errors.UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist")
+        if topic not in self.deletions:
+            self.deletions.append(topic)
+
+    def get_topic_config(self, topic: str, watch: Watch | None = None) -> dict[str, str]:
+        return dict(self.configs.get(topic, {}))
+
+    def set_topic_config(self, topic: str, config: Any) -> None:
+        self.configs[topic] = dict(config)
+        self.writes.append(("set_config", topic))
