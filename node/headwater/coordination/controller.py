@@ -365,6 +365,8 @@ class Controller:
         self._next_rebalance = self._clock() + self._settings.leader_imbalance_check_interval_s
 
     def _shutdown(self) -> None:
+        if self._state is ControllerState.STOPPED:
+            return
         self._resign(delete_znode=True)
         self._state = self._state.transition_to(ControllerState.STOPPED)
         while True:  # fail whatever is still queued

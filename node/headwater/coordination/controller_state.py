@@ -83,11 +83,13 @@ _RPCS = (ev.ControlledShutdown, ev.PreferredReplicaElection)
 def admit(state: ControllerState, event: ev.ControllerEvent) -> Admission:
     """Whether a controller in ``state`` handles ``event``.
 
-    Election and session events are always handled; everything else needs
-    an active controller.  RPC-driven events are refused when inactive, and
-    watch- or timer-driven ones dropped.
+    Election and session events are handled until the controller stops;
+    everything else needs an active controller.  RPC-driven events are
+    refused otherwise, and watch- or timer-driven ones dropped.
     """
-    if isinstance(event, _ALWAYS) or state is ControllerState.ACTIVE:
+    if state is ControllerState.ACTIVE:
+        return Admission.PROCESS
+    if isinstance(event, _ALWAYS) and state is not ControllerState.STOPPED:
         return Admission.PROCESS
     if isinstance(event, _RPCS):
         return Admission.REFUSE

@@ -38,19 +38,27 @@ def test_an_active_controller_handles_everything(event: ev.ControllerEvent) -> N
     assert admit(ControllerState.ACTIVE, event) is Admission.PROCESS
 
 
-@pytest.mark.parametrize("state", [ControllerState.INACTIVE, ControllerState.STOPPED])
 @pytest.mark.parametrize("event", ALWAYS, ids=repr)
-def test_election_and_session_events_are_always_handled(
+def test_election_and_session_events_are_handled_when_inactive(event: ev.ControllerEvent) -> None:
+    assert admit(ControllerState.INACTIVE, event) is Admission.PROCESS
+
+
+@pytest.mark.parametrize("state", [ControllerState.INACTIVE, ControllerState.STOPPED])
+@pytest.mark.parametrize("event", RPCS, ids=repr)
+def test_rpcs_to_a_controller_not_active_are_refused(
     state: ControllerState, event: ev.ControllerEvent
 ) -> None:
-    assert admit(state, event) is Admission.PROCESS
+    assert admit(state, event) is Admission.REFUSE
 
 
-@pytest.mark.parametrize("event", RPCS, ids=repr)
-def test_rpcs_to_an_inactive_controller_are_refused(event: ev.ControllerEvent) -> None:
-    assert admit(ControllerState.INACTIVE, event) is Admission.REFUSE
-
-
+@pytest.mark.parametrize("state", [ControllerState.INACTIVE, ControllerState.STOPPED])
 @pytest.mark.parametrize("event", WATCHES, ids=repr)
-def test_late_watches_are_dropped_when_inactive(event: ev.ControllerEvent) -> None:
-    assert admit(ControllerState.INACTIVE, event) is Admission.DROP
+def test_late_watches_are_dropped_when_not_active(
+    state: ControllerState, event: ev.ControllerEvent
+) -> None:
+    assert admit(state, event) is Admission.DROP
+
+
+@pytest.mark.parametrize("event", ALWAYS, ids=repr)
+def test_a_stopped_controller_takes_part_in_nothing(event: ev.ControllerEvent) -> None:
+    assert admit(ControllerState.STOPPED, event) is Admission.DROP

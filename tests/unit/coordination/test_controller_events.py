@@ -246,6 +246,20 @@ def test_shutdown_of_an_inactive_controller() -> None:
     assert c.state is ControllerState.STOPPED and zk.controller == 2
 
 
+def test_a_stopped_controller_ignores_late_events_and_a_second_shutdown() -> None:
+    zk = cluster()
+    c = started(zk)
+    c.handle(ev.Shutdown())
+    c.handle(ev.Startup())
+    c.handle(ev.ControllerChange())
+    c.handle(ev.Shutdown())
+    assert c.state is ControllerState.STOPPED and zk.controller is None
+    future: Future[list[tuple[str, int]]] = Future()
+    c.handle(ev.ControlledShutdown(2, 102, future))
+    with pytest.raises(errors.NotControllerError):
+        future.result(timeout=0)
+
+
 def test_run_pending_is_bounded() -> None:
     c = controller(cluster())
     for _ in range(5):
