@@ -18,7 +18,6 @@ from headwater.client.consumer import Consumer
 from headwater.client.futures import RecordFuture
 from headwater.client.partitioner import DefaultPartitioner, Partitioner, murmur2
 from headwater.client.producer import Producer
-from headwater.client.retry import RetryPolicy
 from headwater.client.subscription import CommittedOffsets
 from headwater.client.types import (
     BrokerMetadata,
@@ -28,6 +27,7 @@ from headwater.client.types import (
     RecordMetadata,
     TopicPartition,
 )
+from headwater.retry import RetryPolicy
 
 __all__ = [
     "Admin",

@@ -27,13 +27,13 @@ from headwater.client.group.admin import (
 )
 from headwater.client.group.listener import OffsetAndMetadata
 from headwater.client.metadata import MetadataManager
-from headwater.client.retry import RetryPolicy
 from headwater.client.settings import parse_bootstrap
 from headwater.client.types import (
     OffsetAndTimestamp,
     PartitionMetadata,
     TopicPartition,
 )
+from headwater.retry import RetryPolicy
 from headwater.v1 import admin_pb2, common_pb2
 
 T = TypeVar("T")

@@ -33,7 +33,6 @@ from headwater.client.group.assignors import ASSIGNORS
 from headwater.client.group.coordinator import CommitCallback, ConsumerCoordinator
 from headwater.client.group.listener import ConsumerRebalanceListener, OffsetAndMetadata
 from headwater.client.metadata import MetadataManager
-from headwater.client.retry import RetryPolicy
 from headwater.client.settings import ConsumerSettings, parse_bootstrap
 from headwater.client.subscription import (
     EARLIEST,
@@ -44,6 +43,7 @@ from headwater.client.subscription import (
 from headwater.client.types import ConsumerRecord, OffsetAndTimestamp, TopicPartition
 from headwater.clock import Clock, monotonic_ms
 from headwater.records.allocator import tune_allocator
+from headwater.retry import RetryPolicy
 
 log = logging.getLogger(__name__)
 

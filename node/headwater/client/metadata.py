@@ -19,9 +19,9 @@ from typing import Any, NamedTuple
 
 from headwater import errors
 from headwater.client import connection
-from headwater.client.retry import RetryPolicy
 from headwater.client.types import BrokerMetadata, PartitionMetadata, TopicPartition
 from headwater.clock import Clock, monotonic_ms
+from headwater.retry import RetryPolicy
 from headwater.v1 import broker_pb2
 
 

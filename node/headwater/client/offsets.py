@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from headwater import errors
 from headwater.client import connection
 from headwater.client.metadata import MetadataManager
-from headwater.client.retry import RetryPolicy
 from headwater.client.types import OffsetAndTimestamp, TopicPartition
+from headwater.retry import RetryPolicy
 from headwater.v1 import broker_pb2
 
 EARLIEST_TIMESTAMP = -2

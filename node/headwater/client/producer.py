@@ -27,13 +27,13 @@ from headwater.client.accumulator import (
 from headwater.client.futures import RecordFuture, failed_future
 from headwater.client.metadata import ClusterMetadata, MetadataManager
 from headwater.client.partitioner import DefaultPartitioner, Partitioner
-from headwater.client.retry import RetryPolicy
 from headwater.client.sender import Sender
 from headwater.client.settings import ProducerSettings, parse_acks, parse_bootstrap
 from headwater.client.types import RecordMetadata, TopicPartition
 from headwater.clock import Clock, monotonic_ms
 from headwater.records import Record
 from headwater.records.allocator import tune_allocator
+from headwater.retry import RetryPolicy
 
 Callback = Callable[[RecordMetadata | None, BaseException | None], object]
 """Called as ``callback(metadata, None)`` on success, ``callback(None, error)`` on failure."""

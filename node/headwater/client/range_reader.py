@@ -54,12 +54,12 @@ from typing import Any, NamedTuple
 from headwater import errors, records
 from headwater.client import connection, offsets
 from headwater.client.metadata import MetadataManager
-from headwater.client.retry import RetryPolicy
 from headwater.client.settings import ConsumerSettings, parse_bootstrap
 from headwater.client.types import TopicPartition
 from headwater.clock import Clock, monotonic_ms
 from headwater.records import ConsumedRecord
 from headwater.records.allocator import tune_allocator
+from headwater.retry import RetryPolicy
 from headwater.v1 import broker_pb2
 
 log = logging.getLogger(__name__)

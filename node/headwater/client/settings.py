@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Literal
 
-from headwater.client.retry import RetryPolicy
+from headwater.retry import RetryPolicy
 
 COMPRESSION_TYPES = ("none", "gzip", "snappy", "lz4", "zstd")
 OFFSET_RESETS = ("latest", "earliest", "none")

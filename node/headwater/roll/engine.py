@@ -42,6 +42,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple, Protocol
 
 from headwater import errors
+from headwater.retry import RetryPolicy
 
 log = logging.getLogger(__name__)
 
@@ -131,24 +132,14 @@ class RollSettings:
     """First pause between checks; doubles up to ``backoff_max_s``."""
     backoff_max_s: float = 5.0
 
-
-class Backoff:
-    """Exponential pauses, bounded by a deadline; one per wait."""
-
-    def __init__(self, settings: RollSettings, *, clock: Callable[[], float]) -> None:
-        self._next = settings.backoff_initial_s
-        self._max = settings.backoff_max_s
-        self._clock = clock
-        self.deadline = clock() + settings.operation_timeout_s
-
-    def pause(self) -> float | None:
-        """Seconds to sleep before the next check, or None when the deadline passed."""
-        left = self.deadline - self._clock()
-        if left <= 0:
-            return None
-        pause = min(self._next, left)
-        self._next = min(self._next * 2, self._max)
-        return pause
+    def backoff(self) -> RetryPolicy:
+        """The package's retry policy with these pauses, without jitter (one roll at a time)."""
+        initial_ms = round(self.backoff_initial_s * 1000)
+        return RetryPolicy(
+            retry_backoff_ms=initial_ms,
+            retry_backoff_max_ms=max(initial_ms, round(self.backoff_max_s * 1000)),
+            jitter=0.0,
+        )
 
 
 # -- pure decisions -----------------------------------------------------------------------
@@ -371,10 +362,13 @@ class Roller:
         self, check: Callable[[], str | None], *, what: str, announce: bool = False
     ) -> str | None:
         """Poll ``check`` with backoff until it returns None; the last reason on timeout."""
-        backoff = Backoff(self.settings, clock=self.clock)
+        backoff = self.settings.backoff()
+        deadline = self.clock() + self.settings.operation_timeout_s
         started = self.clock()
         announced = False
+        attempt = 0
         while True:
+            attempt += 1
             try:
                 reason = check()
             except (errors.HeadwaterError, OSError) as exc:
@@ -386,12 +380,12 @@ class Roller:
             if announce and not announced:
                 announced = True
                 self.notify(RollEvent("Normal", "Waiting", f"waiting for {what}: {reason}"))
-            pause = backoff.pause()
-            if pause is None:
+            left = deadline - self.clock()
+            if left <= 0:
                 if announced:
                     self.metrics.blocked(self.clock() - started)
                 return reason
-            self.sleep(pause)
+            self.sleep(min(backoff.backoff_ms(attempt) / 1000.0, left))
 
     def _abort(self, done: list[str], message: str) -> RollResult:
         self.notify(RollEvent("Warning", "RollAborted", message))

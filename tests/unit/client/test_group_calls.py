@@ -20,9 +20,9 @@ from headwater import errors
 from headwater.client import connection
 from headwater.client.group import calls
 from headwater.client.metadata import MetadataManager
-from headwater.client.retry import RetryPolicy
 from headwater.clock import monotonic_ms
 from headwater.errors import ErrorCode
+from headwater.retry import RetryPolicy
 from headwater.v1 import group_pb2, group_pb2_grpc
 
 RETRY = RetryPolicy(retry_backoff_ms=20, retry_backoff_max_ms=40, jitter=0.0)

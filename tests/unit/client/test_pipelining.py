@@ -22,13 +22,13 @@ from headwater import errors
 from headwater.client.accumulator import RecordAccumulator
 from headwater.client.idempotence import ProducerIdAndEpoch
 from headwater.client.metadata import MetadataManager
-from headwater.client.retry import RetryPolicy
 from headwater.client.sender import Sender
 from headwater.client.settings import ProducerSettings
 from headwater.client.types import RecordMetadata, TopicPartition
 from headwater.errors import ErrorCode
 from headwater.records import Record, parse_header
 from headwater.replication.producer_state import ProducerStateManager, Verdict
+from headwater.retry import RetryPolicy
 from headwater.server.runtime.idempotence import check_produce
 from headwater.v1 import broker_pb2
 

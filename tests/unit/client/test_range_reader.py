@@ -29,8 +29,8 @@ from headwater.client.range_reader import (
     RangeReader,
     decode_range,
 )
-from headwater.client.retry import RetryPolicy
 from headwater.client.types import TopicPartition
+from headwater.retry import RetryPolicy
 from headwater.v1 import broker_pb2
 
 from tests.unit.client.fake_broker import FakeBroker

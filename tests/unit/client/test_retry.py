@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from headwater import errors
-from headwater.client.retry import RetryPolicy, is_retriable
+from headwater.retry import RetryPolicy, is_retriable
 
 
 def test_backoff_doubles_up_to_cap() -> None:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from headwater.client.retry import RetryPolicy
 from headwater.client.settings import (
     ConsumerSettings,
     ProducerSettings,
     parse_acks,
     parse_bootstrap,
 )
+from headwater.retry import RetryPolicy
 
 BOOT = ("127.0.0.1:9092",)
 

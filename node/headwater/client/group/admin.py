@@ -24,9 +24,9 @@ from headwater.client import connection
 from headwater.client.group import protocol
 from headwater.client.group.listener import OffsetAndMetadata
 from headwater.client.metadata import MetadataManager
-from headwater.client.retry import RetryPolicy
 from headwater.client.types import TopicPartition
 from headwater.errors import ErrorCode
+from headwater.retry import RetryPolicy
 from headwater.v1 import common_pb2, group_pb2, group_pb2_grpc
 
 _MOVED = {

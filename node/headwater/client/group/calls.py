@@ -23,8 +23,8 @@ from typing import Any
 from headwater import errors
 from headwater.client import connection
 from headwater.client.metadata import MetadataManager
-from headwater.client.retry import RetryPolicy
 from headwater.clock import Clock
+from headwater.retry import RetryPolicy
 from headwater.v1 import group_pb2, group_pb2_grpc
 
 Future = concurrent.futures.Future

@@ -46,11 +46,11 @@ from headwater.client.group.member import (
     Outcome,
 )
 from headwater.client.metadata import MetadataManager
-from headwater.client.retry import RetryPolicy
 from headwater.client.subscription import SubscriptionState
 from headwater.client.types import TopicPartition
 from headwater.clock import Clock, monotonic_ms
 from headwater.errors import ErrorCode
+from headwater.retry import RetryPolicy
 from headwater.v1 import group_pb2
 
 log = logging.getLogger(__name__)
