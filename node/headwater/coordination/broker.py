@@ -31,6 +31,7 @@ from kazoo.protocol.states import KazooState
 from kazoo.recipe.watchers import DataWatch
 
 from headwater import errors
+from headwater.clock import Clock, monotonic_ms
 from headwater.coordination import model, session
 from headwater.coordination.admin import ConfigValidator, CreateTopicResult, NewTopic, TopicAdmin
 from headwater.coordination.channel import ControllerChannel
@@ -43,6 +44,7 @@ from headwater.errors import ErrorCode
 log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
+"""Plain tuples at this boundary: the servicers build them from protobuf messages."""
 
 STALE_REGISTRATION_MARGIN_S = 5.0
 """How long past ``zookeeper.session.timeout.ms`` to wait for a stale registration to go."""
@@ -67,7 +69,7 @@ class BrokerCoordinator:
         channel: ControllerChannel,
         config_validator: ConfigValidator | None = None,
         rng: random.Random | None = None,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock = monotonic_ms,
         sleep: Callable[[float], None] = time.sleep,
         on_broker_epoch: Callable[[int], None] | None = None,
     ) -> None:
@@ -172,10 +174,8 @@ class BrokerCoordinator:
         The wait is bounded by ``zookeeper.session.timeout.ms`` plus a margin;
         a registration still held after that belongs to a live duplicate broker.
         """
-        timeout_s = (
-            self.settings.zookeeper_session_timeout_ms / 1000.0 + STALE_REGISTRATION_MARGIN_S
-        )
-        deadline = self._clock() + timeout_s
+        timeout_ms = self.settings.zookeeper_session_timeout_ms + STALE_REGISTRATION_MARGIN_S * 1000
+        deadline = self._clock() + timeout_ms
         next_note = self._clock()
         while True:
             try:
@@ -190,9 +190,9 @@ class BrokerCoordinator:
                         "broker.id %d is still registered by another session (this broker's "
                         "previous run?); waiting up to %.0f s for that session to expire",
                         self.broker_id,
-                        deadline - now,
+                        (deadline - now) / 1000.0,
                     )
-                    next_note = now + 2.0
+                    next_note = now + 2000.0
                 self._sleep(STALE_REGISTRATION_POLL_S)
 
     def _register(self) -> None:
@@ -314,11 +314,12 @@ class BrokerCoordinator:
         """Preferred leader election: directly if this broker is the controller, else via ZK."""
         if self.is_controller:
             try:
-                return self.controller.elect_preferred_leaders(partitions, timeout_s=timeout_s)
+                elected = self.controller.elect_preferred_leaders(partitions, timeout_s=timeout_s)
+                return {(tp.topic, tp.partition): code for tp, code in elected.items()}
             except errors.NotControllerError:
                 pass
         requested = list(partitions or [])
-        deadline = self._clock() + timeout_s
+        deadline = self._clock() + timeout_s * 1000.0
         while not self.store.request_preferred_election(requested):
             if self._clock() >= deadline:
                 raise errors.RequestTimedOutError("a preferred leader election is in progress")
@@ -351,7 +352,7 @@ class BrokerCoordinator:
 
     def wait_for_leaders(self, topics: Sequence[str], *, timeout_s: float) -> bool:
         """Wait (bounded) until every partition of ``topics`` has a state with a leader."""
-        deadline = self._clock() + timeout_s
+        deadline = self._clock() + timeout_s * 1000.0
         while True:
             if all(self._has_leaders(t) for t in topics):
                 return True

@@ -24,8 +24,7 @@ from headwater.coordination.model import (
     LeaderAndIsr,
     PartitionState,
 )
-
-TopicPartition = tuple[str, int]
+from headwater.values import TopicPartition
 
 
 @dataclasses.dataclass
@@ -78,7 +77,11 @@ class ControllerContext:
         return self.assignments.get(tp[0], {}).get(tp[1], ())
 
     def all_partitions(self) -> list[TopicPartition]:
-        return [(t, p) for t, parts in sorted(self.assignments.items()) for p in sorted(parts)]
+        return [
+            TopicPartition(t, p)
+            for t, parts in sorted(self.assignments.items())
+            for p in sorted(parts)
+        ]
 
     def partitions_on_broker(self, broker_id: int) -> list[TopicPartition]:
         return [tp for tp in self.all_partitions() if broker_id in self.replicas(tp)]
@@ -116,7 +119,7 @@ class ControllerContext:
             self.topics_to_delete.add(update.topic)
         elif isinstance(update, r.ForgetTopic):
             for p in self.assignments.pop(update.topic, {}):
-                self.states.pop((update.topic, p), None)
+                self.states.pop(TopicPartition(update.topic, p), None)
             self.topics_to_delete.discard(update.topic)
         else:  # pragma: no cover - exhaustive over ViewUpdate
             raise TypeError(f"not a view update: {update!r}")

@@ -29,7 +29,6 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -38,6 +37,7 @@ from typing import Any, TypeVar
 from kazoo.exceptions import KazooException
 
 from headwater import errors
+from headwater.clock import Clock, WallClock, monotonic_ms, wall_ms
 from headwater.coordination import events as ev
 from headwater.coordination.channel import ControllerChannel, ControllerChannelManager
 from headwater.coordination.context import ControllerContext
@@ -46,7 +46,7 @@ from headwater.coordination.controller_state import (
     ControllerState,
     admit,
     after_controller_read,
-    idle_wait_s,
+    idle_wait_ms,
     on_failure,
     rebalance_due,
 )
@@ -54,12 +54,12 @@ from headwater.coordination.executor import ControllerExecutor, Watches
 from headwater.coordination.settings import CoordinationSettings
 from headwater.coordination.store import ControllerStore
 from headwater.errors import ErrorCode
+from headwater.values import TopicPartition
 
 log = logging.getLogger(__name__)
 
-TopicPartition = tuple[str, int]
 
-_IDLE_POLL_S = 1.0
+_IDLE_POLL_MS = 1000.0
 _T = TypeVar("_T")
 
 
@@ -77,8 +77,8 @@ class Controller:
         broker_id: int,
         channel: ControllerChannel,
         settings: CoordinationSettings,
-        clock: Callable[[], float] = time.monotonic,
-        now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+        clock: Clock = monotonic_ms,
+        now_ms: WallClock = wall_ms,
         on_reconnect: Callable[[], None] | None = None,
     ) -> None:
         self.broker_id = broker_id
@@ -95,7 +95,7 @@ class Controller:
         self._executor = self._new_executor()
         self._thread: threading.Thread | None = None
         self._active_controller_id: int | None = None
-        self._next_rebalance = float("inf")
+        self._next_rebalance_ms = float("inf")
 
     def _new_executor(self) -> ControllerExecutor:
         watches = Watches(
@@ -174,10 +174,10 @@ class Controller:
         return self._wait(future, timeout_s)
 
     def elect_preferred_leaders(
-        self, partitions: Sequence[TopicPartition] | None = None, *, timeout_s: float = 30.0
+        self, partitions: Sequence[tuple[str, int]] | None = None, *, timeout_s: float = 30.0
     ) -> dict[TopicPartition, ErrorCode]:
         future: Future[dict[TopicPartition, ErrorCode]] = Future()
-        parts = tuple(partitions) if partitions is not None else None
+        parts = tuple(TopicPartition(*tp) for tp in partitions) if partitions is not None else None
         self.enqueue(ev.PreferredReplicaElection(parts, result=future))
         return self._wait(future, timeout_s)
 
@@ -206,15 +206,15 @@ class Controller:
 
     def _run(self) -> None:
         while True:
-            wait = idle_wait_s(
+            wait_ms = idle_wait_ms(
                 self._state,
                 auto_rebalance=self._settings.auto_leader_rebalance_enable,
-                next_rebalance_s=self._next_rebalance,
-                now_s=self._clock(),
-                idle_poll_s=_IDLE_POLL_S,
+                next_rebalance_ms=self._next_rebalance_ms,
+                now_ms=self._clock(),
+                idle_poll_ms=_IDLE_POLL_MS,
             )
             try:
-                event: ev.ControllerEvent | None = self._queue.get(timeout=wait)
+                event: ev.ControllerEvent | None = self._queue.get(timeout=wait_ms / 1000.0)
             except queue.Empty:
                 event = None
             if isinstance(event, ev.Shutdown):
@@ -222,7 +222,7 @@ class Controller:
                 return
             if event is None:
                 if not rebalance_due(
-                    self._state, next_rebalance_s=self._next_rebalance, now_s=self._clock()
+                    self._state, next_rebalance_ms=self._next_rebalance_ms, now_ms=self._clock()
                 ):
                     continue
                 event = ev.AutoPreferredReplicaLeaderElection()
@@ -359,10 +359,11 @@ class Controller:
         self._channels.shutdown()
         self._channels = ControllerChannelManager(self._channel)
         self._executor = self._new_executor()
-        self._next_rebalance = float("inf")
+        self._next_rebalance_ms = float("inf")
 
     def _schedule_rebalance(self) -> None:
-        self._next_rebalance = self._clock() + self._settings.leader_imbalance_check_interval_s
+        interval_ms = self._settings.leader_imbalance_check_interval_s * 1000.0
+        self._next_rebalance_ms = self._clock() + interval_ms
 
     def _shutdown(self) -> None:
         if self._state is ControllerState.STOPPED:

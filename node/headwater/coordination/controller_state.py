@@ -14,7 +14,7 @@ event can observe it half done.
 Everything here is pure: which events an inactive controller still handles
 (:func:`admit`), what the ``/controller`` znode means for this broker
 (:func:`after_controller_read`), when the automatic preferred leader election
-is due (:func:`idle_wait_s`, :func:`rebalance_due`, time passed in), and how a
+is due (:func:`idle_wait_ms`, :func:`rebalance_due`, monotonic milliseconds passed in), and how a
 failure while handling an event is answered (:func:`on_failure`).
 """
 
@@ -126,23 +126,23 @@ def after_controller_read(
     return ElectionStep(resign=active and current != broker_id)
 
 
-def idle_wait_s(
+def idle_wait_ms(
     state: ControllerState,
     *,
     auto_rebalance: bool,
-    next_rebalance_s: float,
-    now_s: float,
-    idle_poll_s: float,
+    next_rebalance_ms: float,
+    now_ms: float,
+    idle_poll_ms: float,
 ) -> float:
     """How long the event thread may wait for the next event before checking the timer."""
     if state is ControllerState.ACTIVE and auto_rebalance:
-        return max(0.0, min(idle_poll_s, next_rebalance_s - now_s))
-    return idle_poll_s
+        return max(0.0, min(idle_poll_ms, next_rebalance_ms - now_ms))
+    return idle_poll_ms
 
 
-def rebalance_due(state: ControllerState, *, next_rebalance_s: float, now_s: float) -> bool:
+def rebalance_due(state: ControllerState, *, next_rebalance_ms: float, now_ms: float) -> bool:
     """Whether an idle event thread should run the automatic preferred leader election now."""
-    return state is ControllerState.ACTIVE and now_s >= next_rebalance_s
+    return state is ControllerState.ACTIVE and now_ms >= next_rebalance_ms
 
 
 @dataclasses.dataclass(frozen=True)

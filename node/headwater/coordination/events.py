@@ -12,8 +12,7 @@ import dataclasses
 from concurrent.futures import Future
 
 from headwater.errors import ErrorCode
-
-TopicPartition = tuple[str, int]
+from headwater.values import TopicPartition
 
 
 @dataclasses.dataclass(frozen=True)

@@ -31,10 +31,10 @@ from headwater.coordination.decisions import brokers, leaders, topics
 from headwater.coordination.model import ControllerEpochZk, LeaderAndIsr, PartitionState
 from headwater.coordination.store import ControllerStore, Watch
 from headwater.errors import ErrorCode
+from headwater.values import TopicPartition
 
 log = logging.getLogger(__name__)
 
-TopicPartition = tuple[str, int]
 
 MAX_WRITE_ATTEMPTS = 5
 
@@ -96,7 +96,8 @@ class ControllerExecutor:
             snapshot = self._read_topic(topic)
             if snapshot is not None:
                 ctx.apply(r.AddPartitions(topic, dict(snapshot.partitions)))
-                ctx.apply(r.LoadStates({(topic, p): s for p, s in snapshot.states.items()}))
+                states = {TopicPartition(topic, p): s for p, s in snapshot.states.items()}
+                ctx.apply(r.LoadStates(states))
         self.run(brokers.on_failover(ctx, unclean=self._unclean))
         self.on_topic_deletion()
         self.on_isr_change()
@@ -150,7 +151,7 @@ class ControllerExecutor:
         return leaders.remaining_leaderships(self._ctx, broker_id)
 
     def preferred_election(
-        self, partitions: Sequence[TopicPartition] | None, *, from_zk: bool = False
+        self, partitions: Sequence[tuple[str, int]] | None, *, from_zk: bool = False
     ) -> dict[TopicPartition, ErrorCode]:
         if from_zk:
             requested = self._store.get_preferred_election(watch=self._watches.preferred)

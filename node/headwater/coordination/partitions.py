@@ -25,10 +25,9 @@ from headwater.coordination import election
 from headwater.coordination import results as r
 from headwater.coordination.context import ControllerContext
 from headwater.coordination.model import NO_LEADER, LeaderAndIsr
+from headwater.values import TopicPartition
 
 log = logging.getLogger(__name__)
-
-TopicPartition = tuple[str, int]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -14,8 +14,7 @@ from collections.abc import Iterable, Sequence
 from headwater.coordination.channel import ControllerChannel
 from headwater.coordination.context import ControllerContext
 from headwater.coordination.model import NO_LEADER, BrokerRegistration, PartitionState
-
-TopicPartition = tuple[str, int]
+from headwater.values import TopicPartition
 
 
 @dataclasses.dataclass(frozen=True)

@@ -36,8 +36,7 @@ from collections.abc import Mapping
 from typing import Protocol, TypeVar
 
 from headwater.coordination.model import BrokerRegistration, LeaderAndIsr
-
-TopicPartition = tuple[str, int]
+from headwater.values import TopicPartition
 
 
 class Election(Protocol):

@@ -17,10 +17,12 @@ from .fakes import FakeZk
 
 @dataclasses.dataclass
 class ManualClock:
-    now_s: float = 1000.0
+    """Monotonic milliseconds that move only when a test says so."""
+
+    now_ms: float = 1_000_000.0
 
     def __call__(self) -> float:
-        return self.now_s
+        return self.now_ms
 
 
 class Channel:

@@ -205,16 +205,17 @@ def test_zookeeper_and_unexpected_errors_answer_the_rpc(
 
 def test_auto_rebalance_is_scheduled_from_the_clock() -> None:
     zk = cluster()
-    clock = ManualClock(1000.0)
+    clock = ManualClock(1_000_000.0)
     c = started(zk, clock=clock, leader_imbalance_check_interval_s=30.0)
     try:
+        assert c._next_rebalance_ms == pytest.approx(1_030_000.0)
         zk.put_state(("orders", 0), zk.states[("orders", 0)].new_leader(2, (1, 2, 3)))
-        clock.now_s = 1010.0
+        clock.now_ms = 1_010_000.0
         c.handle(ev.AutoPreferredReplicaLeaderElection())
         # The cached view did not see the leader's move, so nothing moves...
         assert zk.states[("orders", 0)].leader == 2
         # ...and the next run is 30 s after this one.
-        assert c._next_rebalance == pytest.approx(1040.0)
+        assert c._next_rebalance_ms == pytest.approx(1_040_000.0)
     finally:
         stop(c)
 
@@ -223,7 +224,7 @@ def test_resigning_unschedules_the_rebalance() -> None:
     zk = cluster()
     c = started(zk)
     c.handle(ev.Expire())
-    assert c._next_rebalance == float("inf")
+    assert c._next_rebalance_ms == float("inf")
 
 
 def test_shutdown_deletes_the_znode_and_fails_what_is_queued() -> None:

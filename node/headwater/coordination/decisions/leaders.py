@@ -21,10 +21,9 @@ from headwater.coordination.partitions import (
     RemoveFromIsr,
 )
 from headwater.errors import ErrorCode
+from headwater.values import TopicPartition
 
 log = logging.getLogger(__name__)
-
-TopicPartition = tuple[str, int]
 
 
 def on_controlled_shutdown(
@@ -86,7 +85,7 @@ def remaining_leaderships(ctx: ControllerContext, broker_id: int) -> list[TopicP
 
 
 def preferred_targets(
-    ctx: ControllerContext, requested: Sequence[TopicPartition] | None
+    ctx: ControllerContext, requested: Sequence[tuple[str, int]] | None
 ) -> tuple[list[TopicPartition], list[TopicPartition]]:
     """Split a request (None: every partition) into (known partitions, unknown ones).
 
@@ -94,7 +93,9 @@ def preferred_targets(
     The executor re-reads the known ones' states before deciding: a leader
     may have changed the ISR since the controller cached it.
     """
-    targets = list(requested) if requested is not None else ctx.all_partitions()
+    targets = (
+        [TopicPartition(*tp) for tp in requested] if requested is not None else ctx.all_partitions()
+    )
     valid = [tp for tp in targets if tp in ctx.states and tp[0] not in ctx.topics_to_delete]
     unknown = [tp for tp in targets if tp not in valid]
     return valid, unknown

@@ -17,10 +17,9 @@ from headwater.coordination import results as r
 from headwater.coordination.context import ControllerContext
 from headwater.coordination.model import LeaderAndIsr
 from headwater.coordination.partitions import Plan
+from headwater.values import TopicPartition
 
 log = logging.getLogger(__name__)
-
-TopicPartition = tuple[str, int]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,7 +39,7 @@ def load_topic(plan: Plan, topic: str, snapshot: TopicSnapshot) -> None:
     """Add a topic read from ZooKeeper to the view (assignment and existing states)."""
     plan.add(r.AddPartitions(topic, dict(snapshot.partitions)))
     if snapshot.states:
-        plan.add(r.LoadStates({(topic, p): s for p, s in snapshot.states.items()}))
+        plan.add(r.LoadStates({TopicPartition(topic, p): s for p, s in snapshot.states.items()}))
 
 
 def on_topic_change(
@@ -87,7 +86,7 @@ def on_partition_modifications(
         return r.EMPTY
     plan = Plan(ctx)
     plan.add(r.AddPartitions(topic, added))
-    created = plan.initialize((topic, p) for p in sorted(added))
+    created = plan.initialize(TopicPartition(topic, p) for p in sorted(added))
     if created:
         plan.add(r.Announce(tuple(created)))
     return plan.result()
@@ -138,10 +137,10 @@ def on_topic_deletion(
 
 
 def isr_refresh_targets(
-    ctx: ControllerContext, notified: Collection[TopicPartition]
+    ctx: ControllerContext, notified: Collection[tuple[str, int]]
 ) -> list[TopicPartition]:
     """Of the partitions named by ISR change notifications, those whose topic is known, sorted."""
-    return [tp for tp in sorted(notified) if tp[0] in ctx.assignments]
+    return [TopicPartition(*tp) for tp in sorted(notified) if tp[0] in ctx.assignments]
 
 
 def on_isr_change(
