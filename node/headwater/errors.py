@@ -84,6 +84,15 @@ class ErrorCode(enum.IntEnum):
     UNRELEASED_INSTANCE_ID = 111
     UNSUPPORTED_ASSIGNOR = 112
 
+    @classmethod
+    def from_wire(cls, value: int) -> ErrorCode:
+        """The code for a number read off the wire; UNKNOWN_SERVER_ERROR for one this
+        version does not know (a newer peer's), as Kafka's ``Errors.forCode`` does."""
+        try:
+            return cls(value)
+        except ValueError:
+            return cls.UNKNOWN_SERVER_ERROR
+
 
 class HeadwaterError(Exception):
     """Base of every Headwater error; ``code`` is the Kafka error code."""

@@ -33,3 +33,9 @@ def test_kip848_codes_keep_kafkas_numbers_and_names() -> None:
     assert isinstance(errors.for_code(110), errors.FencedMemberEpochError)
     assert isinstance(errors.for_code(111), errors.UnreleasedInstanceIdError)
     assert isinstance(errors.for_code(112), errors.UnsupportedAssignorError)
+
+
+def test_from_wire_maps_numbers_to_codes_and_unknown_ones_to_unknown_server_error() -> None:
+    assert errors.ErrorCode.from_wire(0) is errors.ErrorCode.NONE
+    assert errors.ErrorCode.from_wire(6) is errors.ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert errors.ErrorCode.from_wire(9999) is errors.ErrorCode.UNKNOWN_SERVER_ERROR

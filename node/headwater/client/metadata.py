@@ -33,7 +33,7 @@ class ClusterMetadata(NamedTuple):
     brokers: Mapping[int, BrokerMetadata]
     partitions: Mapping[str, tuple[PartitionMetadata, ...]]
     """Partitions by topic, sorted by partition number (topics without errors only)."""
-    topic_errors: Mapping[str, int]
+    topic_errors: Mapping[str, errors.ErrorCode]
     """Error codes of the topics the answer refused (UNKNOWN_TOPIC_OR_PARTITION, ...)."""
     internal_topics: frozenset[str] = frozenset()
 
@@ -46,11 +46,11 @@ class ClusterMetadata(NamedTuple):
         """Build a snapshot from a ``MetadataResponse``."""
         brokers = {b.id: BrokerMetadata(b.id, b.host, b.port, b.rack or None) for b in resp.brokers}
         partitions: dict[str, tuple[PartitionMetadata, ...]] = {}
-        topic_errors: dict[str, int] = {}
+        topic_errors: dict[str, errors.ErrorCode] = {}
         internal: set[str] = set()
         for t in resp.topics:
             if t.error:
-                topic_errors[t.name] = int(t.error)
+                topic_errors[t.name] = errors.ErrorCode.from_wire(t.error)
                 continue
             if t.internal:
                 internal.add(t.name)
@@ -65,7 +65,7 @@ class ClusterMetadata(NamedTuple):
                             replicas=tuple(p.replicas),
                             isr=tuple(p.isr),
                             offline_replicas=tuple(p.offline_replicas),
-                            error_code=int(p.error),
+                            error_code=errors.ErrorCode.from_wire(p.error),
                         )
                         for p in t.partitions
                     ),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from headwater.errors import ErrorCode
 from headwater.values import TopicPartition as TopicPartition
 
 Headers = tuple[tuple[str, bytes | None], ...]
@@ -73,7 +74,7 @@ class PartitionMetadata(NamedTuple):
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
     offline_replicas: tuple[int, ...] = ()
-    error_code: int = 0
+    error_code: ErrorCode = ErrorCode.NONE
 
     @property
     def under_replicated(self) -> bool:

@@ -363,14 +363,14 @@ class Partition:
                     if self.is_under_min_isr
                     else ErrorCode.NONE
                 )
-                done.append(ProduceCompletion(produce_id, int(error)))
+                done.append(ProduceCompletion(produce_id, error))
                 del self._delayed_produces[produce_id]
         return done
 
     def abort_delayed_produces(self) -> list[ProduceCompletion]:
         """Leadership moved: every waiting produce fails with NOT_LEADER_OR_FOLLOWER."""
         done = [
-            ProduceCompletion(pid, int(ErrorCode.NOT_LEADER_OR_FOLLOWER))
+            ProduceCompletion(pid, ErrorCode.NOT_LEADER_OR_FOLLOWER)
             for pid in self._delayed_produces
         ]
         self._delayed_produces.clear()
@@ -380,7 +380,7 @@ class Partition:
         """The produce's timeout passed: REQUEST_TIMED_OUT unless already answered."""
         if self._delayed_produces.pop(produce_id, None) is None:
             return None
-        return ProduceCompletion(produce_id, int(ErrorCode.REQUEST_TIMED_OUT))
+        return ProduceCompletion(produce_id, ErrorCode.REQUEST_TIMED_OUT)
 
     @property
     def delayed_produce_count(self) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple, NewType
 
+from headwater.errors import ErrorCode
 from headwater.values import TopicPartition
 
 BrokerId = NewType("BrokerId", int)
@@ -43,8 +44,8 @@ class ProduceCompletion(NamedTuple):
     """A delayed ``acks=all`` produce is done: answer ``produce_id`` with ``error``."""
 
     produce_id: int
-    error: int
-    """An :class:`headwater.errors.ErrorCode` value (NONE on success)."""
+    error: ErrorCode
+    """NONE on success."""
 
 
 class FollowerFetchResult(NamedTuple):

@@ -194,7 +194,7 @@ def test_sync_answer_for_an_old_generation_is_ignored() -> None:
     m = member()
     m.start_join()
     join_answer(m, generation=3)
-    got = m.on_sync_response(generation_id=2, error_code=0, assignment=P, now_ms=0)
+    got = m.on_sync_response(generation_id=2, error_code=ErrorCode.NONE, assignment=P, now_ms=0)
     assert got is Outcome.RETRY and m.state is S.SYNCING and m.owned == frozenset()
 
 
@@ -204,7 +204,7 @@ def test_sync_answer_after_the_member_was_lost_is_ignored() -> None:
     join_answer(m)
     assert m.on_heartbeat_response(generation_id=1, error_code=ErrorCode.UNKNOWN_MEMBER_ID)
     assert m.state is S.UNJOINED
-    got = m.on_sync_response(generation_id=1, error_code=0, assignment=P, now_ms=0)
+    got = m.on_sync_response(generation_id=1, error_code=ErrorCode.NONE, assignment=P, now_ms=0)
     assert got is Outcome.RETRY and m.state is S.UNJOINED
 
 
@@ -219,10 +219,12 @@ def test_eager_rejoin_revokes_everything_before_joining() -> None:
     start = m.start_join()
     assert start.revoke == frozenset(P[:3]) and start.owned == frozenset()
     assert m.owned == frozenset()
-    change = m.on_sync_response(generation_id=1, error_code=0, assignment=(), now_ms=0)
+    change = m.on_sync_response(generation_id=1, error_code=ErrorCode.NONE, assignment=(), now_ms=0)
     assert change is Outcome.RETRY  # still JOINING: no sync answer is expected yet
     join_answer(m, generation=2)
-    change = m.on_sync_response(generation_id=2, error_code=0, assignment=P[2:4], now_ms=0)
+    change = m.on_sync_response(
+        generation_id=2, error_code=ErrorCode.NONE, assignment=P[2:4], now_ms=0
+    )
     assert change == AssignmentChange(frozenset(P[2:4]), frozenset(), frozenset(P[2:4]))
     assert not m.rejoin_needed
 
@@ -235,12 +237,16 @@ def test_cooperative_rejoin_keeps_partitions_and_revokes_only_what_moved() -> No
     assert start.revoke == frozenset() and start.owned == frozenset(P[:4])
     assert start.generation_id == 1
     join_answer(m, generation=2)
-    change = m.on_sync_response(generation_id=2, error_code=0, assignment=P[:2], now_ms=0)
+    change = m.on_sync_response(
+        generation_id=2, error_code=ErrorCode.NONE, assignment=P[:2], now_ms=0
+    )
     assert change == AssignmentChange(frozenset(P[:2]), frozenset(P[2:4]), frozenset())
     assert m.rejoin_needed and m.join_due(0)  # the follow-up round
     m.start_join()
     join_answer(m, generation=3)
-    change = m.on_sync_response(generation_id=3, error_code=0, assignment=P[:3], now_ms=0)
+    change = m.on_sync_response(
+        generation_id=3, error_code=ErrorCode.NONE, assignment=P[:3], now_ms=0
+    )
     assert change == AssignmentChange(frozenset(P[:3]), frozenset(), frozenset(P[2:3]))
     assert not m.rejoin_needed
 
@@ -332,7 +338,7 @@ def test_close_from_any_live_state_is_final(steps: int) -> None:
     if steps >= 2:
         join_answer(m)
     if steps >= 3:
-        m.on_sync_response(generation_id=1, error_code=0, assignment=P, now_ms=0)
+        m.on_sync_response(generation_id=1, error_code=ErrorCode.NONE, assignment=P, now_ms=0)
     m.close()
     m.close()
     assert m.state is S.CLOSED and not m.join_due(10**9) and m.heartbeat_due() is None

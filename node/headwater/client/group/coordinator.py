@@ -425,7 +425,7 @@ class ConsumerCoordinator:
             return
         with self._lock:
             joined = self._member.on_join_response(
-                error_code=resp.error_code,
+                error_code=ErrorCode(resp.error_code),
                 member_id=resp.member_id,
                 generation_id=resp.generation_id,
                 protocol=resp.protocol_name,
@@ -466,7 +466,7 @@ class ConsumerCoordinator:
         with self._lock:
             change = self._member.on_sync_response(
                 generation_id=flight.generation_id,
-                error_code=resp.error_code,
+                error_code=ErrorCode(resp.error_code),
                 assignment=tps,
                 now_ms=self._clock(),
             )
@@ -551,7 +551,7 @@ class ConsumerCoordinator:
                 continue
             with self._lock:
                 outcome = self._member.on_heartbeat_response(
-                    generation_id=generation, error_code=resp.error_code
+                    generation_id=generation, error_code=ErrorCode(resp.error_code)
                 )
             if outcome is Outcome.FIND_COORDINATOR:
                 self._calls.mark_dead()

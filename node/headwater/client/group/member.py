@@ -192,7 +192,7 @@ class GroupMember:
     def on_join_response(
         self,
         *,
-        error_code: int,
+        error_code: ErrorCode,
         member_id: str,
         generation_id: int,
         protocol: str,
@@ -202,13 +202,12 @@ class GroupMember:
         """Apply a JoinGroup answer: Joined (send SyncGroup) or what to do instead."""
         if self.state is not MemberState.JOINING:
             return Outcome.RETRY  # closed or fenced meanwhile: the answer is stale
-        code = ErrorCode(error_code)
-        if code is ErrorCode.MEMBER_ID_REQUIRED:
+        if error_code is ErrorCode.MEMBER_ID_REQUIRED:
             self.member_id = member_id
             self._back_off(now_ms, 0.0)
             return Outcome.RETRY
-        if code is not ErrorCode.NONE:
-            return self._join_failed(code, now_ms)
+        if error_code is not ErrorCode.NONE:
+            return self._join_failed(error_code, now_ms)
         self._move(MemberState.SYNCING)
         self.member_id, self.generation_id, self.protocol = member_id, generation_id, protocol
         return Joined(generation_id, member_id, protocol, leader == member_id)
@@ -217,7 +216,7 @@ class GroupMember:
         self,
         *,
         generation_id: int,
-        error_code: int,
+        error_code: ErrorCode,
         assignment: Iterable[TopicPartition],
         now_ms: float,
     ) -> AssignmentChange | Outcome:
@@ -225,9 +224,8 @@ class GroupMember:
         assignment, or what to do instead."""
         if self.state is not MemberState.SYNCING or generation_id != self.generation_id:
             return Outcome.RETRY  # lost, fenced or closed meanwhile: the answer is stale
-        code = ErrorCode(error_code)
-        if code is not ErrorCode.NONE:
-            return self._join_failed(code, now_ms)
+        if error_code is not ErrorCode.NONE:
+            return self._join_failed(error_code, now_ms)
         self._move(MemberState.STABLE)
         new = frozenset(assignment)
         revoked, added = self.owned - new, new - self.owned
@@ -287,19 +285,18 @@ class GroupMember:
             return None
         return self.generation_id, self.member_id
 
-    def on_heartbeat_response(self, *, generation_id: int, error_code: int) -> Outcome:
+    def on_heartbeat_response(self, *, generation_id: int, error_code: ErrorCode) -> Outcome:
         """Apply the answer to a heartbeat sent for ``generation_id``."""
         if not self.has_generation or generation_id != self.generation_id:
             return Outcome.RETRY  # an answer about a generation this member has left
-        code = ErrorCode(error_code)
-        if code is ErrorCode.REBALANCE_IN_PROGRESS:
+        if error_code is ErrorCode.REBALANCE_IN_PROGRESS:
             self.rejoin_needed = True
-        elif code in (ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID):
-            self.mark_lost(reset_member_id=code is ErrorCode.UNKNOWN_MEMBER_ID)
-        elif code is ErrorCode.FENCED_INSTANCE_ID:
+        elif error_code in (ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID):
+            self.mark_lost(reset_member_id=error_code is ErrorCode.UNKNOWN_MEMBER_ID)
+        elif error_code is ErrorCode.FENCED_INSTANCE_ID:
             self.fence()
             return Outcome.FENCED
-        elif code in COORDINATOR_ERRORS:
+        elif error_code in COORDINATOR_ERRORS:
             return Outcome.FIND_COORDINATOR
         return Outcome.RETRY
 

@@ -86,7 +86,7 @@ class ReplicaManager:
         self.partitions: dict[TopicPartition, HostedPartition] = {}
         self.controller_epoch = -1
         self._produce_ids = itertools.count(1)
-        self._waiting_produces: dict[int, asyncio.Future[int]] = {}
+        self._waiting_produces: dict[int, asyncio.Future[ErrorCode]] = {}
         self._background: set[asyncio.Task[None]] = set()
         self._configs = TopicConfigs(
             store=isr_store,
@@ -143,12 +143,12 @@ class ReplicaManager:
                 for tp, _ in entries
             ]
         results: list[ProduceResult] = []
-        waits: list[tuple[int, int, asyncio.Future[int]]] = []
+        waits: list[tuple[int, int, asyncio.Future[ErrorCode]]] = []
         loop = asyncio.get_running_loop()
         for tp, records in entries:
             result, produce_id = self._append_one(tp, records, acks=acks)
             if produce_id is not None:
-                future: asyncio.Future[int] = loop.create_future()
+                future: asyncio.Future[ErrorCode] = loop.create_future()
                 self._waiting_produces[produce_id] = future
                 hosted = self.partitions[tp]
                 done = hosted.state.add_delayed_produce(
@@ -171,7 +171,7 @@ class ReplicaManager:
                     future.cancel()
                     code = ErrorCode.REQUEST_TIMED_OUT
                 else:
-                    code = ErrorCode(future.result())
+                    code = future.result()
                 if code is not ErrorCode.NONE:
                     results[index] = results[index]._replace(
                         error=code, message=f"{code.name} while waiting for the ISR"
@@ -570,7 +570,7 @@ class ReplicaManager:
             task.cancel()
         for future in self._waiting_produces.values():
             if not future.done():
-                future.set_result(int(ErrorCode.NOT_LEADER_OR_FOLLOWER))
+                future.set_result(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         self._waiting_produces.clear()
         for hosted in self.partitions.values():
             hosted.wake()
