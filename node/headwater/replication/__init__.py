@@ -16,12 +16,9 @@ from headwater.replication.state import (
 )
 from headwater.replication.values import (
     NO_EPOCH,
-    BrokerId,
     FollowerFetchResult,
     FollowerState,
     IsrChange,
-    LeaderEpoch,
-    Offset,
     ProduceCompletion,
 )
 from headwater.values import TopicPartition
@@ -30,15 +27,12 @@ __all__ = [
     "ISR_TRANSITIONS",
     "NO_EPOCH",
     "ROLE_TRANSITIONS",
-    "BrokerId",
     "FetchWait",
     "FollowerFetchResult",
     "FollowerState",
     "IllegalStateTransition",
     "IsrChange",
     "IsrState",
-    "LeaderEpoch",
-    "Offset",
     "Partition",
     "PartitionRole",
     "ProduceCompletion",

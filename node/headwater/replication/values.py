@@ -1,15 +1,19 @@
-"""Small typed values shared by the replication state machines (STYLE.md 4)."""
+"""Small typed values shared by the replication state machines (STYLE.md 4).
+
+Broker ids, offsets and leader epochs are plain ``int``s, not ``NewType``s:
+every one arrives from protobuf, ZooKeeper or the log as an ``int``, offsets
+and epochs are computed (``+ 1``, ``min``, the ``-1`` sentinels), and each call
+that takes several of them names them with keyword-only arguments, which is
+the mix-up a ``NewType`` would catch.  A ``NewType`` would need a cast at each
+of those places and would protect nothing more.
+"""
 
 from __future__ import annotations
 
-from typing import NamedTuple, NewType
+from typing import NamedTuple
 
 from headwater.errors import ErrorCode
 from headwater.values import TopicPartition
-
-BrokerId = NewType("BrokerId", int)
-Offset = NewType("Offset", int)
-LeaderEpoch = NewType("LeaderEpoch", int)
 
 NO_EPOCH = -1
 """A leader epoch field left unset (``current_leader_epoch=-1``: do not check)."""
