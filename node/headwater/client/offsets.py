@@ -4,7 +4,7 @@
 watermark), any other value for the first offset whose timestamp is at or
 after it.  Requests go to each partition's leader, grouped by broker; leader
 changes and lost connections are retried with the client's
-:class:`~headwater.client.retry.RetryPolicy` after a metadata refresh.
+:class:`~headwater.retry.RetryPolicy` after a metadata refresh.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ the consumer uses: the leader from the
 connection's :class:`~headwater.client.connection.CallPool`, batches
 CRC-checked, decompressed and decoded (by the native codec when built) by
 :mod:`headwater.records`, and retries decided by the client's
-:class:`~headwater.client.retry.RetryPolicy`.
+:class:`~headwater.retry.RetryPolicy`.
 
 **Pipelined.**  One Fetch is in flight per read; the next goes out as soon as
 an answer's batch headers say where it ends, *before* its records are

@@ -5,7 +5,7 @@ Kafka's ``Admin.listConsumerGroups`` / ``describeConsumerGroups`` / ``deleteCons
 :class:`headwater.Admin` (which delegates here).  Every call but the listing goes to the
 group's coordinator, found with FindCoordinator and found again when it moves
 (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS and lost
-connections are retried with the client's :class:`~headwater.client.retry.RetryPolicy`).
+connections are retried with the client's :class:`~headwater.retry.RetryPolicy`).
 Listing asks every broker, since each one only knows the groups it coordinates.
 
 Altering offsets is a commit without a generation or member id: the coordinator accepts
