@@ -8,8 +8,9 @@ still leads; the shutdown is done when none remain.  Attempts are bounded by
 ``controlled.shutdown.max.retries``, each by the controller socket timeout, and
 separated by a fixed ``controlled.shutdown.retry.backoff.ms``; every failure is
 retried (a controller failover, an unreachable controller), and after the last
-attempt the broker shuts down anyway.  (The client's ``RetryPolicy`` retries
-only retriable errors, with a growing backoff: not Kafka's semantics here.)
+attempt the broker shuts down anyway.  :class:`headwater.retry.RetryPolicy` is
+not used: it retries only retriable errors, counts retries rather than attempts,
+grows its backoff and jitters it, none of which is Kafka's behaviour here.
 
 :func:`controlled_shutdown` is the retry loop over an injected attempt, so its
 transitions are tested without a controller; :func:`ask_controller` is the real
