@@ -42,7 +42,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 
-from headwater import __version__, runtime
+from headwater import __version__, clock, runtime
 from headwater.coordination.broker import BrokerCoordinator
 from headwater.coordination.model import BrokerRegistration
 from headwater.coordination.settings import CoordinationSettings
@@ -64,7 +64,6 @@ from headwater.server.runtime.groups import (
     group_end_offsets,
     register_group_metrics,
 )
-from headwater.server.runtime.hosted import wall_ms
 from headwater.server.runtime.isr_store import ZooKeeperIsrStore
 from headwater.server.runtime.jobs import periodic_jobs
 from headwater.server.runtime.metadata_cache import MetadataCache
@@ -271,7 +270,7 @@ class BrokerServer:
                 replicas=replicas,
                 metadata=self.metadata,
                 metrics=self.metrics,
-                producer_ids=ProducerIdAllocator(config.broker_id, start_ms=wall_ms()),
+                producer_ids=ProducerIdAllocator(config.broker_id, start_ms=clock.wall_ms()),
             ),
             server,
         )
