@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/$(BIN):$(PATH)
 PYTEST_ARGS ?=
 
-.PHONY: e2e-k8s k8s-up k8s-down k8s-images docs-check test install system-deps venv check lint typecheck layers proto proto-check up down unit e2e bench clean
+.PHONY: e2e-k8s e2e-k8s-short k8s-up k8s-down k8s-images docs-check test install system-deps venv check lint typecheck layers proto proto-check up down unit e2e bench clean
 
 test: install check
 	$(BIN)/pytest -m "not slow and not k8s" $(PYTEST_ARGS)
@@ -73,8 +73,19 @@ k8s-down:
 k8s-images:
 	bash scripts/k8s/images.sh
 
+# The whole scenario (about 15 minutes once built), and the short one CI runs after
+# `make test`: install, the Topic lifecycle, one rolling upgrade under load.  Each prints the
+# figures of its run (FIGURE lines, kept in .tools/k8s/figures.txt).
+K8S_PYTEST = $(BIN)/pytest tests/e2e/k8s -m k8s -v -rs -p no:cacheprovider
+K8S_SHORT = -k "install or topic or upgrade_rolls or still_serves"
+
 e2e-k8s: install k8s-up k8s-images
-	$(BIN)/pytest tests/e2e/k8s -m k8s -v -rs $(PYTEST_ARGS)
+	@mkdir -p .tools/k8s && : > .tools/k8s/figures.txt
+	@$(K8S_PYTEST) $(PYTEST_ARGS); status=$$?; echo "==> figures"; cat .tools/k8s/figures.txt; exit $$status
+
+e2e-k8s-short: install k8s-up k8s-images
+	@mkdir -p .tools/k8s && : > .tools/k8s/figures.txt
+	@$(K8S_PYTEST) $(K8S_SHORT) $(PYTEST_ARGS); status=$$?; echo "==> figures"; cat .tools/k8s/figures.txt; exit $$status
 
 bench: venv
 	$(BIN)/python bench/storage.py

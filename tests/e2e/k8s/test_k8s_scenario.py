@@ -393,12 +393,15 @@ def test_killing_the_kubelet_loses_nothing(release: None) -> None:
     pid = int((state / "kubelet.pid").read_text())
     os.kill(pid, signal.SIGKILL)
     time.sleep(60)  # pods keep running under containerd while the node has no kubelet
-    with open(state / "logs" / "kubelet.log", "a") as log:
-        kubelet = subprocess.Popen(
-            ["bash", str(state / "kubelet.sh")], stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )  # fmt: skip
-    (state / "kubelet.pid").write_text(f"{kubelet.pid}\n")
+    # Started again the way `make k8s-up` started it, detached from this test (a shell that
+    # backgrounds it and exits), so `make k8s-down` stops it by the PID recorded here.
+    started = subprocess.run(
+        ["setsid", "bash", "-c",
+         f'bash "{state / "kubelet.sh"}" >> "{state / "logs" / "kubelet.log"}" 2>&1 '
+         "< /dev/null & echo $!"],
+        capture_output=True, text=True, timeout=30, check=True,
+    )  # fmt: skip
+    (state / "kubelet.pid").write_text(started.stdout.strip() + "\n")
 
     def node_ready() -> bool:
         node = kube.run(
