@@ -96,6 +96,8 @@ def read_range(
         on_missing=missing,
     )
     for chunk in chunks:
-        yield arrow.to_record_batch(
+        batch = arrow.to_record_batch(
             r.topic, r.partition, chunk.batches, include_headers=settings.include_headers
         )
+        del chunk  # its records go before the next chunk is decoded (see read_range)
+        yield batch

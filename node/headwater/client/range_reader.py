@@ -349,7 +349,10 @@ class RangeReader:
         ``timeout_ms`` (default ``default_api_timeout_ms``) is how long the read
         may go without moving before it fails with the last retriable error or,
         when no record came, reports the rest of the range to ``on_missing``.
-        Chunks without in-range records are not yielded.
+        Chunks without in-range records are not yielded.  Drop each chunk before
+        asking for the next (``for chunk in ...: use(chunk); del chunk``, or keep
+        only what was made of it): the next one is decoded during ``next()``, and
+        decoding with the previous chunk's records still alive costs CPU.
         """
         if not 0 <= start_offset <= end_offset:
             raise ValueError(f"need 0 <= start <= end, not [{start_offset}, {end_offset})")
@@ -408,6 +411,11 @@ class RangeReader:
                 decoded = decode_range(batches, start=start, end=progress.end)
                 if decoded:
                     yield RangeChunk(tp, decoded, progress.position)
+                # Not kept while the next answer is awaited and decoded: holding one
+                # answer's records while decoding the next cost about 8% more CPU per
+                # record (a larger heap to allocate from; measured against Spark's
+                # former reader).  Callers should drop each chunk as early, too.
+                del decoded, batches
                 continue
             if not progress.done:
                 pending = self._send(tp, progress.position)
