@@ -40,6 +40,14 @@ class GroupConfig:
     """``offset.metadata.max.bytes``: longer commit metadata gets OFFSET_METADATA_TOO_LARGE."""
     member_metadata_max_bytes: int = 1024 * 1024
     """Largest subscription/assignment a member may send (INVALID_REQUEST beyond)."""
+    consumer_heartbeat_interval_ms: int = 5000
+    """``group.consumer.heartbeat.interval.ms``: told to consumer-protocol members."""
+    consumer_session_timeout_ms: int = 45_000
+    """``group.consumer.session.timeout.ms``: a consumer-protocol member's session."""
+    consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    """``group.consumer.assignors``; the first is the default."""
+    consumer_max_size: int = 2**31 - 1
+    """``group.consumer.max.size``: joins beyond get GROUP_MAX_SIZE_REACHED."""
 
 
 class Protocol(NamedTuple):

@@ -195,6 +195,47 @@ class BrokerConfig:
         "group.max.session.timeout.ms", 1800000, "Longest session.timeout.ms a consumer may use."
     )
     group_max_size: int = _key("group.max.size", 2147483647, "Most members one group may have.")
+    group_consumer_heartbeat_interval_ms: int = _key(
+        "group.consumer.heartbeat.interval.ms",
+        5000,
+        "Heartbeat interval given to members of consumer-protocol (KIP-848) groups.",
+    )
+    group_consumer_session_timeout_ms: int = _key(
+        "group.consumer.session.timeout.ms",
+        45000,
+        "A consumer-protocol member not heard from for this long is removed.",
+    )
+    group_consumer_min_session_timeout_ms: int = _key(
+        "group.consumer.min.session.timeout.ms",
+        45000,
+        "Lowest allowed group.consumer.session.timeout.ms.",
+    )
+    group_consumer_max_session_timeout_ms: int = _key(
+        "group.consumer.max.session.timeout.ms",
+        60000,
+        "Highest allowed group.consumer.session.timeout.ms.",
+    )
+    group_consumer_min_heartbeat_interval_ms: int = _key(
+        "group.consumer.min.heartbeat.interval.ms",
+        5000,
+        "Lowest allowed group.consumer.heartbeat.interval.ms.",
+    )
+    group_consumer_max_heartbeat_interval_ms: int = _key(
+        "group.consumer.max.heartbeat.interval.ms",
+        15000,
+        "Highest allowed group.consumer.heartbeat.interval.ms.",
+    )
+    group_consumer_assignors: str = _key(
+        "group.consumer.assignors",
+        "uniform,range",
+        "Server-side assignors of consumer-protocol groups (uniform, range); the first is "
+        "the default, members may name another (group.remote.assignor).",
+    )
+    group_consumer_max_size: int = _key(
+        "group.consumer.max.size",
+        2147483647,
+        "Most members one consumer-protocol group may have.",
+    )
     log_cleaner_enable: bool = _key(
         "log.cleaner.enable", True, "Compact topics with cleanup.policy=compact."
     )
@@ -304,6 +345,65 @@ class BrokerConfig:
         expanded = {k: expand_env(k, v, env) for k, v in props.items()}
         return cls.from_properties(expanded)
 
+    @property
+    def consumer_assignors(self) -> tuple[str, ...]:
+        """``group.consumer.assignors`` as names, the default first."""
+        return tuple(a.strip() for a in self.group_consumer_assignors.split(",") if a.strip())
+
+    def _consumer_group_checks(self) -> list[tuple[str, bool, str]]:
+        """Kafka's checks of the ``group.consumer.*`` settings (GroupCoordinatorConfig)."""
+        hb, session = (
+            self.group_consumer_heartbeat_interval_ms,
+            self.group_consumer_session_timeout_ms,
+        )
+        min_hb, max_hb = (
+            self.group_consumer_min_heartbeat_interval_ms,
+            self.group_consumer_max_heartbeat_interval_ms,
+        )
+        min_s, max_s = (
+            self.group_consumer_min_session_timeout_ms,
+            self.group_consumer_max_session_timeout_ms,
+        )
+        unknown = [a for a in self.consumer_assignors if a not in CONSUMER_ASSIGNORS]
+        names = self.consumer_assignors
+        return [
+            ("group.consumer.min.heartbeat.interval.ms", min_hb >= 1, "must be >= 1"),
+            (
+                "group.consumer.max.heartbeat.interval.ms",
+                max_hb >= min_hb,
+                "must be >= group.consumer.min.heartbeat.interval.ms",
+            ),
+            (
+                "group.consumer.heartbeat.interval.ms",
+                min_hb <= hb <= max_hb,
+                "must be within group.consumer.min/max.heartbeat.interval.ms",
+            ),
+            ("group.consumer.min.session.timeout.ms", min_s >= 1, "must be >= 1"),
+            (
+                "group.consumer.max.session.timeout.ms",
+                max_s >= min_s,
+                "must be >= group.consumer.min.session.timeout.ms",
+            ),
+            (
+                "group.consumer.session.timeout.ms",
+                min_s <= session <= max_s,
+                "must be within group.consumer.min/max.session.timeout.ms",
+            ),
+            (
+                "group.consumer.heartbeat.interval.ms",
+                hb < session,
+                "must be < group.consumer.session.timeout.ms",
+            ),
+            (
+                "group.consumer.assignors",
+                bool(names) and not unknown,
+                f"unknown or no assignor {unknown or ''}: "
+                f"expected some of {', '.join(CONSUMER_ASSIGNORS)}",
+            ),
+            ("group.consumer.assignors", len(set(names)) == len(names), "names an assignor twice"),
+            ("group.consumer.max.size", self.group_consumer_max_size >= 1, "must be >= 1"),
+        ]
+
     def validate(self) -> None:
         checks: list[tuple[str, bool, str]] = [
             ("broker.id", self.broker_id >= 0, "must be set to an integer >= 0"),
@@ -338,6 +438,7 @@ class BrokerConfig:
                 "must be >= group.min.session.timeout.ms",
             ),
             ("group.max.size", self.group_max_size >= 1, "must be >= 1"),
+            *self._consumer_group_checks(),
             ("log.cleaner.backoff.ms", self.log_cleaner_backoff_ms > 0, "must be > 0"),
             ("zookeeper.connect", bool(self.zookeeper_hosts.strip()), "must name a host"),
         ]
@@ -347,6 +448,11 @@ class BrokerConfig:
         parse_listener(self.listeners, key="listeners")
         if self.advertised_listeners:
             parse_listener(self.advertised_listeners, key="advertised.listeners")
+
+
+CONSUMER_ASSIGNORS = ("uniform", "range")
+"""The server-side assignors ``group.consumer.assignors`` may name
+(:mod:`headwater.groups.consumer_assignors`)."""
 
 
 def _parse_value(key: str, raw: str, type_name: Any) -> Any:

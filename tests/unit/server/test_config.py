@@ -120,3 +120,61 @@ def test_chroot_and_log_config() -> None:
 def test_process_and_client_env_names_are_not_broker_settings(name: str) -> None:
     config = BrokerConfig.load(environ={"HEADWATER_BROKER_ID": "3", name: "1"})
     assert config.broker_id == 3
+
+
+def test_consumer_group_defaults_follow_kafka() -> None:
+    config = BrokerConfig(broker_id=0)
+    assert config.group_consumer_heartbeat_interval_ms == 5000
+    assert config.group_consumer_session_timeout_ms == 45000
+    assert config.group_consumer_min_session_timeout_ms == 45000
+    assert config.group_consumer_max_session_timeout_ms == 60000
+    assert config.group_consumer_min_heartbeat_interval_ms == 5000
+    assert config.group_consumer_max_heartbeat_interval_ms == 15000
+    assert config.consumer_assignors == ("uniform", "range")
+    assert config.group_consumer_max_size == 2147483647
+    config.validate()
+
+
+def test_consumer_group_settings_are_read() -> None:
+    config = BrokerConfig.load(
+        environ={},
+        overrides=[
+            "broker.id=0",
+            "group.consumer.assignors=range, uniform",
+            "group.consumer.min.session.timeout.ms=6000",
+            "group.consumer.session.timeout.ms=6000",
+            "group.consumer.min.heartbeat.interval.ms=500",
+            "group.consumer.heartbeat.interval.ms=500",
+        ],
+    )
+    assert config.consumer_assignors == ("range", "uniform")
+    assert config.group_consumer_session_timeout_ms == 6000
+    assert config.group_consumer_heartbeat_interval_ms == 500
+
+
+@pytest.mark.parametrize(
+    ("overrides", "match"),
+    [
+        (["group.consumer.heartbeat.interval.ms=4000"], r"heartbeat\.interval\.ms.*within"),
+        (["group.consumer.heartbeat.interval.ms=16000"], r"heartbeat\.interval\.ms.*within"),
+        (["group.consumer.session.timeout.ms=44999"], r"session\.timeout\.ms.*within"),
+        (["group.consumer.max.session.timeout.ms=1000"], r"max\.session\.timeout\.ms"),
+        (["group.consumer.max.heartbeat.interval.ms=1000"], r"max\.heartbeat\.interval\.ms"),
+        (["group.consumer.min.heartbeat.interval.ms=0"], r"min\.heartbeat\.interval\.ms"),
+        (
+            [
+                "group.consumer.min.session.timeout.ms=5000",
+                "group.consumer.session.timeout.ms=5000",
+            ],
+            r"heartbeat\.interval\.ms.*< group\.consumer\.session",
+        ),
+        (["group.consumer.assignors=sticky"], r"assignors.*sticky"),
+        (["group.consumer.assignors="], r"assignors"),
+        (["group.consumer.assignors=range,range"], r"assignors.*twice"),
+        (["group.consumer.max.size=0"], r"group\.consumer\.max\.size"),
+        (["group.consumer.max.size=x"], r"group\.consumer\.max\.size.*integer"),
+    ],
+)
+def test_bad_consumer_group_settings_name_the_key(overrides: list[str], match: str) -> None:
+    with pytest.raises(ConfigError, match=match):
+        BrokerConfig.load(environ={}, overrides=["broker.id=0", *overrides])

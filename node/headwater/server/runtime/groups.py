@@ -77,6 +77,10 @@ def group_coordinator(config: BrokerConfig, replicas: ReplicaManager) -> GroupCo
             group_initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
             group_max_size=config.group_max_size,
             offsets_retention_ms=config.offsets_retention_minutes * 60_000,
+            consumer_heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
+            consumer_session_timeout_ms=config.group_consumer_session_timeout_ms,
+            consumer_assignors=config.consumer_assignors,
+            consumer_max_size=config.group_consumer_max_size,
         ),
     )
 
