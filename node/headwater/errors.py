@@ -83,6 +83,7 @@ class ErrorCode(enum.IntEnum):
     FENCED_MEMBER_EPOCH = 110
     UNRELEASED_INSTANCE_ID = 111
     UNSUPPORTED_ASSIGNOR = 112
+    STALE_MEMBER_EPOCH = 113
 
     @classmethod
     def from_wire(cls, value: int) -> ErrorCode:
@@ -335,6 +336,12 @@ class UnsupportedAssignorError(HeadwaterError):
     """KIP-848: the requested server-side assignor is not configured."""
 
     code = ErrorCode.UNSUPPORTED_ASSIGNOR
+
+
+class StaleMemberEpochError(HeadwaterError):
+    """KIP-848: an offset commit or fetch carries an older member epoch than the member's."""
+
+    code = ErrorCode.STALE_MEMBER_EPOCH
 
 
 class EligibleLeadersNotAvailableError(HeadwaterError):

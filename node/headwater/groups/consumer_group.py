@@ -112,12 +112,16 @@ class Heartbeat:
     instance_id: str | None = None
     subscribed_topics: frozenset[str] | None = None
     owned: frozenset[TopicPartition] | None = None
-    rebalance_timeout_ms: int = 300_000
+    rebalance_timeout_ms: int | None = 300_000
+    """None: unchanged."""
     server_assignor: str | None = None
     """``group.remote.assignor``: one of the broker's ``group.consumer.assignors``."""
     subscribed_topic_regex: str | None = None
     """Topics whose whole name matches (re.fullmatch), besides ``subscribed_topics``;
     "" drops the regex."""
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,6 +152,9 @@ class ConsumerMember:
     session_deadline_ms: int = 0
     revocation_deadline_ms: int | None = None
     rebalance_timeout_ms: int = 300_000
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
 
     @property
     def held(self) -> frozenset[TopicPartition]:
@@ -212,7 +219,10 @@ class ConsumerGroup:
                 return HeartbeatResult(ErrorCode.FENCED_MEMBER_EPOCH, hb.member_id)
             member = found
         member.session_deadline_ms = now_ms + self.session_timeout_ms
-        member.rebalance_timeout_ms = hb.rebalance_timeout_ms
+        if hb.rebalance_timeout_ms is not None:
+            member.rebalance_timeout_ms = hb.rebalance_timeout_ms
+        if hb.rack_id is not None:
+            member.rack_id = hb.rack_id
         changed = False
         if hb.subscribed_topics is not None and hb.subscribed_topics != member.subscribed_topics:
             member.subscribed_topics, changed = hb.subscribed_topics, True
@@ -266,6 +276,9 @@ class ConsumerGroup:
                 hb.subscribed_topics or frozenset(),
                 hb.server_assignor,
                 hb.subscribed_topic_regex or None,
+                rack_id=hb.rack_id,
+                client_id=hb.client_id,
+                client_host=hb.client_host,
             )
             self._resolve_regexes(partition_counts, only=member)
         self.members[member.member_id] = member
@@ -389,7 +402,26 @@ class ConsumerGroup:
         if new is not m.state or new is MemberState.STABLE:
             m.state = m.state.transition_to(new)
 
+    def restore(self, *, now_ms: int) -> None:
+        """After a replay of the group's records (a new coordinator): rebuild what the
+        records do not hold -- the static member index, fresh session deadlines (Kafka
+        restarts every session on load), revocation deadlines of members still revoking
+        and the group state -- without checking transitions (there was no transition)."""
+        self.static_members = {
+            m.instance_id: m.member_id for m in self.members.values() if m.instance_id is not None
+        }
+        for m in self.members.values():
+            m.session_deadline_ms = now_ms + self.session_timeout_ms
+            revoking = m.state is MemberState.UNREVOKED_PARTITIONS
+            m.revocation_deadline_ms = now_ms + m.rebalance_timeout_ms if revoking else None
+        self.state = self._derived_state()
+
     def _update_state(self) -> None:
+        new = self._derived_state()
+        if new is not self.state:
+            self.state = self.state.transition_to(new)
+
+    def _derived_state(self) -> GroupState:
         if not self.members:
             new = GroupState.EMPTY
         elif self.group_epoch > self.target_epoch:
@@ -402,8 +434,7 @@ class ConsumerGroup:
             new = GroupState.RECONCILING
         else:
             new = GroupState.STABLE
-        if new is not self.state:
-            self.state = self.state.transition_to(new)
+        return new
 
 
 def _valid_regex(pattern: str) -> bool:

@@ -12,12 +12,24 @@ and offset retention -- plus DescribeGroups, ListGroups and the rebalance figure
 
 State is rebuilt on a new leader by :meth:`GroupCoordinator.replay` of every record in the
 partition, in order (see :mod:`headwater.groups.records` for the format).
+
+Groups of the next-generation protocol (KIP-848) live beside the classic ones, in
+:attr:`GroupCoordinator.consumer` (:class:`headwater.groups.consumer_groups.ConsumerGroups`);
+one group id is one or the other.  A ConsumerGroupHeartbeat for a classic group with
+members gets GROUP_ID_NOT_FOUND, a JoinGroup for a consumer group with members gets
+INCONSISTENT_GROUP_PROTOCOL (Kafka's answers without group conversion); an *empty* group
+of the other kind gives way.  Committed offsets of both kinds are held by the classic
+:class:`headwater.groups.group.GroupMetadata` of the id (for a consumer group: an empty
+one that only holds offsets), so commits, fetches and offset records stay one path; a
+consumer group's commits and fetches are checked against member epochs first.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 
+from headwater.errors import ErrorCode
+from headwater.groups.consumer_groups import ConsumerGroups, new_consumer_member_id
 from headwater.groups.group import GroupMetadata
 from headwater.groups.membership import (
     COMPLETING,
@@ -35,10 +47,18 @@ from headwater.groups.membership import (
 from headwater.groups.offsets import GroupOffsets
 from headwater.groups.values import (
     NO_GENERATION,
+    ConsumerGroupHeartbeatRequest,
+    GroupConfig,
     GroupDescription,
     GroupOverview,
+    JoinGroupRequest,
+    JoinGroupResponse,
     MemberDescription,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetFetchResponse,
 )
+from headwater.values import TopicPartition
 
 __all__ = [
     "Decision",
@@ -56,9 +76,114 @@ class GroupCoordinator(GroupOffsets):
     Not thread-safe and not re-entrant: the runtime calls one method at a time.
     """
 
+    def __init__(
+        self,
+        *,
+        config: GroupConfig | None = None,
+        member_id_factory: Callable[[str], str] = default_member_id,
+        consumer_member_id_factory: Callable[[], str] = new_consumer_member_id,
+    ) -> None:
+        super().__init__(config=config, member_id_factory=member_id_factory)
+        self.consumer = ConsumerGroups(
+            config=self.config, member_id_factory=consumer_member_id_factory
+        )
+
+    # == the consumer protocol (KIP-848) ===============================================
+
+    def consumer_group_heartbeat(
+        self,
+        req: ConsumerGroupHeartbeatRequest,
+        *,
+        request_id: int,
+        now_ms: int,
+        partition_counts: Mapping[str, int],
+    ) -> Decision:
+        out = Out()
+        classic = self.groups.get(req.group_id)
+        if classic is not None and not classic.is_(EMPTY, DEAD):
+            response = self.consumer.refuse(
+                req, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a consumer group."
+            )
+        else:
+            response = self.consumer.heartbeat(
+                req, now_ms=now_ms, partition_counts=partition_counts
+            )
+        out.reply(request_id, response)
+        return out.decision()
+
+    def join_group(self, req: JoinGroupRequest, *, request_id: int, now_ms: int) -> Decision:
+        group = self.consumer.groups.get(req.group_id)
+        if group is None:
+            return super().join_group(req, request_id=request_id, now_ms=now_ms)
+        if group.members:
+            out = Out()
+            message = f"Group {req.group_id} uses the consumer group protocol."
+            out.reply(
+                request_id,
+                JoinGroupResponse(
+                    ErrorCode.INCONSISTENT_GROUP_PROTOCOL, req.member_id, error_message=message
+                ),
+            )
+            return out.decision()
+        self.consumer.drop(req.group_id)  # an empty consumer group gives way
+        return super().join_group(req, request_id=request_id, now_ms=now_ms)
+
+    def commit_offsets(self, req: OffsetCommitRequest, *, request_id: int, now_ms: int) -> Decision:
+        group = self.consumer.groups.get(req.group_id)
+        if group is None:
+            return super().commit_offsets(req, request_id=request_id, now_ms=now_ms)
+        code = self.consumer.check_commit(group, req.member_id, req.generation_id)
+        if code is not ErrorCode.NONE:
+            out = Out()
+            failed = tuple((TopicPartition(c.topic, c.partition), code) for c in req.partitions)
+            out.reply(request_id, OffsetCommitResponse(code, failed))
+            return out.decision()
+        # Accepted: store it as a commit from outside the group into the offsets holder.
+        simple = OffsetCommitRequest(req.group_id, req.partitions)
+        return super().commit_offsets(simple, request_id=request_id, now_ms=now_ms)
+
+    def fetch_offsets(
+        self,
+        group_id: str,
+        partitions: Iterable[TopicPartition] | None = None,
+        *,
+        member_id: str | None = None,
+        member_epoch: int = -1,
+    ) -> OffsetFetchResponse:
+        group = self.consumer.groups.get(group_id)
+        if group is not None:
+            code = self.consumer.check_fetch(group, member_id, member_epoch)
+            if code is not ErrorCode.NONE:
+                return OffsetFetchResponse(code)
+        return super().fetch_offsets(group_id, partitions)
+
+    def delete_groups(self, group_ids: Iterable[str], *, request_id: int, now_ms: int) -> Decision:
+        out = Out()
+        results: list[tuple[str, ErrorCode]] = []
+        for gid in group_ids:
+            group = self.consumer.groups.get(gid)
+            if group is None:
+                d = super().delete_groups([gid], request_id=request_id, now_ms=now_ms)
+                out.records.extend(d.records)
+                ((_, response),) = d.replies
+                assert isinstance(response, tuple)
+                results.extend(response)
+            elif group.members:
+                results.append((gid, ErrorCode.NON_EMPTY_GROUP))
+            else:
+                self.consumer.drop(gid)
+                holder = self.groups.get(gid)
+                if holder is not None:
+                    self._drop(holder, list(holder.offsets), now_ms, out)
+                results.append((gid, ErrorCode.NONE))
+        out.reply(request_id, tuple(results))
+        return out.decision()
+
     # == administration ================================================================
 
     def describe_group(self, group_id: str) -> GroupDescription:
+        if group_id in self.consumer.groups:
+            return self.consumer.describe(group_id)
         group = self.groups.get(group_id)
         if group is None:
             return GroupDescription(group_id, str(DEAD), "", "", NO_GENERATION, ())
@@ -84,18 +209,31 @@ class GroupCoordinator(GroupOffsets):
 
     def list_groups(self, states: Iterable[str] = ()) -> list[GroupOverview]:
         wanted = {s.lower() for s in states}
-        return [
+        consumer = [
+            GroupOverview(g.group_id, "consumer", g.state.value)
+            for g in self.consumer.groups.values()
+            if not wanted or g.state.value.lower() in wanted
+        ]
+        return consumer + [
             GroupOverview(g.group_id, g.protocol_type, str(g.state))
             for g in self.groups.values()
-            if not g.is_(DEAD) and (not wanted or str(g.state).lower() in wanted)
+            if not g.is_(DEAD)
+            and g.group_id not in self.consumer.groups
+            and (not wanted or str(g.state).lower() in wanted)
         ]
 
     # == timers ========================================================================
 
-    def tick(self, *, now_ms: int) -> Decision:
-        """Expire sessions, pending members, rebalance phases and offsets due by ``now_ms``."""
+    def tick(self, *, now_ms: int, partition_counts: Mapping[str, int] | None = None) -> Decision:
+        """Expire sessions, pending members, rebalance phases and offsets due by ``now_ms``;
+        consumer-protocol groups too when ``partition_counts`` (their topics) are given."""
         out = Out()
+        if partition_counts is not None:
+            self.consumer.tick(now_ms=now_ms, partition_counts=partition_counts)
         for group in list(self.groups.values()):
+            consumer = self.consumer.groups.get(group.group_id)
+            if consumer is not None and consumer.members:
+                continue  # an active consumer group's offsets do not expire
             self._tick_group(group, now_ms, out)
         return out.decision()
 

@@ -14,7 +14,10 @@ It owns one coordinator per ``__consumer_offsets`` partition this broker leads, 
   so memory never stays ahead of what a new coordinator would find;
 - **runs timers** when told: :meth:`GroupCoordinatorRuntime.tick` runs every loaded
   coordinator's timers once, at the injected clock's time.  The broker's periodic
-  scheduler calls it (``group-timers``); the runtime has no loop of its own.
+  scheduler calls it (``group-timers``); the runtime has no loop of its own;
+- gives the consumer-protocol (KIP-848) groups the partition counts of the cluster's
+  topics, read through the injected ``partition_counts`` (the broker's metadata cache)
+  at each heartbeat and tick.
 
 It does no gRPC (the servicer in ``headwater.server.services.group`` converts protobuf)
 and no disk I/O of its own (``append``/``read`` are the broker's).  All methods run on
@@ -28,7 +31,7 @@ import contextlib
 import dataclasses
 import itertools
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from headwater.clock import WallClock, wall_ms
@@ -41,6 +44,8 @@ from headwater.groups.coordinator import (
 )
 from headwater.groups.placement import partition_for
 from headwater.groups.values import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
     GroupConfig,
     GroupDescription,
     GroupOverview,
@@ -68,6 +73,8 @@ for the whole ISR (acks=all); raise HeadwaterError on failure."""
 ReadRecords = Callable[[int, int], Awaitable[bytes]]
 """``read(partition, offset)``: stored batches from ``offset`` (or the log start, if
 later) up to the log end offset; ``b""`` when there is nothing more."""
+PartitionCounts = Callable[[], Mapping[str, int]]
+"""``partition_counts()``: the number of partitions of every topic of the cluster."""
 
 T = TypeVar("T")
 
@@ -114,8 +121,10 @@ class GroupCoordinatorRuntime:
         config: GroupConfig | None = None,
         clock_ms: WallClock = wall_ms,
         member_id_factory: Callable[[str], str] = default_member_id,
+        partition_counts: PartitionCounts = dict,
     ) -> None:
         self.num_partitions = num_partitions
+        self._partition_counts = partition_counts
         self.config = config or GroupConfig()
         self._append = append
         self._read = read
@@ -291,6 +300,24 @@ class GroupCoordinatorRuntime:
         assert isinstance(resp, HeartbeatResponse)
         return resp
 
+    async def consumer_group_heartbeat(
+        self, req: ConsumerGroupHeartbeatRequest
+    ) -> ConsumerGroupHeartbeatResponse:
+        def op(c: GroupCoordinator, rid: int, now: int) -> Decision:
+            counts = self._partition_counts()
+            return c.consumer_group_heartbeat(
+                req, request_id=rid, now_ms=now, partition_counts=counts
+            )
+
+        try:
+            resp = await self._call(req.group_id, op)
+        except NotCoordinator as exc:
+            return ConsumerGroupHeartbeatResponse(
+                exc.code, exc.code.name, req.member_id, req.member_epoch
+            )
+        assert isinstance(resp, ConsumerGroupHeartbeatResponse)
+        return resp
+
     async def leave_group(self, req: LeaveGroupRequest) -> LeaveGroupResponse:
         try:
             resp = await self._call(
@@ -316,13 +343,20 @@ class GroupCoordinatorRuntime:
         return resp
 
     def fetch_offsets(
-        self, group_id: str, partitions: Iterable[TopicPartition] | None
+        self,
+        group_id: str,
+        partitions: Iterable[TopicPartition] | None,
+        *,
+        member_id: str | None = None,
+        member_epoch: int = -1,
     ) -> OffsetFetchResponse:
         try:
             _, shard = self._shard_for(group_id)
         except NotCoordinator as exc:
             return OffsetFetchResponse(exc.code)
-        return shard.coordinator.fetch_offsets(group_id, partitions)
+        return shard.coordinator.fetch_offsets(
+            group_id, partitions, member_id=member_id, member_epoch=member_epoch
+        )
 
     def describe_group(self, group_id: str) -> GroupDescription:
         try:
@@ -359,14 +393,17 @@ class GroupCoordinatorRuntime:
     # -- timers and metrics -------------------------------------------------------------
 
     async def tick(self) -> None:
-        """Run every loaded coordinator's timers once (session expiry, rebalance delays)."""
+        """Run every loaded coordinator's timers once (session expiry, rebalance delays,
+        consumer-protocol sessions and revocation deadlines)."""
         for partition, shard in list(self._shards.items()):
             if shard.loading:
                 continue
             async with shard.lock:
                 if self._shards.get(partition) is not shard:
                     continue
-                decision = shard.coordinator.tick(now_ms=self._clock())
+                decision = shard.coordinator.tick(
+                    now_ms=self._clock(), partition_counts=self._partition_counts()
+                )
                 if decision.records or decision.replies:
                     await self._apply(partition, shard, decision)
 

@@ -215,10 +215,42 @@ class GroupOverview(NamedTuple):
     state: str
 
 
+@dataclasses.dataclass(frozen=True)
+class ConsumerGroupHeartbeatRequest:
+    """Kafka's ``ConsumerGroupHeartbeatRequest`` (KIP-848); None: unchanged since the last."""
+
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    """-1: unchanged; required on a join (epoch 0)."""
+    subscribed_topic_names: tuple[str, ...] | None = None
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    topic_partitions: tuple[TopicPartition, ...] | None = None
+    """The partitions the member owns now."""
+    client_id: str = ""
+    client_host: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class ConsumerGroupHeartbeatResponse:
+    error_code: ErrorCode
+    error_message: str = ""
+    member_id: str = ""
+    member_epoch: int = -1
+    heartbeat_interval_ms: int = 0
+    assignment: tuple[TopicPartition, ...] | None = None
+    """What the member may own now (it revokes anything else); None with an error."""
+
+
 Response = (
     JoinGroupResponse
     | SyncGroupResponse
     | HeartbeatResponse
+    | ConsumerGroupHeartbeatResponse
     | LeaveGroupResponse
     | OffsetCommitResponse
     | tuple[tuple[str, ErrorCode], ...]

@@ -173,7 +173,9 @@ class BrokerServer:
             partitions=replicas.snapshots,
             is_controller=lambda: self.coordinator is not None and self.coordinator.is_controller,
         )
-        groups = self.groups = group_coordinator(config, replicas)
+        groups = self.groups = group_coordinator(
+            config, replicas, partition_counts=self.metadata.partition_counts
+        )
         role_changes = RoleChangeApplier(
             fetchers=fetchers, on_leadership=OffsetsLeadership(groups).on_leadership
         )

@@ -90,6 +90,7 @@ class _ErrorCodeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorCode.V
     """KIP-848 consumer group protocol"""
     UNRELEASED_INSTANCE_ID: _ErrorCode.ValueType  # 111
     UNSUPPORTED_ASSIGNOR: _ErrorCode.ValueType  # 112
+    STALE_MEMBER_EPOCH: _ErrorCode.ValueType  # 113
 
 class ErrorCode(_ErrorCode, metaclass=_ErrorCodeEnumTypeWrapper):
     """Kafka's protocol error codes, with Kafka's numbers (mirrors headwater.errors.ErrorCode).
@@ -164,6 +165,7 @@ FENCED_MEMBER_EPOCH: ErrorCode.ValueType  # 110
 """KIP-848 consumer group protocol"""
 UNRELEASED_INSTANCE_ID: ErrorCode.ValueType  # 111
 UNSUPPORTED_ASSIGNOR: ErrorCode.ValueType  # 112
+STALE_MEMBER_EPOCH: ErrorCode.ValueType  # 113
 Global___ErrorCode: _TypeAlias = ErrorCode  # noqa: Y015
 
 @_typing.final

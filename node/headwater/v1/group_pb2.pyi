@@ -515,8 +515,9 @@ class OffsetCommitRequest(_message.Message):
     PARTITIONS_FIELD_NUMBER: _builtins.int
     group_id: _builtins.str
     generation_id: _builtins.int
-    """-1 with an empty member_id: a commit from outside the group"""
+    """-1 with an empty member_id: a commit from outside the group;"""
     member_id: _builtins.str
+    """the member epoch for a consumer-protocol group"""
     group_instance_id: _builtins.str
     retention_time_ms: _builtins.int
     """-1: offsets.retention.minutes"""
@@ -598,7 +599,15 @@ class OffsetFetchRequest(_message.Message):
 
     GROUP_ID_FIELD_NUMBER: _builtins.int
     PARTITIONS_FIELD_NUMBER: _builtins.int
+    MEMBER_ID_FIELD_NUMBER: _builtins.int
+    MEMBER_EPOCH_FIELD_NUMBER: _builtins.int
     group_id: _builtins.str
+    member_id: _builtins.str
+    """A consumer-protocol member names itself (Kafka's OffsetFetch v9): its epoch is checked.
+    empty: not a member (admin, classic consumer)
+    """
+    member_epoch: _builtins.int
+    """the member's epoch, with member_id"""
     @_builtins.property
     def partitions(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.TopicPartition]:
         """empty: every committed partition of the group"""
@@ -608,10 +617,12 @@ class OffsetFetchRequest(_message.Message):
         *,
         group_id: _builtins.str = ...,
         partitions: _abc.Iterable[_common_pb2.TopicPartition] | None = ...,
+        member_id: _builtins.str = ...,
+        member_epoch: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["group_id", b"group_id", "partitions", b"partitions"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["group_id", b"group_id", "member_epoch", b"member_epoch", "member_id", b"member_id", "partitions", b"partitions"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -932,3 +943,189 @@ class DeleteGroupsResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___DeleteGroupsResponse: _TypeAlias = DeleteGroupsResponse  # noqa: Y015
+
+@_typing.final
+class ConsumerGroupHeartbeatTopicPartitions(_message.Message):
+    """-- ConsumerGroupHeartbeat (Kafka's ConsumerGroupHeartbeatRequest/Response, KIP-848) --------
+    Topics are named, not identified by topic id (Headwater has no topic ids). Kafka's nullable
+    fields are proto3 `optional` scalars or wrapper messages: absent means "unchanged since my
+    last heartbeat".
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TOPIC_FIELD_NUMBER: _builtins.int
+    PARTITIONS_FIELD_NUMBER: _builtins.int
+    topic: _builtins.str
+    @_builtins.property
+    def partitions(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    def __init__(
+        self,
+        *,
+        topic: _builtins.str = ...,
+        partitions: _abc.Iterable[_builtins.int] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["partitions", b"partitions", "topic", b"topic"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ConsumerGroupHeartbeatTopicPartitions: _TypeAlias = ConsumerGroupHeartbeatTopicPartitions  # noqa: Y015
+
+@_typing.final
+class ConsumerGroupHeartbeatAssignment(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TOPIC_PARTITIONS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def topic_partitions(self) -> _containers.RepeatedCompositeFieldContainer[Global___ConsumerGroupHeartbeatTopicPartitions]: ...
+    def __init__(
+        self,
+        *,
+        topic_partitions: _abc.Iterable[Global___ConsumerGroupHeartbeatTopicPartitions] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["topic_partitions", b"topic_partitions"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ConsumerGroupHeartbeatAssignment: _TypeAlias = ConsumerGroupHeartbeatAssignment  # noqa: Y015
+
+@_typing.final
+class ConsumerGroupHeartbeatTopicNames(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAMES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        names: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["names", b"names"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ConsumerGroupHeartbeatTopicNames: _TypeAlias = ConsumerGroupHeartbeatTopicNames  # noqa: Y015
+
+@_typing.final
+class ConsumerGroupHeartbeatRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GROUP_ID_FIELD_NUMBER: _builtins.int
+    MEMBER_ID_FIELD_NUMBER: _builtins.int
+    MEMBER_EPOCH_FIELD_NUMBER: _builtins.int
+    INSTANCE_ID_FIELD_NUMBER: _builtins.int
+    RACK_ID_FIELD_NUMBER: _builtins.int
+    REBALANCE_TIMEOUT_MS_FIELD_NUMBER: _builtins.int
+    SUBSCRIBED_TOPIC_NAMES_FIELD_NUMBER: _builtins.int
+    SUBSCRIBED_TOPIC_REGEX_FIELD_NUMBER: _builtins.int
+    SERVER_ASSIGNOR_FIELD_NUMBER: _builtins.int
+    TOPIC_PARTITIONS_FIELD_NUMBER: _builtins.int
+    group_id: _builtins.str
+    member_id: _builtins.str
+    """empty on the first heartbeat: the coordinator picks one"""
+    member_epoch: _builtins.int
+    """0: join; -1: leave; -2: leave, static member to return"""
+    instance_id: _builtins.str
+    """group.instance.id of a static member"""
+    rack_id: _builtins.str
+    rebalance_timeout_ms: _builtins.int
+    """max.poll.interval.ms; absent: unchanged"""
+    subscribed_topic_regex: _builtins.str
+    """whole-name match; "" drops it"""
+    server_assignor: _builtins.str
+    """group.remote.assignor; absent: the default"""
+    @_builtins.property
+    def subscribed_topic_names(self) -> Global___ConsumerGroupHeartbeatTopicNames:
+        """(required on join)
+        absent: unchanged
+        """
+
+    @_builtins.property
+    def topic_partitions(self) -> Global___ConsumerGroupHeartbeatAssignment:
+        """owned now; absent: unchanged"""
+
+    def __init__(
+        self,
+        *,
+        group_id: _builtins.str = ...,
+        member_id: _builtins.str = ...,
+        member_epoch: _builtins.int = ...,
+        instance_id: _builtins.str | None = ...,
+        rack_id: _builtins.str | None = ...,
+        rebalance_timeout_ms: _builtins.int | None = ...,
+        subscribed_topic_names: Global___ConsumerGroupHeartbeatTopicNames | None = ...,
+        subscribed_topic_regex: _builtins.str | None = ...,
+        server_assignor: _builtins.str | None = ...,
+        topic_partitions: Global___ConsumerGroupHeartbeatAssignment | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_instance_id", b"_instance_id", "_rack_id", b"_rack_id", "_rebalance_timeout_ms", b"_rebalance_timeout_ms", "_server_assignor", b"_server_assignor", "_subscribed_topic_regex", b"_subscribed_topic_regex", "instance_id", b"instance_id", "rack_id", b"rack_id", "rebalance_timeout_ms", b"rebalance_timeout_ms", "server_assignor", b"server_assignor", "subscribed_topic_names", b"subscribed_topic_names", "subscribed_topic_regex", b"subscribed_topic_regex", "topic_partitions", b"topic_partitions"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_instance_id", b"_instance_id", "_rack_id", b"_rack_id", "_rebalance_timeout_ms", b"_rebalance_timeout_ms", "_server_assignor", b"_server_assignor", "_subscribed_topic_regex", b"_subscribed_topic_regex", "group_id", b"group_id", "instance_id", b"instance_id", "member_epoch", b"member_epoch", "member_id", b"member_id", "rack_id", b"rack_id", "rebalance_timeout_ms", b"rebalance_timeout_ms", "server_assignor", b"server_assignor", "subscribed_topic_names", b"subscribed_topic_names", "subscribed_topic_regex", b"subscribed_topic_regex", "topic_partitions", b"topic_partitions"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__instance_id: _TypeAlias = _typing.Literal["instance_id"]  # noqa: Y015
+    _WhichOneofArgType__instance_id: _TypeAlias = _typing.Literal["_instance_id", b"_instance_id"]  # noqa: Y015
+    _WhichOneofReturnType__rack_id: _TypeAlias = _typing.Literal["rack_id"]  # noqa: Y015
+    _WhichOneofArgType__rack_id: _TypeAlias = _typing.Literal["_rack_id", b"_rack_id"]  # noqa: Y015
+    _WhichOneofReturnType__rebalance_timeout_ms: _TypeAlias = _typing.Literal["rebalance_timeout_ms"]  # noqa: Y015
+    _WhichOneofArgType__rebalance_timeout_ms: _TypeAlias = _typing.Literal["_rebalance_timeout_ms", b"_rebalance_timeout_ms"]  # noqa: Y015
+    _WhichOneofReturnType__server_assignor: _TypeAlias = _typing.Literal["server_assignor"]  # noqa: Y015
+    _WhichOneofArgType__server_assignor: _TypeAlias = _typing.Literal["_server_assignor", b"_server_assignor"]  # noqa: Y015
+    _WhichOneofReturnType__subscribed_topic_regex: _TypeAlias = _typing.Literal["subscribed_topic_regex"]  # noqa: Y015
+    _WhichOneofArgType__subscribed_topic_regex: _TypeAlias = _typing.Literal["_subscribed_topic_regex", b"_subscribed_topic_regex"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__instance_id) -> _WhichOneofReturnType__instance_id | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__rack_id) -> _WhichOneofReturnType__rack_id | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__rebalance_timeout_ms) -> _WhichOneofReturnType__rebalance_timeout_ms | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__server_assignor) -> _WhichOneofReturnType__server_assignor | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__subscribed_topic_regex) -> _WhichOneofReturnType__subscribed_topic_regex | None: ...
+
+Global___ConsumerGroupHeartbeatRequest: _TypeAlias = ConsumerGroupHeartbeatRequest  # noqa: Y015
+
+@_typing.final
+class ConsumerGroupHeartbeatResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ERROR_CODE_FIELD_NUMBER: _builtins.int
+    ERROR_MESSAGE_FIELD_NUMBER: _builtins.int
+    MEMBER_ID_FIELD_NUMBER: _builtins.int
+    MEMBER_EPOCH_FIELD_NUMBER: _builtins.int
+    HEARTBEAT_INTERVAL_MS_FIELD_NUMBER: _builtins.int
+    ASSIGNMENT_FIELD_NUMBER: _builtins.int
+    error_code: _common_pb2.ErrorCode.ValueType
+    error_message: _builtins.str
+    member_id: _builtins.str
+    member_epoch: _builtins.int
+    heartbeat_interval_ms: _builtins.int
+    """group.consumer.heartbeat.interval.ms"""
+    @_builtins.property
+    def assignment(self) -> Global___ConsumerGroupHeartbeatAssignment:
+        """what the member may own; absent on error"""
+
+    def __init__(
+        self,
+        *,
+        error_code: _common_pb2.ErrorCode.ValueType = ...,
+        error_message: _builtins.str = ...,
+        member_id: _builtins.str = ...,
+        member_epoch: _builtins.int = ...,
+        heartbeat_interval_ms: _builtins.int = ...,
+        assignment: Global___ConsumerGroupHeartbeatAssignment | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["assignment", b"assignment"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["assignment", b"assignment", "error_code", b"error_code", "error_message", b"error_message", "heartbeat_interval_ms", b"heartbeat_interval_ms", "member_epoch", b"member_epoch", "member_id", b"member_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ConsumerGroupHeartbeatResponse: _TypeAlias = ConsumerGroupHeartbeatResponse  # noqa: Y015

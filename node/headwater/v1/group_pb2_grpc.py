@@ -84,6 +84,11 @@ class GroupStub:
                 request_serializer=headwater_dot_v1_dot_group__pb2.DeleteGroupsRequest.SerializeToString,
                 response_deserializer=headwater_dot_v1_dot_group__pb2.DeleteGroupsResponse.FromString,
                 _registered_method=True)
+        self.ConsumerGroupHeartbeat = channel.unary_unary(
+                '/headwater.v1.Group/ConsumerGroupHeartbeat',
+                request_serializer=headwater_dot_v1_dot_group__pb2.ConsumerGroupHeartbeatRequest.SerializeToString,
+                response_deserializer=headwater_dot_v1_dot_group__pb2.ConsumerGroupHeartbeatResponse.FromString,
+                _registered_method=True)
 
 
 class GroupServicer:
@@ -149,6 +154,14 @@ class GroupServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ConsumerGroupHeartbeat(self, request, context):
+        """The next-generation protocol (KIP-848, group.protocol=consumer): no JoinGroup/SyncGroup,
+        the coordinator computes assignments and hands them out one heartbeat at a time.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_GroupServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -201,6 +214,11 @@ def add_GroupServicer_to_server(servicer, server):
                     servicer.DeleteGroups,
                     request_deserializer=headwater_dot_v1_dot_group__pb2.DeleteGroupsRequest.FromString,
                     response_serializer=headwater_dot_v1_dot_group__pb2.DeleteGroupsResponse.SerializeToString,
+            ),
+            'ConsumerGroupHeartbeat': grpc.unary_unary_rpc_method_handler(
+                    servicer.ConsumerGroupHeartbeat,
+                    request_deserializer=headwater_dot_v1_dot_group__pb2.ConsumerGroupHeartbeatRequest.FromString,
+                    response_serializer=headwater_dot_v1_dot_group__pb2.ConsumerGroupHeartbeatResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -473,6 +491,33 @@ class Group:
             '/headwater.v1.Group/DeleteGroups',
             headwater_dot_v1_dot_group__pb2.DeleteGroupsRequest.SerializeToString,
             headwater_dot_v1_dot_group__pb2.DeleteGroupsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ConsumerGroupHeartbeat(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/headwater.v1.Group/ConsumerGroupHeartbeat',
+            headwater_dot_v1_dot_group__pb2.ConsumerGroupHeartbeatRequest.SerializeToString,
+            headwater_dot_v1_dot_group__pb2.ConsumerGroupHeartbeatResponse.FromString,
             options,
             channel_credentials,
             insecure,

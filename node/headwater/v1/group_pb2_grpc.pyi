@@ -48,6 +48,10 @@ class GroupStub:
     DescribeGroups: _grpc.UnaryUnaryMultiCallable[_group_pb2.DescribeGroupsRequest, _group_pb2.DescribeGroupsResponse]
     ListGroups: _grpc.UnaryUnaryMultiCallable[_group_pb2.ListGroupsRequest, _group_pb2.ListGroupsResponse]
     DeleteGroups: _grpc.UnaryUnaryMultiCallable[_group_pb2.DeleteGroupsRequest, _group_pb2.DeleteGroupsResponse]
+    ConsumerGroupHeartbeat: _grpc.UnaryUnaryMultiCallable[_group_pb2.ConsumerGroupHeartbeatRequest, _group_pb2.ConsumerGroupHeartbeatResponse]
+    """The next-generation protocol (KIP-848, group.protocol=consumer): no JoinGroup/SyncGroup,
+    the coordinator computes assignments and hands them out one heartbeat at a time.
+    """
 
 @_typing.type_check_only
 class GroupAsyncStub(GroupStub):
@@ -62,6 +66,10 @@ class GroupAsyncStub(GroupStub):
     DescribeGroups: _aio.UnaryUnaryMultiCallable[_group_pb2.DescribeGroupsRequest, _group_pb2.DescribeGroupsResponse]  # type: ignore[assignment]
     ListGroups: _aio.UnaryUnaryMultiCallable[_group_pb2.ListGroupsRequest, _group_pb2.ListGroupsResponse]  # type: ignore[assignment]
     DeleteGroups: _aio.UnaryUnaryMultiCallable[_group_pb2.DeleteGroupsRequest, _group_pb2.DeleteGroupsResponse]  # type: ignore[assignment]
+    ConsumerGroupHeartbeat: _aio.UnaryUnaryMultiCallable[_group_pb2.ConsumerGroupHeartbeatRequest, _group_pb2.ConsumerGroupHeartbeatResponse]  # type: ignore[assignment]
+    """The next-generation protocol (KIP-848, group.protocol=consumer): no JoinGroup/SyncGroup,
+    the coordinator computes assignments and hands them out one heartbeat at a time.
+    """
 
 class GroupServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -133,5 +141,15 @@ class GroupServicer(metaclass=_abc_1.ABCMeta):
         request: _group_pb2.DeleteGroupsRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_group_pb2.DeleteGroupsResponse, _abc.Awaitable[_group_pb2.DeleteGroupsResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def ConsumerGroupHeartbeat(
+        self,
+        request: _group_pb2.ConsumerGroupHeartbeatRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_group_pb2.ConsumerGroupHeartbeatResponse, _abc.Awaitable[_group_pb2.ConsumerGroupHeartbeatResponse]]:
+        """The next-generation protocol (KIP-848, group.protocol=consumer): no JoinGroup/SyncGroup,
+        the coordinator computes assignments and hands them out one heartbeat at a time.
+        """
 
 def add_GroupServicer_to_server(servicer: GroupServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

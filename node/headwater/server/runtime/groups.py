@@ -22,7 +22,7 @@ from the metrics thread and which only read.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 
 from headwater import errors
 from headwater.errors import ErrorCode
@@ -64,13 +64,20 @@ def replica_callables(
     return append, read
 
 
-def group_coordinator(config: BrokerConfig, replicas: ReplicaManager) -> GroupCoordinatorRuntime:
-    """The group coordinator runtime over ``replicas``, with the broker's group settings."""
+def group_coordinator(
+    config: BrokerConfig,
+    replicas: ReplicaManager,
+    *,
+    partition_counts: Callable[[], Mapping[str, int]] = dict,
+) -> GroupCoordinatorRuntime:
+    """The group coordinator runtime over ``replicas``, with the broker's group settings;
+    ``partition_counts`` (from the metadata cache) feeds consumer-protocol assignors."""
     append, read = replica_callables(replicas, timeout_ms=config.offsets_commit_timeout_ms)
     return GroupCoordinatorRuntime(
         num_partitions=config.offsets_topic_num_partitions,
         append=append,
         read=read,
+        partition_counts=partition_counts,
         config=GroupConfig(
             group_min_session_timeout_ms=config.group_min_session_timeout_ms,
             group_max_session_timeout_ms=config.group_max_session_timeout_ms,

@@ -25,6 +25,10 @@ class MetadataCache:
         self.cluster_id = ""
         self.version = 0
 
+    def partition_counts(self) -> dict[str, int]:
+        """``topic -> number of partitions`` of every topic known here."""
+        return {topic: len(parts) for topic, parts in self.topics.items()}
+
     def update(
         self,
         *,

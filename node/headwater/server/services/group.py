@@ -41,6 +41,28 @@ def _opt(s: str) -> str | None:
     return s or None
 
 
+def _partitions_from_pb(
+    assignment: group_pb2.ConsumerGroupHeartbeatAssignment,
+) -> tuple[TopicPartition, ...]:
+    return tuple(
+        TopicPartition(t.topic, p) for t in assignment.topic_partitions for p in t.partitions
+    )
+
+
+def _partitions_to_pb(
+    tps: tuple[TopicPartition, ...],
+) -> group_pb2.ConsumerGroupHeartbeatAssignment:
+    by_topic: dict[str, list[int]] = {}
+    for tp in sorted(tps):
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    return group_pb2.ConsumerGroupHeartbeatAssignment(
+        topic_partitions=[
+            group_pb2.ConsumerGroupHeartbeatTopicPartitions(topic=t, partitions=ps)
+            for t, ps in by_topic.items()
+        ]
+    )
+
+
 class GroupService(group_pb2_grpc.GroupServicer):
     def __init__(
         self,
@@ -204,6 +226,46 @@ class GroupService(group_pb2_grpc.GroupServicer):
             ],
         )
 
+    async def ConsumerGroupHeartbeat(
+        self, request: group_pb2.ConsumerGroupHeartbeatRequest, context: Context
+    ) -> group_pb2.ConsumerGroupHeartbeatResponse:
+        def opt(field: str) -> str | None:
+            return getattr(request, field) if request.HasField(field) else None  # type: ignore[arg-type]
+
+        r = await self._runtime.consumer_group_heartbeat(
+            gv.ConsumerGroupHeartbeatRequest(
+                group_id=request.group_id,
+                member_id=request.member_id,
+                member_epoch=request.member_epoch,
+                instance_id=opt("instance_id"),
+                rack_id=opt("rack_id"),
+                rebalance_timeout_ms=(
+                    request.rebalance_timeout_ms if request.HasField("rebalance_timeout_ms") else -1
+                ),
+                subscribed_topic_names=(
+                    tuple(request.subscribed_topic_names.names)
+                    if request.HasField("subscribed_topic_names")
+                    else None
+                ),
+                subscribed_topic_regex=opt("subscribed_topic_regex"),
+                server_assignor=opt("server_assignor"),
+                topic_partitions=(
+                    _partitions_from_pb(request.topic_partitions)
+                    if request.HasField("topic_partitions")
+                    else None
+                ),
+                client_host=(context.peer() or "").rsplit(":", 1)[0],
+            )
+        )
+        return group_pb2.ConsumerGroupHeartbeatResponse(
+            error_code=pb_error(r.error_code),
+            error_message=r.error_message,
+            member_id=r.member_id,
+            member_epoch=r.member_epoch,
+            heartbeat_interval_ms=r.heartbeat_interval_ms,
+            assignment=_partitions_to_pb(r.assignment) if r.assignment is not None else None,
+        )
+
     # -- offsets --------------------------------------------------------------------------
 
     async def OffsetCommit(
@@ -241,7 +303,12 @@ class GroupService(group_pb2_grpc.GroupServicer):
         self, request: group_pb2.OffsetFetchRequest, context: Context
     ) -> group_pb2.OffsetFetchResponse:
         wanted = [TopicPartition(p.topic, p.partition) for p in request.partitions]
-        r = self._runtime.fetch_offsets(request.group_id, wanted or None)
+        r = self._runtime.fetch_offsets(
+            request.group_id,
+            wanted or None,
+            member_id=_opt(request.member_id),
+            member_epoch=request.member_epoch,
+        )
         return group_pb2.OffsetFetchResponse(
             error_code=pb_error(r.error_code),
             partitions=[
