@@ -13,7 +13,11 @@
   GROUP_ID_NOT_FOUND, as in Kafka; a group created by a refused join is dropped again;
 - enforces ``group.consumer.max.size`` (GROUP_MAX_SIZE_REACHED);
 - validates the member epoch of offset commits and fetches (Kafka's
-  ``ConsumerGroup.validateOffsetCommit``/``validateOffsetFetch``).
+  ``ConsumerGroup.validateOffsetCommit``/``validateOffsetFetch``);
+- turns every change into ``__consumer_offsets`` records (Kafka's KIP-848 record types,
+  :mod:`headwater.groups.consumer_records`): an operation returns the records that turn
+  the group's previous image into its new one, and :meth:`ConsumerGroups.replay` rebuilds
+  the groups from them on a new coordinator.
 
 Whether a classic group holds the id is the caller's question (it owns those groups).
 Pure: time and partition counts are passed in.  Not thread-safe.
@@ -25,6 +29,7 @@ import uuid
 from collections.abc import Callable, Mapping
 
 from headwater.errors import ErrorCode
+from headwater.groups import consumer_records
 from headwater.groups.consumer_group import (
     JOIN_EPOCH,
     LEAVE_EPOCH,
@@ -32,6 +37,7 @@ from headwater.groups.consumer_group import (
     ConsumerGroup,
     Heartbeat,
 )
+from headwater.groups.records import CoordinatorRecord
 from headwater.groups.values import (
     CONSUMER_PROTOCOL_TYPE,
     ConsumerGroupHeartbeatRequest,
@@ -103,11 +109,14 @@ class ConsumerGroups:
         *,
         now_ms: int,
         partition_counts: Mapping[str, int],
-    ) -> ConsumerGroupHeartbeatResponse:
-        """Apply one heartbeat; an error answer leaves every group as it was."""
+    ) -> tuple[ConsumerGroupHeartbeatResponse, list[CoordinatorRecord]]:
+        """Apply one heartbeat: the answer and the records to write first.  An error
+        answer comes with no records and leaves every group as it was."""
 
-        def fail(code: ErrorCode, message: str) -> ConsumerGroupHeartbeatResponse:
-            return self.refuse(req, code, message)
+        def fail(
+            code: ErrorCode, message: str
+        ) -> tuple[ConsumerGroupHeartbeatResponse, list[CoordinatorRecord]]:
+            return self.refuse(req, code, message), []
 
         why = invalid_heartbeat(req)
         if why is not None:
@@ -134,6 +143,7 @@ class ConsumerGroups:
                 f"The consumer group has reached its maximum capacity of "
                 f"{self.config.consumer_max_size} members.",
             )
+        before = {} if created else consumer_records.image(group)
         self.groups[req.group_id] = group
         result = group.heartbeat(
             Heartbeat(
@@ -165,13 +175,14 @@ class ConsumerGroups:
                 del self.groups[req.group_id]
             return fail(result.error_code, _MESSAGES.get(result.error_code, ""))
         leaving = result.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH)
-        return ConsumerGroupHeartbeatResponse(
+        response = ConsumerGroupHeartbeatResponse(
             ErrorCode.NONE,
             member_id=result.member_id,
             member_epoch=result.member_epoch,
             heartbeat_interval_ms=0 if leaving else self.config.consumer_heartbeat_interval_ms,
             assignment=None if leaving else tuple(sorted(result.assignment)),
         )
+        return response, consumer_records.changes(before, consumer_records.image(group))
 
     @staticmethod
     def refuse(
@@ -179,10 +190,27 @@ class ConsumerGroups:
     ) -> ConsumerGroupHeartbeatResponse:
         return ConsumerGroupHeartbeatResponse(code, message, req.member_id, req.member_epoch)
 
-    def drop(self, group_id: str) -> None:
-        """Forget an empty group (deleted, or giving way to a classic group)."""
+    def drop(self, group_id: str) -> list[CoordinatorRecord]:
+        """Forget an empty group (deleted, or giving way to a classic group): the
+        tombstones of its records."""
         group = self.groups.pop(group_id)
         assert not group.members, "only an empty consumer group may be dropped"
+        return consumer_records.changes(consumer_records.image(group), {})
+
+    def replay(self, key: bytes, value: bytes | None, *, now_ms: int) -> None:
+        """Apply one record of the partition, in log order (a new coordinator loading)."""
+        k = consumer_records.decode_key(key)
+        if k.version == consumer_records.PARTITION_METADATA:
+            return  # partition counts come from the metadata cache
+        group = self.groups.get(k.group)
+        if group is None:
+            if value is None:
+                return
+            group = self.groups[k.group] = self.new_group(k.group)
+        if not consumer_records.apply(group, k, value):
+            del self.groups[k.group]
+            return
+        group.restore(now_ms=now_ms)
 
     def _would_exceed_max_size(
         self, group: ConsumerGroup, req: ConsumerGroupHeartbeatRequest
@@ -195,15 +223,15 @@ class ConsumerGroups:
 
     # == timers ========================================================================
 
-    def tick(self, *, now_ms: int, partition_counts: Mapping[str, int]) -> list[str]:
-        """Expire sessions and revocation deadlines; the ids of the groups that changed."""
-        changed = []
-        for gid, group in self.groups.items():
-            before = (group.group_epoch, len(group.members))
+    def tick(self, *, now_ms: int, partition_counts: Mapping[str, int]) -> list[CoordinatorRecord]:
+        """Expire sessions and revocation deadlines, follow regex subscriptions: the
+        records of what changed."""
+        out: list[CoordinatorRecord] = []
+        for group in self.groups.values():
+            before = consumer_records.image(group)
             group.tick(now_ms=now_ms, partition_counts=partition_counts)
-            if (group.group_epoch, len(group.members)) != before:
-                changed.append(gid)
-        return changed
+            out += consumer_records.changes(before, consumer_records.image(group))
+        return out
 
     # == administration ================================================================
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 
 from headwater.errors import ErrorCode
+from headwater.groups import consumer_records
 from headwater.groups.consumer_groups import ConsumerGroups, new_consumer_member_id
 from headwater.groups.group import GroupMetadata
 from headwater.groups.membership import (
@@ -105,9 +106,10 @@ class GroupCoordinator(GroupOffsets):
                 req, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a consumer group."
             )
         else:
-            response = self.consumer.heartbeat(
+            response, written = self.consumer.heartbeat(
                 req, now_ms=now_ms, partition_counts=partition_counts
             )
+            out.records.extend(written)
         out.reply(request_id, response)
         return out.decision()
 
@@ -125,8 +127,9 @@ class GroupCoordinator(GroupOffsets):
                 ),
             )
             return out.decision()
-        self.consumer.drop(req.group_id)  # an empty consumer group gives way
-        return super().join_group(req, request_id=request_id, now_ms=now_ms)
+        tombstones = self.consumer.drop(req.group_id)  # an empty consumer group gives way
+        joined = super().join_group(req, request_id=request_id, now_ms=now_ms)
+        return Decision((*tombstones, *joined.records), joined.replies)
 
     def commit_offsets(self, req: OffsetCommitRequest, *, request_id: int, now_ms: int) -> Decision:
         group = self.consumer.groups.get(req.group_id)
@@ -171,13 +174,20 @@ class GroupCoordinator(GroupOffsets):
             elif group.members:
                 results.append((gid, ErrorCode.NON_EMPTY_GROUP))
             else:
-                self.consumer.drop(gid)
+                out.records.extend(self.consumer.drop(gid))
                 holder = self.groups.get(gid)
                 if holder is not None:
                     self._drop(holder, list(holder.offsets), now_ms, out)
                 results.append((gid, ErrorCode.NONE))
         out.reply(request_id, tuple(results))
         return out.decision()
+
+    def replay(self, key: bytes, value: bytes | None, *, now_ms: int) -> None:
+        """Apply one record of the partition, in log order, to rebuild the state."""
+        if consumer_records.key_version(key) in consumer_records.KEY_VERSIONS:
+            self.consumer.replay(key, value, now_ms=now_ms)
+        else:
+            super().replay(key, value, now_ms=now_ms)
 
     # == administration ================================================================
 
@@ -229,7 +239,7 @@ class GroupCoordinator(GroupOffsets):
         consumer-protocol groups too when ``partition_counts`` (their topics) are given."""
         out = Out()
         if partition_counts is not None:
-            self.consumer.tick(now_ms=now_ms, partition_counts=partition_counts)
+            out.records.extend(self.consumer.tick(now_ms=now_ms, partition_counts=partition_counts))
         for group in list(self.groups.values()):
             consumer = self.consumer.groups.get(group.group_id)
             if consumer is not None and consumer.members:

@@ -39,8 +39,9 @@ Group metadata value, version 3::
         assignment          bytes
 
 A null value is a tombstone: the offset was deleted or expired, or the group was deleted.
-Unknown key versions are refused with ``ValueError`` rather than silently skipped, so a
-newer format is never half-understood.
+Key versions 3 to 8 are the consumer-protocol (KIP-848) groups' records, in
+:mod:`headwater.groups.consumer_records`.  Unknown key versions are refused with
+``ValueError`` rather than silently skipped, so a newer format is never half-understood.
 """
 
 from __future__ import annotations

@@ -316,3 +316,30 @@ def test_commit_and_fetch_check_the_member_epoch(cluster: Cluster) -> None:
     assert r.results[0].error_code == common_pb2.NONE
     assert list(cluster.fetch().partitions) == []
     assert cluster.runtime.list_groups() == []
+
+
+def test_a_new_coordinator_keeps_epochs_assignments_and_offsets(cluster: Cluster) -> None:
+    a = cluster.join()
+    b = cluster.join()
+    a2 = cluster.hb(member_id=a.member_id, member_epoch=1, owned=T(0, 1, 2, 3))
+    assert cluster.commit(a.member_id, 1) is ErrorCode.NONE
+    cluster.runtime.on_resign(0)
+    assert cluster.hb(member_id=b.member_id, member_epoch=2).error_code == (
+        common_pb2.NOT_COORDINATOR
+    )
+    new = Cluster(cluster.loop, log=cluster.log)  # another broker, reading the same log
+    new.lead(epoch=1)
+    try:
+        d = new.describe()
+        assert (d.protocol_type, d.generation_id, d.group_state) == ("consumer", 2, "Reconciling")
+        # b still waits: a has not revoked yet (the revocation survived the move).
+        assert owned(new.hb(member_id=b.member_id, member_epoch=2, owned=set())) == set()
+        a3 = new.hb(member_id=a.member_id, member_epoch=1, owned=owned(a2))
+        assert a3.member_epoch == 2 and owned(a3) == owned(a2)
+        b3 = new.hb(member_id=b.member_id, member_epoch=2, owned=set())
+        assert owned(b3) == T(0, 1, 2, 3) - owned(a2)
+        f = new.fetch(a.member_id, 2)
+        ok(f)
+        assert [p.committed_offset for p in f.partitions] == [5]
+    finally:
+        new.run(new.runtime.close())
