@@ -48,6 +48,7 @@ def _describe(admin: Admin, group: str) -> dict[str, Any]:
     committed = admin.list_consumer_group_offsets(group)
     ends = admin.list_offsets(dict.fromkeys(committed, "latest")) if committed else {}
     owner = {tp: m.member_id for m in g.members for tp in m.assignment}
+    consumer = g.group_type == "consumer"
     members = [
         {
             "member_id": m.member_id,
@@ -55,6 +56,15 @@ def _describe(admin: Admin, group: str) -> dict[str, Any]:
             "host": m.host,
             "group_instance_id": m.group_instance_id,
             "assignment": [str(tp) for tp in m.assignment],
+            **(
+                {
+                    "member_epoch": m.member_epoch,
+                    "member_state": m.state,
+                    "target_assignment": [str(tp) for tp in m.target_assignment],
+                }
+                if consumer
+                else {}
+            ),
         }
         for m in g.members
     ]
@@ -74,8 +84,14 @@ def _describe(admin: Admin, group: str) -> dict[str, Any]:
     return {
         "group": group,
         "state": g.state,
+        "group_type": g.group_type,
         "protocol": g.protocol,
         "generation": g.generation_id,
+        **(
+            {"group_epoch": g.group_epoch, "target_assignment_epoch": g.target_assignment_epoch}
+            if consumer
+            else {}
+        ),
         "coordinator": g.coordinator,
         "members": members,
         "offsets": rows,
@@ -102,15 +118,28 @@ def cmd_describe(args: argparse.Namespace) -> int:
     if args.output == "json":
         print_json(d)
         return 0
-    print(
-        f"group {d['group']}: {d['state']}, protocol {d['protocol'] or '-'}, "
-        f"generation {d['generation']}"
-    )
-    for m in d["members"]:
+    if d["group_type"] == "consumer":
         print(
+            f"group {d['group']}: {d['state']}, group type consumer, assignor "
+            f"{d['protocol'] or '-'}, group epoch {d['group_epoch']}, target assignment epoch "
+            f"{d['target_assignment_epoch']}"
+        )
+    else:
+        print(
+            f"group {d['group']}: {d['state']}, group type classic, protocol "
+            f"{d['protocol'] or '-'}, generation {d['generation']}"
+        )
+    for m in d["members"]:
+        line = (
             f"  member {m['member_id']} client={m['client_id']} host={m['host']} "
             f"instance={m['group_instance_id'] or '-'} assignment={','.join(m['assignment'])}"
         )
+        if "member_epoch" in m:
+            line += (
+                f" epoch={m['member_epoch']} state={m['member_state']} "
+                f"target={','.join(m['target_assignment'])}"
+            )
+        print(line)
     print("TOPIC\tPARTITION\tCURRENT-OFFSET\tLOG-END-OFFSET\tLAG")
     for o in d["offsets"]:
         print(

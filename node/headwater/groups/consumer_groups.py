@@ -244,9 +244,25 @@ class ConsumerGroups:
             protocol=group.assignor,
             generation_id=group.group_epoch,
             members=tuple(
-                MemberDescription(m.member_id, m.instance_id, m.client_id, m.client_host, b"", b"")
+                MemberDescription(
+                    m.member_id,
+                    m.instance_id,
+                    m.client_id,
+                    m.client_host,
+                    b"",
+                    b"",
+                    member_epoch=m.member_epoch,
+                    member_state=m.state.value,
+                    owned=tuple(sorted(m.held)),
+                    target=tuple(sorted(group.target.get(m.member_id, ()))),
+                    subscribed_topics=tuple(sorted(m.subscribed_topics)),
+                    subscribed_regex=m.subscribed_regex or "",
+                )
                 for m in group.members.values()
             ),
+            group_type="consumer",
+            group_epoch=group.group_epoch,
+            assignment_epoch=group.target_epoch,
         )
 
     # == offsets =======================================================================

@@ -196,6 +196,14 @@ class MemberDescription(NamedTuple):
     client_host: str
     metadata: bytes
     assignment: bytes
+    # Consumer-protocol (KIP-848) members only:
+    member_epoch: int = -1
+    member_state: str = ""
+    owned: tuple[TopicPartition, ...] = ()
+    """Assigned now (pending revocations included: the member still holds them)."""
+    target: tuple[TopicPartition, ...] = ()
+    subscribed_topics: tuple[str, ...] = ()
+    subscribed_regex: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -207,6 +215,10 @@ class GroupDescription:
     generation_id: int
     members: tuple[MemberDescription, ...]
     error_code: ErrorCode = ErrorCode.NONE
+    group_type: str = "classic"
+    """``classic`` or ``consumer`` (KIP-848), Kafka's ``GroupType``."""
+    group_epoch: int = -1
+    assignment_epoch: int = -1
 
 
 class GroupOverview(NamedTuple):

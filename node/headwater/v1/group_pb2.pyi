@@ -719,12 +719,33 @@ class DescribedGroupMember(_message.Message):
     CLIENT_HOST_FIELD_NUMBER: _builtins.int
     MEMBER_METADATA_FIELD_NUMBER: _builtins.int
     MEMBER_ASSIGNMENT_FIELD_NUMBER: _builtins.int
+    MEMBER_EPOCH_FIELD_NUMBER: _builtins.int
+    MEMBER_STATE_FIELD_NUMBER: _builtins.int
+    ASSIGNMENT_FIELD_NUMBER: _builtins.int
+    TARGET_ASSIGNMENT_FIELD_NUMBER: _builtins.int
+    SUBSCRIBED_TOPIC_NAMES_FIELD_NUMBER: _builtins.int
+    SUBSCRIBED_TOPIC_REGEX_FIELD_NUMBER: _builtins.int
     member_id: _builtins.str
     group_instance_id: _builtins.str
     client_id: _builtins.str
     client_host: _builtins.str
     member_metadata: _builtins.bytes
     member_assignment: _builtins.bytes
+    member_epoch: _builtins.int
+    """Consumer-protocol (KIP-848) members only:"""
+    member_state: _builtins.str
+    """stable, unrevoked_partitions, unreleased_partitions"""
+    subscribed_topic_regex: _builtins.str
+    @_builtins.property
+    def assignment(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.TopicPartition]:
+        """what the member owns now"""
+
+    @_builtins.property
+    def target_assignment(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.TopicPartition]:
+        """what it is moving to"""
+
+    @_builtins.property
+    def subscribed_topic_names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
     def __init__(
         self,
         *,
@@ -734,10 +755,16 @@ class DescribedGroupMember(_message.Message):
         client_host: _builtins.str = ...,
         member_metadata: _builtins.bytes = ...,
         member_assignment: _builtins.bytes = ...,
+        member_epoch: _builtins.int = ...,
+        member_state: _builtins.str = ...,
+        assignment: _abc.Iterable[_common_pb2.TopicPartition] | None = ...,
+        target_assignment: _abc.Iterable[_common_pb2.TopicPartition] | None = ...,
+        subscribed_topic_names: _abc.Iterable[_builtins.str] | None = ...,
+        subscribed_topic_regex: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["client_host", b"client_host", "client_id", b"client_id", "group_instance_id", b"group_instance_id", "member_assignment", b"member_assignment", "member_id", b"member_id", "member_metadata", b"member_metadata"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["assignment", b"assignment", "client_host", b"client_host", "client_id", b"client_id", "group_instance_id", b"group_instance_id", "member_assignment", b"member_assignment", "member_epoch", b"member_epoch", "member_id", b"member_id", "member_metadata", b"member_metadata", "member_state", b"member_state", "subscribed_topic_names", b"subscribed_topic_names", "subscribed_topic_regex", b"subscribed_topic_regex", "target_assignment", b"target_assignment"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -755,6 +782,9 @@ class DescribedGroup(_message.Message):
     PROTOCOL_DATA_FIELD_NUMBER: _builtins.int
     MEMBERS_FIELD_NUMBER: _builtins.int
     GENERATION_ID_FIELD_NUMBER: _builtins.int
+    GROUP_TYPE_FIELD_NUMBER: _builtins.int
+    GROUP_EPOCH_FIELD_NUMBER: _builtins.int
+    ASSIGNMENT_EPOCH_FIELD_NUMBER: _builtins.int
     error_code: _common_pb2.ErrorCode.ValueType
     error_message: _builtins.str
     group_id: _builtins.str
@@ -764,6 +794,13 @@ class DescribedGroup(_message.Message):
     protocol_data: _builtins.str
     """the selected protocol (assignor) name"""
     generation_id: _builtins.int
+    """the group epoch of a consumer-protocol group"""
+    group_type: _builtins.str
+    """"classic" (JoinGroup/SyncGroup) or "consumer" (KIP-848)"""
+    group_epoch: _builtins.int
+    """consumer-protocol groups only"""
+    assignment_epoch: _builtins.int
+    """the target assignment's epoch (consumer-protocol only)"""
     @_builtins.property
     def members(self) -> _containers.RepeatedCompositeFieldContainer[Global___DescribedGroupMember]: ...
     def __init__(
@@ -777,10 +814,13 @@ class DescribedGroup(_message.Message):
         protocol_data: _builtins.str = ...,
         members: _abc.Iterable[Global___DescribedGroupMember] | None = ...,
         generation_id: _builtins.int = ...,
+        group_type: _builtins.str = ...,
+        group_epoch: _builtins.int = ...,
+        assignment_epoch: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["error_code", b"error_code", "error_message", b"error_message", "generation_id", b"generation_id", "group_id", b"group_id", "group_state", b"group_state", "members", b"members", "protocol_data", b"protocol_data", "protocol_type", b"protocol_type"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["assignment_epoch", b"assignment_epoch", "error_code", b"error_code", "error_message", b"error_message", "generation_id", b"generation_id", "group_epoch", b"group_epoch", "group_id", b"group_id", "group_state", b"group_state", "group_type", b"group_type", "members", b"members", "protocol_data", b"protocol_data", "protocol_type", b"protocol_type"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -343,3 +343,34 @@ def test_a_new_coordinator_keeps_epochs_assignments_and_offsets(cluster: Cluster
         assert [p.committed_offset for p in f.partitions] == [5]
     finally:
         new.run(new.runtime.close())
+
+
+def test_describe_shows_epochs_states_and_both_assignments(cluster: Cluster) -> None:
+    a = cluster.join(instance_id="i1")
+    b = cluster.join(topics=["t"], subscribed_topic_regex="^$")
+    cluster.hb(member_id=a.member_id, member_epoch=1, owned=T(0, 1, 2, 3))  # a revokes some
+    d = cluster.describe()
+    assert (d.group_type, d.protocol_type, d.protocol_data) == ("consumer", "consumer", "uniform")
+    assert (d.group_epoch, d.assignment_epoch, d.generation_id) == (2, 2, 2)
+    assert d.group_state == "Reconciling"
+    members = {m.member_id: m for m in d.members}
+    ma, mb = members[a.member_id], members[b.member_id]
+    assert (ma.member_epoch, ma.member_state, ma.group_instance_id) == (
+        1,
+        "unrevoked_partitions",
+        "i1",
+    )
+    held = {(tp.topic, tp.partition) for tp in ma.assignment}
+    target = {(tp.topic, tp.partition) for tp in ma.target_assignment}
+    assert held == T(0, 1, 2, 3) and target < held  # still holds what it must give up
+    assert (mb.member_epoch, mb.member_state, list(mb.subscribed_topic_names)) == (
+        2,
+        "unreleased_partitions",
+        ["t"],
+    )
+    assert mb.subscribed_topic_regex == "^$" and not mb.assignment
+    assert {(tp.topic, tp.partition) for tp in mb.target_assignment} == T(0, 1, 2, 3) - target
+    listed = cluster.run(cluster.service.ListGroups(pb.ListGroupsRequest(), _Context()))  # type: ignore[arg-type]
+    assert [(g.group_id, g.protocol_type, g.group_state) for g in listed.groups] == [
+        ("g", "consumer", "Reconciling")
+    ]

@@ -48,7 +48,13 @@ class MemberDescription(NamedTuple):
     client_id: str
     host: str
     assignment: tuple[TopicPartition, ...]
-    """The member's partitions (empty unless the group is Stable)."""
+    """The member's partitions (classic: empty unless the group is Stable; consumer
+    protocol: what the member holds now)."""
+    member_epoch: int = -1
+    """Consumer-protocol groups only, as the rest below."""
+    state: str = ""
+    """``stable``, ``unrevoked_partitions`` or ``unreleased_partitions``."""
+    target_assignment: tuple[TopicPartition, ...] = ()
 
 
 class ConsumerGroupDescription(NamedTuple):
@@ -63,6 +69,11 @@ class ConsumerGroupDescription(NamedTuple):
     members: tuple[MemberDescription, ...]
     coordinator: str
     """``host:port`` of the coordinator that answered."""
+    group_type: str = "classic"
+    """``classic`` (JoinGroup/SyncGroup) or ``consumer`` (KIP-848), Kafka's ``GroupType``."""
+    group_epoch: int = -1
+    """Consumer-protocol groups only, as the next."""
+    target_assignment_epoch: int = -1
 
 
 class GroupAdmin:
@@ -170,9 +181,12 @@ class GroupAdmin:
             if g.error_code:
                 raise errors.for_code(g.error_code, g.error_message or f"group {gid!r}")
             members = []
+            consumer = g.group_type == "consumer"
             for m in g.members:
                 assigned: tuple[TopicPartition, ...] = ()
-                if m.member_assignment:
+                if consumer:
+                    assigned = tuple(TopicPartition(p.topic, p.partition) for p in m.assignment)
+                elif m.member_assignment:
                     assigned = tuple(
                         sorted(protocol.decode_assignment(m.member_assignment).partitions)
                     )
@@ -183,6 +197,9 @@ class GroupAdmin:
                         m.client_id,
                         m.client_host,
                         assigned,
+                        m.member_epoch if consumer else -1,
+                        m.member_state,
+                        tuple(TopicPartition(p.topic, p.partition) for p in m.target_assignment),
                     )
                 )
             out[gid] = ConsumerGroupDescription(
@@ -193,6 +210,9 @@ class GroupAdmin:
                 g.generation_id,
                 tuple(members),
                 address,
+                g.group_type or "classic",
+                g.group_epoch if consumer else -1,
+                g.assignment_epoch if consumer else -1,
             )
         return out
 

@@ -31,7 +31,7 @@ from headwater.groups.runtime import GroupCoordinatorRuntime
 from headwater.server.convert import Context, pb_error
 from headwater.server.runtime.metadata_cache import MetadataCache
 from headwater.server.runtime.offload import run_blocking
-from headwater.v1 import group_pb2, group_pb2_grpc
+from headwater.v1 import common_pb2, group_pb2, group_pb2_grpc
 from headwater.values import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -39,6 +39,10 @@ log = logging.getLogger(__name__)
 
 def _opt(s: str) -> str | None:
     return s or None
+
+
+def _tp_pb(tp: TopicPartition) -> common_pb2.TopicPartition:
+    return common_pb2.TopicPartition(topic=tp.topic, partition=tp.partition)
 
 
 def _partitions_from_pb(
@@ -339,6 +343,9 @@ class GroupService(group_pb2_grpc.GroupServicer):
                     protocol_type=d.protocol_type,
                     protocol_data=d.protocol,
                     generation_id=d.generation_id,
+                    group_type=d.group_type,
+                    group_epoch=d.group_epoch,
+                    assignment_epoch=d.assignment_epoch,
                     members=[
                         group_pb2.DescribedGroupMember(
                             member_id=m.member_id,
@@ -347,6 +354,12 @@ class GroupService(group_pb2_grpc.GroupServicer):
                             client_host=m.client_host,
                             member_metadata=m.metadata,
                             member_assignment=m.assignment,
+                            member_epoch=m.member_epoch,
+                            member_state=m.member_state,
+                            assignment=[_tp_pb(tp) for tp in m.owned],
+                            target_assignment=[_tp_pb(tp) for tp in m.target],
+                            subscribed_topic_names=m.subscribed_topics,
+                            subscribed_topic_regex=m.subscribed_regex,
                         )
                         for m in d.members
                     ],
