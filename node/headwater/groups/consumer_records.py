@@ -43,7 +43,7 @@ from headwater.groups.consumer_group import (
     ConsumerMember,
     MemberState,
 )
-from headwater.groups.records import CoordinatorRecord, _Reader, _str
+from headwater.groups.records import CoordinatorRecord, Reader, encode_string
 from headwater.values import TopicPartition
 
 GROUP_METADATA, PARTITION_METADATA, MEMBER_METADATA = 3, 4, 5
@@ -97,11 +97,11 @@ def key_version(key: bytes) -> int:
 
 
 def encode_key(key: ConsumerKey) -> bytes:
-    parts = [_I16.pack(key.version), _str(key.group)]
+    parts = [_I16.pack(key.version), encode_string(key.group)]
     if key.version in (MEMBER_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT):
         if key.member is None:
             raise ValueError(f"key version {key.version} needs a member id")
-        parts.append(_str(key.member))
+        parts.append(encode_string(key.member))
     return b"".join(parts)
 
 
@@ -111,7 +111,7 @@ def _epoch_value(epoch: int) -> bytes:
 
 def _strings(items: Iterable[str]) -> bytes:
     listed = list(items)
-    return _I32.pack(len(listed)) + b"".join(_str(s) for s in listed)
+    return _I32.pack(len(listed)) + b"".join(encode_string(s) for s in listed)
 
 
 def _partitions(tps: Iterable[TopicPartition]) -> bytes:
@@ -120,7 +120,7 @@ def _partitions(tps: Iterable[TopicPartition]) -> bytes:
         by_topic.setdefault(tp.topic, []).append(tp.partition)
     parts = [_I32.pack(len(by_topic))]
     for topic, ps in by_topic.items():
-        parts += [_str(topic), _I32.pack(len(ps)), *(_I32.pack(p) for p in ps)]
+        parts += [encode_string(topic), _I32.pack(len(ps)), *(_I32.pack(p) for p in ps)]
     return b"".join(parts)
 
 
@@ -128,14 +128,14 @@ def encode_member_metadata(v: MemberMetadata) -> bytes:
     return b"".join(
         (
             _I16.pack(VALUE_VERSION),
-            _str(v.instance_id),
-            _str(v.rack_id),
-            _str(v.client_id),
-            _str(v.client_host),
+            encode_string(v.instance_id),
+            encode_string(v.rack_id),
+            encode_string(v.client_id),
+            encode_string(v.client_host),
             _strings(v.subscribed_topic_names),
-            _str(v.subscribed_topic_regex),
+            encode_string(v.subscribed_topic_regex),
             _I32.pack(v.rebalance_timeout_ms),
-            _str(v.server_assignor),
+            encode_string(v.server_assignor),
         )
     )
 
@@ -161,7 +161,7 @@ def encode_current_assignment(v: CurrentAssignment) -> bytes:
 
 
 def decode_key(data: bytes) -> ConsumerKey:
-    r = _Reader(data)
+    r = Reader(data)
     version = r.i16()
     if version not in KEY_VERSIONS:
         raise ValueError(f"not a consumer group key (version {version})")
@@ -170,19 +170,19 @@ def decode_key(data: bytes) -> ConsumerKey:
     return ConsumerKey(version, group, member)
 
 
-def _value_reader(data: bytes, what: str) -> _Reader:
-    r = _Reader(data)
+def _value_reader(data: bytes, what: str) -> Reader:
+    r = Reader(data)
     version = r.i16()
     if version != VALUE_VERSION:
         raise ValueError(f"unknown {what} value version {version}")
     return r
 
 
-def _read_strings(r: _Reader) -> tuple[str, ...]:
+def _read_strings(r: Reader) -> tuple[str, ...]:
     return tuple(r.str() for _ in range(r.i32()))
 
 
-def _read_partitions(r: _Reader) -> frozenset[TopicPartition]:
+def _read_partitions(r: Reader) -> frozenset[TopicPartition]:
     out: set[TopicPartition] = set()
     for _ in range(r.i32()):
         topic = r.str()
@@ -208,7 +208,7 @@ def decode_target_member(data: bytes) -> frozenset[TopicPartition]:
 def decode_current_assignment(data: bytes) -> CurrentAssignment:
     r = _value_reader(data, "current member assignment")
     member_epoch, previous = r.i32(), r.i32()
-    code = int(_I8.unpack(r._take(1))[0])
+    code = r.i8()
     if code not in _STATES:
         raise ValueError(f"unknown member state {code}")
     return CurrentAssignment(

@@ -107,7 +107,7 @@ class CoordinatorRecord(NamedTuple):
 # -- writing ------------------------------------------------------------------------
 
 
-def _str(s: str | None) -> bytes:
+def encode_string(s: str | None) -> bytes:
     if s is None:
         return _I16.pack(-1)
     raw = s.encode()
@@ -122,19 +122,24 @@ def _bytes(b: bytes) -> bytes:
 
 def encode_offset_key(key: OffsetKey) -> bytes:
     return b"".join(
-        (_I16.pack(OFFSET_KEY_VERSION), _str(key.group), _str(key.topic), _I32.pack(key.partition))
+        (
+            _I16.pack(OFFSET_KEY_VERSION),
+            encode_string(key.group),
+            encode_string(key.topic),
+            _I32.pack(key.partition),
+        )
     )
 
 
 def encode_group_key(key: GroupKey) -> bytes:
-    return _I16.pack(GROUP_KEY_VERSION) + _str(key.group)
+    return _I16.pack(GROUP_KEY_VERSION) + encode_string(key.group)
 
 
 def encode_offset_value(value: OffsetValue) -> bytes:
     return b"".join(
         (
             _OFFSET_FIXED.pack(OFFSET_VALUE_VERSION, value.offset, value.leader_epoch),
-            _str(value.metadata),
+            encode_string(value.metadata),
             _I64.pack(value.commit_timestamp_ms),
         )
     )
@@ -143,19 +148,19 @@ def encode_offset_value(value: OffsetValue) -> bytes:
 def encode_group_value(value: GroupValue) -> bytes:
     parts = [
         _I16.pack(GROUP_VALUE_VERSION),
-        _str(value.protocol_type),
+        encode_string(value.protocol_type),
         _I32.pack(value.generation),
-        _str(value.protocol),
-        _str(value.leader),
+        encode_string(value.protocol),
+        encode_string(value.leader),
         _I64.pack(value.current_state_timestamp_ms),
         _I32.pack(len(value.members)),
     ]
     for m in value.members:
         parts += [
-            _str(m.member_id),
-            _str(m.group_instance_id),
-            _str(m.client_id),
-            _str(m.client_host),
+            encode_string(m.member_id),
+            encode_string(m.group_instance_id),
+            encode_string(m.client_id),
+            encode_string(m.client_host),
             _I32.pack(m.rebalance_timeout_ms),
             _I32.pack(m.session_timeout_ms),
             _bytes(m.subscription),
@@ -179,7 +184,9 @@ def group_record(key: GroupKey, value: GroupValue | None) -> CoordinatorRecord:
 # -- reading ------------------------------------------------------------------------
 
 
-class _Reader:
+class Reader:
+    """Reads the fields of one record, in order; ``ValueError`` when it is truncated."""
+
     def __init__(self, data: bytes) -> None:
         self.data = data
         self.pos = 0
@@ -190,6 +197,9 @@ class _Reader:
         out = self.data[self.pos : self.pos + n]
         self.pos += n
         return out
+
+    def i8(self) -> int:
+        return int.from_bytes(self._take(1), "big", signed=True)
 
     def i16(self) -> int:
         return int(_I16.unpack(self._take(2))[0])
@@ -215,7 +225,7 @@ class _Reader:
 
 
 def decode_key(data: bytes) -> OffsetKey | GroupKey:
-    r = _Reader(data)
+    r = Reader(data)
     version = r.i16()
     if version in (0, 1):
         return OffsetKey(r.str(), r.str(), r.i32())
@@ -225,7 +235,7 @@ def decode_key(data: bytes) -> OffsetKey | GroupKey:
 
 
 def decode_offset_value(data: bytes) -> OffsetValue:
-    r = _Reader(data)
+    r = Reader(data)
     version = r.i16()
     if version != OFFSET_VALUE_VERSION:
         raise ValueError(f"unknown offset commit value version {version}")
@@ -234,7 +244,7 @@ def decode_offset_value(data: bytes) -> OffsetValue:
 
 
 def decode_group_value(data: bytes) -> GroupValue:
-    r = _Reader(data)
+    r = Reader(data)
     version = r.i16()
     if version != GROUP_VALUE_VERSION:
         raise ValueError(f"unknown group metadata value version {version}")

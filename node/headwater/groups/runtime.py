@@ -203,10 +203,12 @@ class GroupCoordinatorRuntime:
             if self._shards.get(partition) is shard:
                 shard.loading = False
                 log.info(
-                    "loaded __consumer_offsets-%d: %d records, %d groups in %d ms",
+                    "loaded __consumer_offsets-%d: %d records, %d classic and %d consumer "
+                    "groups in %d ms",
                     partition,
                     records,
                     len(shard.coordinator.groups),
+                    len(shard.coordinator.consumer.groups),
                     self._clock() - started,
                 )
 
