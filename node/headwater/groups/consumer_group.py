@@ -402,15 +402,20 @@ class ConsumerGroup:
         if new is not m.state or new is MemberState.STABLE:
             m.state = m.state.transition_to(new)
 
-    def restore(self, *, now_ms: int) -> None:
+    def restore(
+        self, *, now_ms: int, regex_topics: Mapping[str, frozenset[str]] | None = None
+    ) -> None:
         """After a replay of the group's records (a new coordinator): rebuild what the
-        records do not hold -- the static member index, fresh session deadlines (Kafka
-        restarts every session on load), revocation deadlines of members still revoking
-        and the group state -- without checking transitions (there was no transition)."""
+        records do not hold -- the static member index, the topics each member's regex
+        matched (``regex_topics``, by regex), fresh session deadlines (Kafka restarts
+        every session on load), revocation deadlines of members still revoking and the
+        group state -- without checking transitions (there was no transition)."""
         self.static_members = {
             m.instance_id: m.member_id for m in self.members.values() if m.instance_id is not None
         }
         for m in self.members.values():
+            if m.subscribed_regex and regex_topics is not None:
+                m.regex_topics = regex_topics.get(m.subscribed_regex, frozenset())
             m.session_deadline_ms = now_ms + self.session_timeout_ms
             revoking = m.state is MemberState.UNREVOKED_PARTITIONS
             m.revocation_deadline_ms = now_ms + m.rebalance_timeout_ms if revoking else None

@@ -92,6 +92,8 @@ class ConsumerGroups:
         self.config = config
         self._new_member_id = member_id_factory
         self.groups: dict[str, ConsumerGroup] = {}
+        self._replayed_regexes: dict[str, dict[str, frozenset[str]]] = {}
+        """``group -> regex -> topics`` read while loading (Kafka's key 16 records)."""
 
     def new_group(self, group_id: str) -> ConsumerGroup:
         return ConsumerGroup(
@@ -207,10 +209,12 @@ class ConsumerGroups:
             if value is None:
                 return
             group = self.groups[k.group] = self.new_group(k.group)
-        if not consumer_records.apply(group, k, value):
+        regexes = self._replayed_regexes.setdefault(k.group, {})
+        if not consumer_records.apply(group, k, value, regexes):
             del self.groups[k.group]
+            self._replayed_regexes.pop(k.group, None)
             return
-        group.restore(now_ms=now_ms)
+        group.restore(now_ms=now_ms, regex_topics=regexes)
 
     def _would_exceed_max_size(
         self, group: ConsumerGroup, req: ConsumerGroupHeartbeatRequest

@@ -8,10 +8,11 @@ named rather than identified by topic id (Headwater has none).  Keys::
 
     version int16   3: group metadata   5: member metadata   6: target assignment metadata
                     7: target assignment of a member         8: current assignment of a member
+                    16: a resolved regular expression
                     (4, partition metadata, is read and ignored: partition counts come
                     from the broker's metadata cache)
     group   string
-    member  string  (versions 5, 7 and 8 only)
+    member  string  (versions 5, 7 and 8 only; for 16, the regular expression)
 
 Values, each ``version int16 = 0`` then::
 
@@ -24,6 +25,8 @@ Values, each ``version int16 = 0`` then::
     8  member_epoch int32, previous_member_epoch int32, state int8 (Kafka's MemberState:
        0 stable, 1 unrevoked, 2 unreleased), assigned_partitions [...],
        partitions_pending_revocation [...]
+    16 topics [string]                                  (the topics the regex matched; Kafka
+                                                         adds a metadata version and time)
 
 A null value is a tombstone.  The coordinator writes what changed: :func:`image` is the
 set of records a group's state is, and :func:`changes` the records that turn one image
@@ -48,9 +51,18 @@ from headwater.values import TopicPartition
 
 GROUP_METADATA, PARTITION_METADATA, MEMBER_METADATA = 3, 4, 5
 TARGET_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT = 6, 7, 8
-KEY_VERSIONS = frozenset(range(3, 9))
+REGULAR_EXPRESSION = 16
+KEY_VERSIONS = frozenset({*range(3, 9), REGULAR_EXPRESSION})
+_WITH_MEMBER = (MEMBER_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT, REGULAR_EXPRESSION)
 VALUE_VERSION = 0
-_WRITE_ORDER = (MEMBER_METADATA, GROUP_METADATA, TARGET_MEMBER, TARGET_METADATA, CURRENT_ASSIGNMENT)
+_WRITE_ORDER = (
+    REGULAR_EXPRESSION,
+    MEMBER_METADATA,
+    GROUP_METADATA,
+    TARGET_MEMBER,
+    TARGET_METADATA,
+    CURRENT_ASSIGNMENT,
+)
 """Kafka's order of a heartbeat's records (tombstones go in the reverse order)."""
 
 _I8 = struct.Struct(">b")
@@ -68,6 +80,7 @@ class ConsumerKey(NamedTuple):
     version: int
     group: str
     member: str | None = None
+    """The member id; for :data:`REGULAR_EXPRESSION`, the regular expression."""
 
 
 class MemberMetadata(NamedTuple):
@@ -98,7 +111,7 @@ def key_version(key: bytes) -> int:
 
 def encode_key(key: ConsumerKey) -> bytes:
     parts = [_I16.pack(key.version), encode_string(key.group)]
-    if key.version in (MEMBER_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT):
+    if key.version in _WITH_MEMBER:
         if key.member is None:
             raise ValueError(f"key version {key.version} needs a member id")
         parts.append(encode_string(key.member))
@@ -166,7 +179,7 @@ def decode_key(data: bytes) -> ConsumerKey:
     if version not in KEY_VERSIONS:
         raise ValueError(f"not a consumer group key (version {version})")
     group = r.str()
-    member = r.str() if version in (MEMBER_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT) else None
+    member = r.str() if version in _WITH_MEMBER else None
     return ConsumerKey(version, group, member)
 
 
@@ -199,6 +212,14 @@ def decode_member_metadata(data: bytes) -> MemberMetadata:
     return MemberMetadata(
         r.nstr(), r.nstr(), r.str(), r.str(), _read_strings(r), r.nstr(), r.i32(), r.nstr()
     )
+
+
+def encode_regex_topics(topics: Iterable[str]) -> bytes:
+    return _I16.pack(VALUE_VERSION) + _strings(sorted(topics))
+
+
+def decode_regex_topics(data: bytes) -> frozenset[str]:
+    return frozenset(_read_strings(_value_reader(data, "regular expression")))
 
 
 def decode_target_member(data: bytes) -> frozenset[TopicPartition]:
@@ -239,6 +260,10 @@ def image(group: ConsumerGroup) -> dict[ConsumerKey, bytes]:
         ConsumerKey(GROUP_METADATA, gid): _epoch_value(group.group_epoch),
         ConsumerKey(TARGET_METADATA, gid): _epoch_value(group.target_epoch),
     }
+    for m in sorted(group.members.values(), key=lambda m: m.member_id):
+        regex_key = ConsumerKey(REGULAR_EXPRESSION, gid, m.subscribed_regex)
+        if m.subscribed_regex and regex_key not in out:
+            out[regex_key] = encode_regex_topics(m.regex_topics)
     for mid, tps in group.target.items():
         out[ConsumerKey(TARGET_MEMBER, gid, mid)] = encode_target_member(tps)
     for m in group.members.values():
@@ -272,10 +297,22 @@ def changes(
     ]
 
 
-def apply(group: ConsumerGroup, key: ConsumerKey, value: bytes | None) -> bool:
-    """Apply one record to ``group`` (in log order); False if it deletes the group."""
+def apply(
+    group: ConsumerGroup,
+    key: ConsumerKey,
+    value: bytes | None,
+    regexes: dict[str, frozenset[str]],
+) -> bool:
+    """Apply one record to ``group`` (in log order), resolved regular expressions to
+    ``regexes``; False if it deletes the group."""
     v = key.version
-    if v == GROUP_METADATA:
+    if v == REGULAR_EXPRESSION:
+        assert key.member is not None
+        if value is None:
+            regexes.pop(key.member, None)
+        else:
+            regexes[key.member] = decode_regex_topics(value)
+    elif v == GROUP_METADATA:
         if value is None:
             return False
         group.group_epoch = decode_epoch(value)

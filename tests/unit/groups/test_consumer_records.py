@@ -190,3 +190,30 @@ def test_replay_rebuilds_epochs_assignments_and_reconciliation() -> None:
     for key, value in log:
         fresh.replay(key, value, now_ms=100)
     assert fresh.consumer.groups == {}
+
+
+def test_resolved_regexes_are_written_and_replayed_so_a_move_bumps_no_epoch() -> None:
+    c = _coordinator()
+    counts = {"t": 4, "tx": 1, "u": 1}
+    log: list[tuple[bytes, bytes | None]] = []
+    req = ConsumerGroupHeartbeatRequest(
+        "g", "", 0, rebalance_timeout_ms=5000, subscribed_topic_regex="t.*"
+    )
+    d = c.consumer_group_heartbeat(req, request_id=1, now_ms=0, partition_counts=counts)
+    log.extend((r.key, r.value) for r in d.records)
+    regex = [r for r in d.records if cr.decode_key(r.key).version == 16]
+    assert [r.key for r in regex] == [I16(16) + S("g") + S("t.*")]
+    assert regex[0].value == I16(0) + I32(2) + S("t") + S("tx")
+    fresh = _coordinator()
+    for key, value in log:
+        fresh.replay(key, value, now_ms=10)
+    assert fresh.consumer.groups["g"].members["m0"].regex_topics == {"t", "tx"}
+    owned = (*(TP("t", p) for p in range(4)), TP("tx", 0))
+    d = fresh.consumer_group_heartbeat(
+        ConsumerGroupHeartbeatRequest("g", "m0", 1, topic_partitions=owned),
+        request_id=1,
+        now_ms=11,
+        partition_counts=counts,
+    )
+    assert d.replies[0].response.member_epoch == 1  # type: ignore[union-attr]
+    assert d.records == ()
