@@ -374,3 +374,29 @@ def test_describe_shows_epochs_states_and_both_assignments(cluster: Cluster) -> 
     assert [(g.group_id, g.protocol_type, g.group_state) for g in listed.groups] == [
         ("g", "consumer", "Reconciling")
     ]
+
+
+def test_a_static_member_rejoins_its_assignment_after_a_coordinator_move(
+    cluster: Cluster,
+) -> None:
+    a = cluster.join(instance_id="i1")
+    b = cluster.join(instance_id="i2")
+    a2 = cluster.hb(member_id=a.member_id, member_epoch=1, owned=T(0, 1, 2, 3))
+    cluster.hb(member_id=a.member_id, member_epoch=1, owned=owned(a2))
+    b2 = cluster.hb(member_id=b.member_id, member_epoch=2, owned=set())
+    left = cluster.hb(member_id=b.member_id, member_epoch=-2, instance_id="i2")
+    ok(left)
+    assert left.member_epoch == -2
+    cluster.runtime.on_resign(0)
+    new = Cluster(cluster.loop, log=cluster.log)
+    new.lead(epoch=1)
+    try:
+        back = new.join(instance_id="i2")
+        ok(back)
+        assert back.member_id != b.member_id
+        assert (back.member_epoch, owned(back)) == (2, owned(b2))  # its place, no new epoch
+        assert new.describe().generation_id == 2
+        taken = new.join(instance_id="i1")
+        assert taken.error_code == common_pb2.UNRELEASED_INSTANCE_ID
+    finally:
+        new.run(new.runtime.close())
