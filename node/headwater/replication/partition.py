@@ -80,17 +80,27 @@ class Partition:
     ) -> bool:
         """Become leader for ``leader_epoch``; return False for a stale or repeated epoch.
 
-        Followers' positions are unknown after an election: each starts at
+        A new leader does not know its followers' positions: each starts at
         offset 0 (they will report with their next fetch) and is considered
         caught up now, so nobody is shrunk out before it had a chance to fetch.
+        A leader re-elected in a new epoch (the controller shrank a stopping
+        follower out of the ISR, Kafka's ``isNewLeader == false``) keeps what it
+        knows of the followers that remain, and keeps its waiting ``acks=all``
+        produces: its log is unchanged, so they complete once the high
+        watermark, now over the new ISR, reaches them.  Dropping them would leave
+        each unanswered until its request timed out.  After any change the
+        caller collects :meth:`complete_delayed_produces`.
         """
         if self.role is PartitionRole.LEADER and leader_epoch <= self.leader_epoch:
             if leader_epoch == self.leader_epoch:
                 # Same epoch: the controller re-sent the state (e.g. a new ISR).
                 self._set_committed_isr(tuple(isr), zk_version)
+                self.maybe_increment_high_watermark()
             return False
         if self.role is not PartitionRole.NONE and leader_epoch < self.leader_epoch:
             return False
+        re_elected = self.role is PartitionRole.LEADER
+        known = self.followers if re_elected else {}
         self.role = self.role.transition_to(PartitionRole.LEADER)
         self.leader_id = self.local_broker_id
         self.leader_epoch = leader_epoch
@@ -100,11 +110,14 @@ class Partition:
         self.log_end_offset = log_end_offset
         self.high_watermark = min(high_watermark, log_end_offset)
         self.followers = {
-            r: FollowerState(0, now_ms, now_ms, 0)
+            r: known[r]._replace(last_caught_up_time_ms=now_ms)
+            if r in known
+            else FollowerState(0, now_ms, now_ms, 0)
             for r in self.replicas
             if r != self.local_broker_id
         }
-        self._delayed_produces.clear()
+        if not re_elected:
+            self._delayed_produces.clear()
         self.maybe_increment_high_watermark()
         return True
 

@@ -523,8 +523,9 @@ class ReplicaManager:
             if was_follower:
                 idempotence.rebuild(hosted.producers, hosted.log)
             log.info("%s: leader in epoch %d, ISR %s", tp, lai.leader_epoch, list(lai.isr))
-            hosted.sync_high_watermark()
-            hosted.wake()
+        # A re-elected leader or a re-sent state may have a smaller ISR, so a higher
+        # high watermark: answer the acks=all produces it now covers.
+        self._high_watermark_moved(hosted)
         return changed and was_follower
 
     def stop_replicas(
