@@ -77,7 +77,8 @@ if ! $DOCKER image inspect "$BASE" >/dev/null 2>&1; then
         "ENV LANG=C.UTF-8 PIP_CERT=/etc/ssl/certs/ca-certificates.crt PIP_DISABLE_PIP_VERSION_CHECK=1" \
         "RUN python3 -m venv /usr/local && /usr/local/bin/python -m pip install -q --upgrade pip" \
         'CMD ["python3"]' |
-        $DOCKER build --network host -t "$BASE" - >/dev/null
+        $DOCKER build --network host -t "$BASE" - > "$D/build-base.log" 2>&1 ||
+        { tail -n 30 "$D/build-base.log" >&2; echo "images: building $BASE failed" >&2; exit 1; }
 fi
 
 build() {  # build NAME DOCKERFILE CONTEXT TAG [extra args...]
