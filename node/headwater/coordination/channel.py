@@ -4,10 +4,11 @@ The controller never blocks on a broker.  Like Kafka's
 ``ControllerChannelManager``, each live broker has its own queue and sender
 thread; the controller thread only enqueues.  A dead or slow broker therefore
 delays only its own requests, never the controller's event loop.  A failed
-send is retried a few times with a backoff while the broker is still live, then
-dropped with a log line: the next relevant event (the broker re-registering,
-a leader change) sends it fresh state, and broker-side epochs make a late or
-repeated request harmless.
+send is retried as a :class:`headwater.retry.RetryPolicy` says (every failure,
+not only retriable ones: a broker's transport errors are what is retried here)
+while the broker is still live, then dropped with a log line: the next relevant
+event (the broker re-registering, a leader change) sends it fresh state, and
+broker-side epochs make a late or repeated request harmless.
 
 The :class:`ControllerChannel` implementation (gRPC, in ``headwater.server``)
 must bound each call with a timeout and raise on failure.
@@ -22,6 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from headwater.coordination.model import BrokerRegistration, PartitionState
+from headwater.retry import RetryPolicy
 
 log = logging.getLogger(__name__)
 
@@ -71,14 +73,12 @@ class _BrokerSender:
         broker: BrokerRegistration,
         channel: ControllerChannel,
         *,
-        max_attempts: int,
-        backoff_s: float,
+        retry: RetryPolicy,
     ) -> None:
         self.broker = broker
         self._channel = channel
         self._queue: queue.Queue[object] = queue.Queue()
-        self._max_attempts = max_attempts
-        self._backoff_s = backoff_s
+        self._retry = retry
         self._stopped = threading.Event()
         self._thread = threading.Thread(
             target=self._run, name=f"controller-send-{broker.broker_id}", daemon=True
@@ -101,13 +101,14 @@ class _BrokerSender:
             if item is _STOP or self._stopped.is_set():
                 return
             request: Request = item  # type: ignore[assignment]
-            for attempt in range(1, self._max_attempts + 1):
+            attempts = self._retry.retries + 1
+            for attempt in range(1, attempts + 1):
                 try:
                     request(self._channel, self.broker)
                     break
                 except Exception as e:  # a broker failure must not kill the sender
-                    if attempt == self._max_attempts or self._stopped.wait(
-                        self._backoff_s * attempt
+                    if attempt == attempts or self._stopped.wait(
+                        self._retry.backoff_ms(attempt) / 1000.0
                     ):
                         log.warning(
                             "controller request to broker %d dropped after %d attempts: %s",
@@ -129,12 +130,15 @@ class RequestSender(Protocol):
 class ControllerChannelManager:
     """Per-broker senders; all methods are called from the controller thread only."""
 
-    def __init__(
-        self, channel: ControllerChannel, *, max_attempts: int = 3, backoff_s: float = 0.2
-    ) -> None:
+    DEFAULT_RETRY = RetryPolicy(
+        retries=2, retry_backoff_ms=200, retry_backoff_max_ms=1000, jitter=0
+    )
+    """Three attempts, 0.2 s then 0.4 s apart: enough for a broker's brief hiccup; a
+    broker that is really gone is handled by the next event, not by waiting here."""
+
+    def __init__(self, channel: ControllerChannel, *, retry: RetryPolicy = DEFAULT_RETRY) -> None:
         self._channel = channel
-        self._max_attempts = max_attempts
-        self._backoff_s = backoff_s
+        self._retry = retry
         self._senders: dict[int, _BrokerSender] = {}
 
     def add_broker(self, broker: BrokerRegistration) -> None:
@@ -143,9 +147,7 @@ class ControllerChannelManager:
             return
         if current is not None:
             current.stop()
-        self._senders[broker.broker_id] = _BrokerSender(
-            broker, self._channel, max_attempts=self._max_attempts, backoff_s=self._backoff_s
-        )
+        self._senders[broker.broker_id] = _BrokerSender(broker, self._channel, retry=self._retry)
 
     def remove_broker(self, broker_id: int) -> None:
         sender = self._senders.pop(broker_id, None)

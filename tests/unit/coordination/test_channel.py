@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from headwater.coordination.channel import ControllerChannelManager
 from headwater.coordination.model import BrokerRegistration
+from headwater.retry import RetryPolicy
 
 from .helpers import reg
 
@@ -52,7 +53,8 @@ def request(
 
 
 def manager(**kw: object) -> ControllerChannelManager:
-    return ControllerChannelManager(object(), max_attempts=3, backoff_s=0.0, **kw)  # type: ignore[arg-type]
+    retry = RetryPolicy(retries=2, retry_backoff_ms=0, retry_backoff_max_ms=0, jitter=0)
+    return ControllerChannelManager(object(), retry=retry, **kw)  # type: ignore[arg-type]
 
 
 def test_requests_to_one_broker_arrive_in_order() -> None:
