@@ -40,11 +40,9 @@ from headwater.coordination.model import BrokerRegistration, LeaderAndIsr, Topic
 from headwater.coordination.settings import CoordinationSettings
 from headwater.coordination.store import ZkStore
 from headwater.errors import ErrorCode
+from headwater.values import TopicPartition
 
 log = logging.getLogger(__name__)
-
-TopicPartition = tuple[str, int]
-"""Plain tuples at this boundary: the servicers build them from protobuf messages."""
 
 STALE_REGISTRATION_MARGIN_S = 5.0
 """How long past ``zookeeper.session.timeout.ms`` to wait for a stale registration to go."""
@@ -315,7 +313,7 @@ class BrokerCoordinator:
         if self.is_controller:
             try:
                 elected = self.controller.elect_preferred_leaders(partitions, timeout_s=timeout_s)
-                return {(tp.topic, tp.partition): code for tp, code in elected.items()}
+                return {TopicPartition(*tp): code for tp, code in elected.items()}
             except errors.NotControllerError:
                 pass
         requested = list(partitions or [])
@@ -338,16 +336,17 @@ class BrokerCoordinator:
             for topic in self.store.get_topics():
                 a = self.store.get_assignment(topic)
                 if a is not None:
-                    requested.extend((topic, p) for p in a.partitions)
-        for topic, p in requested:
+                    requested.extend(TopicPartition(topic, p) for p in a.partitions)
+        for tp in requested:
+            topic, p = tp
             a = self.store.get_assignment(topic)
             state = self.store.get_partition_state(topic, p)
             if a is None or state is None or p not in a.partitions:
-                out[(topic, p)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                out[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif state.leader == a.partitions[p][0]:
-                out[(topic, p)] = ErrorCode.NONE
+                out[tp] = ErrorCode.NONE
             else:
-                out[(topic, p)] = ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
+                out[tp] = ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
         return out
 
     def wait_for_leaders(self, topics: Sequence[str], *, timeout_s: float) -> bool:

@@ -24,6 +24,7 @@ from headwater.server.runtime.metadata_cache import MetadataCache
 from headwater.server.runtime.offload import run_blocking
 from headwater.storage import LogConfig
 from headwater.v1 import admin_pb2, admin_pb2_grpc, common_pb2
+from headwater.values import TopicPartition
 
 DEFAULT_TIMEOUT_MS = 30000
 
@@ -303,7 +304,7 @@ class AdminService(admin_pb2_grpc.AdminServicer):
                     for p in request.partitions
                 ]
             )
-        partitions = [(p.topic, p.partition) for p in request.partitions] or None
+        partitions = [TopicPartition(p.topic, p.partition) for p in request.partitions] or None
         timeout_s = (request.timeout_ms or DEFAULT_TIMEOUT_MS) / 1000.0
         try:
             outcome = await run_blocking(
