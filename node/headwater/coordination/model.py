@@ -14,12 +14,9 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, NewType
+from typing import Any
 
 from headwater import errors
-
-BrokerId = NewType("BrokerId", int)
-LeaderEpoch = NewType("LeaderEpoch", int)
 
 NO_LEADER = -1
 """Kafka's ``LeaderAndIsr.NoLeader``: the partition is offline."""
