@@ -10,7 +10,12 @@ hook, which a consumer group will provide) or, lacking one, from
 With a ``group_id``, a :class:`~headwater.client.group.coordinator.ConsumerCoordinator`
 joins the group on ``subscribe``/``poll``, receives this member's share of the
 partitions (``assign_from_subscription``), heartbeats in the background and
-provides committed offsets (the ``committed_offsets`` hook) and commits.
+provides committed offsets (the ``committed_offsets`` hook) and commits.  With
+``group_protocol="consumer"`` (KIP-848) a
+:class:`~headwater.client.group.consumer_coordinator.ConsumerProtocolCoordinator`
+does the same with ConsumerGroupHeartbeats: the broker assigns (``group_remote_assignor``
+names its assignor) and ``session_timeout_ms``, ``heartbeat_interval_ms`` (after the
+first answer) and ``partition_assignment_strategy`` are the broker's business.
 
     with headwater.Consumer("orders", bootstrap_servers="127.0.0.1:9092",
                             auto_offset_reset="earliest") as c:
@@ -30,6 +35,7 @@ from headwater import errors, runtime
 from headwater.client import connection, offsets
 from headwater.client.fetcher import Fetcher
 from headwater.client.group.assignors import ASSIGNORS
+from headwater.client.group.consumer_coordinator import ConsumerProtocolCoordinator
 from headwater.client.group.coordinator import CommitCallback, ConsumerCoordinator
 from headwater.client.group.listener import ConsumerRebalanceListener, OffsetAndMetadata
 from headwater.client.metadata import MetadataManager
@@ -84,6 +90,8 @@ class Consumer:
         max_poll_interval_ms: int = 300000,
         group_instance_id: str | None = None,
         partition_assignment_strategy: str | list[str] | tuple[str, ...] = ("range",),
+        group_protocol: str = "classic",
+        group_remote_assignor: str | None = None,
         clock: Clock = monotonic_ms,
     ) -> None:
         tune_allocator()  # MiB fetch responses: see headwater.records.allocator
@@ -101,6 +109,8 @@ class Consumer:
             max_poll_records=max_poll_records,
             request_timeout_ms=request_timeout_ms,
             metadata_max_age_ms=metadata_max_age_ms,
+            group_protocol=group_protocol,
+            group_remote_assignor=group_remote_assignor,
             retry=RetryPolicy(
                 retry_backoff_ms=retry_backoff_ms,
                 retry_backoff_max_ms=max(retry_backoff_ms, retry_backoff_max_ms),
@@ -140,25 +150,45 @@ class Consumer:
         if group_id is not None:
             if not group_id:
                 raise ValueError("group_id must not be empty")
-            self._group = ConsumerCoordinator(
-                group_id=group_id,
-                client_id=client_id,
-                group_instance_id=group_instance_id,
-                session_timeout_ms=session_timeout_ms,
-                heartbeat_interval_ms=heartbeat_interval_ms,
-                max_poll_interval_ms=max_poll_interval_ms,
-                assignors=strategies,
-                enable_auto_commit=enable_auto_commit,
-                auto_commit_interval_ms=auto_commit_interval_ms,
-                subscriptions=self._subs,
-                metadata=self._metadata,
-                bootstrap=s.bootstrap_servers,
-                channels=self._channels,
-                retry=s.retry,
-                request_timeout_ms=s.request_timeout_ms,
-                on_assignment=self._assignment_changed,
-                clock=clock,
-            )
+            if s.group_protocol == "consumer":
+                self._group = ConsumerProtocolCoordinator(
+                    group_id=group_id,
+                    client_id=client_id,
+                    group_instance_id=group_instance_id,
+                    heartbeat_interval_ms=heartbeat_interval_ms,
+                    max_poll_interval_ms=max_poll_interval_ms,
+                    remote_assignor=group_remote_assignor,
+                    enable_auto_commit=enable_auto_commit,
+                    auto_commit_interval_ms=auto_commit_interval_ms,
+                    subscriptions=self._subs,
+                    metadata=self._metadata,
+                    bootstrap=s.bootstrap_servers,
+                    channels=self._channels,
+                    retry=s.retry,
+                    request_timeout_ms=s.request_timeout_ms,
+                    on_assignment=self._assignment_changed,
+                    clock=clock,
+                )
+            else:
+                self._group = ConsumerCoordinator(
+                    group_id=group_id,
+                    client_id=client_id,
+                    group_instance_id=group_instance_id,
+                    session_timeout_ms=session_timeout_ms,
+                    heartbeat_interval_ms=heartbeat_interval_ms,
+                    max_poll_interval_ms=max_poll_interval_ms,
+                    assignors=strategies,
+                    enable_auto_commit=enable_auto_commit,
+                    auto_commit_interval_ms=auto_commit_interval_ms,
+                    subscriptions=self._subs,
+                    metadata=self._metadata,
+                    bootstrap=s.bootstrap_servers,
+                    channels=self._channels,
+                    retry=s.retry,
+                    request_timeout_ms=s.request_timeout_ms,
+                    on_assignment=self._assignment_changed,
+                    clock=clock,
+                )
             if committed_offsets is None:
                 self._committed = self._group
         self._fetcher = Fetcher(
@@ -199,7 +229,13 @@ class Consumer:
         listener: ConsumerRebalanceListener | None = None,
     ) -> None:
         """Read ``topics`` (or topics matching ``pattern``): all their partitions, or with
-        a ``group_id`` this member's share, rebalanced as members come and go."""
+        a ``group_id`` this member's share, rebalanced as members come and go.
+
+        ``pattern`` is Python ``re`` syntax and must match a whole topic name.  With
+        ``group_protocol="consumer"`` the broker resolves it (Kafka 4's
+        ``subscribed_topic_regex``, whose syntax there is RE2/J; Headwater's broker
+        uses Python ``re``): only the pattern's text is sent, not a compiled
+        pattern's flags, and internal topics match too if the pattern names them."""
         if isinstance(topics, str):
             topics = [topics]
         self._subs.subscribe(topics, pattern=pattern)
@@ -214,6 +250,10 @@ class Consumer:
         return self._subs.subscription()
 
     def unsubscribe(self) -> None:
+        """Stop reading the subscription; a consumer-protocol member revokes its
+        partitions and leaves the group."""
+        if self._group is not None:
+            self._group.unsubscribe()
         self._subs.unsubscribe()
         self._fetcher.clear()
 

@@ -16,6 +16,7 @@ from headwater.retry import RetryPolicy
 
 COMPRESSION_TYPES = ("none", "gzip", "snappy", "lz4", "zstd")
 OFFSET_RESETS = ("latest", "earliest", "none")
+GROUP_PROTOCOLS = ("classic", "consumer")
 
 Acks = Literal["all", -1, 0, 1]
 
@@ -190,6 +191,12 @@ class ConsumerSettings:
     """How long to wait for a broker answer beyond the long-poll wait."""
     metadata_max_age_ms: int = 300000
     """Refresh metadata at least this often (finds new partitions for patterns)."""
+    group_protocol: str = "classic"
+    """``classic`` (JoinGroup/SyncGroup, client-side assignors) or ``consumer``
+    (KIP-848's ConsumerGroupHeartbeat: the broker assigns)."""
+    group_remote_assignor: str | None = None
+    """``group_protocol="consumer"`` only: the broker's assignor to use (``uniform``,
+    ``range``); None: the broker's default (Kafka's ``group.remote.assignor``)."""
     retry: RetryPolicy = dataclasses.field(default_factory=RetryPolicy)
     """Retries and backoff for offset look-ups and metadata."""
 
@@ -206,3 +213,12 @@ class ConsumerSettings:
         _positive("fetch_max_bytes", self.fetch_max_bytes)
         _positive("max_poll_records", self.max_poll_records)
         _positive("request_timeout_ms", self.request_timeout_ms)
+        if self.group_protocol not in GROUP_PROTOCOLS:
+            raise ValueError(
+                f"group_protocol must be one of {', '.join(GROUP_PROTOCOLS)}, "
+                f"not {self.group_protocol!r}"
+            )
+        if self.group_remote_assignor is not None and (
+            self.group_protocol != "consumer" or not self.group_remote_assignor
+        ):
+            raise ValueError("group_remote_assignor needs group_protocol='consumer' and a name")

@@ -17,6 +17,7 @@ import threading
 from typing import Any
 
 import grpc
+from headwater.coordination.model import LeaderAndIsr, PartitionState
 from headwater.groups.runtime import GroupCoordinatorRuntime
 from headwater.groups.values import GroupConfig
 from headwater.records import read_batches, set_base_offset
@@ -43,6 +44,10 @@ class _Log:
         return b"".join(b for b in self.batches if next(read_batches(b)).base_offset >= offset)
 
 
+async def _call(fn: Any) -> None:
+    fn()
+
+
 class _Service(GroupService):
     port = 0
 
@@ -57,6 +62,7 @@ class InProcessCoordinator:
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
         self._stopping: asyncio.Event | None = None
+        self.metadata = MetadataCache()
         self.port = 0
         self._thread = threading.Thread(target=self._run, name="test-coordinator", daemon=True)
         self._thread.start()
@@ -77,6 +83,7 @@ class InProcessCoordinator:
         log = _Log()
         runtime = GroupCoordinatorRuntime(
             num_partitions=1,
+            partition_counts=self.metadata.partition_counts,
             append=log.append,
             read=log.read,
             config=GroupConfig(
@@ -90,7 +97,7 @@ class InProcessCoordinator:
             await runtime.tick()
 
         scheduler.start(PeriodicJob("group-timers", 50, group_timers))
-        service = _Service(runtime=runtime, metadata=MetadataCache(), coordinator=lambda: None)
+        service = _Service(runtime=runtime, metadata=self.metadata, coordinator=lambda: None)
         server = grpc.aio.server()
         group_pb2_grpc.add_GroupServicer_to_server(service, server)
         self.port = service.port = server.add_insecure_port("127.0.0.1:0")
@@ -101,6 +108,22 @@ class InProcessCoordinator:
         await server.stop(0)
         await scheduler.close()
         await runtime.close()
+
+    def create_topic(self, topic: str, partitions: int) -> None:
+        """Add ``topic`` to the coordinator's metadata cache (on its loop, and wait)."""
+        states = [
+            PartitionState(
+                topic, p, LeaderAndIsr(leader=1, leader_epoch=0, isr=(1,), controller_epoch=0), (1,)
+            )
+            for p in range(partitions)
+        ]
+
+        def update() -> None:
+            self.metadata.update(
+                controller_id=1, controller_epoch=0, states=states, live_brokers=None
+            )
+
+        asyncio.run_coroutine_threadsafe(_call(update), self._loop).result(10)
 
     def stop(self) -> None:
         stopping = self._stopping

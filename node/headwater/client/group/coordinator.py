@@ -172,7 +172,7 @@ class ConsumerCoordinator:
 
         def attempt() -> dict[TopicPartition, OffsetAndMetadata | None]:
             resp = self._calls.call(
-                "OffsetFetch", requests.offset_fetch(self.group_id, wanted), deadline_ms=deadline
+                "OffsetFetch", self._offset_fetch_request(wanted), deadline_ms=deadline
             )
             return self._fetched(resp, wanted)
 
@@ -194,7 +194,7 @@ class ConsumerCoordinator:
                 return None
             future = self._calls.submit(
                 "OffsetFetch",
-                requests.offset_fetch(self.group_id, wanted),
+                self._offset_fetch_request(wanted),
                 address=address,
                 timeout_ms=self._request_timeout_ms,
             )
@@ -211,6 +211,10 @@ class ConsumerCoordinator:
         return {
             tp: (o.offset if o is not None else None) for tp, o in found.items() if tp in wanted
         }
+
+    def _offset_fetch_request(self, wanted: frozenset[TopicPartition]) -> Any:
+        """The OffsetFetch for ``wanted`` (a classic member does not name itself)."""
+        return requests.offset_fetch(self.group_id, wanted)
 
     def _fetched(
         self, resp: Any, wanted: frozenset[TopicPartition]
@@ -243,18 +247,16 @@ class ConsumerCoordinator:
             return
         timeout = self._request_timeout_ms * 2 if timeout_ms is None else timeout_ms
         deadline = self._clock() + timeout
-        with self._lock:
-            m = self._member
-            generation, member = (m.generation_id, m.member_id) if m.has_generation else (-1, "")
-        request = requests.offset_commit(
-            group_id=self.group_id,
-            generation_id=generation,
-            member_id=member,
-            group_instance_id=self.group_instance_id,
-            offsets=offsets,
-        )
 
         def attempt() -> None:
+            generation, member = self._commit_identity()  # again on each try: it may move
+            request = requests.offset_commit(
+                group_id=self.group_id,
+                generation_id=generation,
+                member_id=member,
+                group_instance_id=self.group_instance_id,
+                offsets=offsets,
+            )
             resp = self._calls.call("OffsetCommit", request, deadline_ms=deadline)
             codes = [resp.error_code, *(p.error_code for p in resp.partitions)]
             bad = next((c for c in codes if c), 0)
@@ -262,14 +264,29 @@ class ConsumerCoordinator:
                 return
             if bad in COORDINATOR_ERRORS:
                 self._calls.mark_dead()
-            with self._lock:
-                if bad in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION):
-                    self._member.mark_lost(reset_member_id=bad == ErrorCode.UNKNOWN_MEMBER_ID)
-                elif bad == ErrorCode.FENCED_INSTANCE_ID:
-                    self._member.fence()
-            raise errors.for_code(bad, f"commit of group {self.group_id} refused")
+            raise self._commit_refused(
+                ErrorCode(bad), errors.for_code(bad, f"commit of group {self.group_id} refused")
+            )
 
         self._retry.call(attempt, timeout_ms=timeout, clock=self._clock)
+
+    def _commit_identity(self) -> tuple[int, str]:
+        """``(generation, member_id)`` for a commit: (-1, "") outside a generation."""
+        with self._lock:
+            m = self._member
+            return (m.generation_id, m.member_id) if m.has_generation else (-1, "")
+
+    def _commit_refused(
+        self, code: ErrorCode, error: errors.HeadwaterError
+    ) -> errors.HeadwaterError:
+        """Apply a refused commit to the membership; the error to raise (retriable ones
+        are tried again within the commit's timeout)."""
+        with self._lock:
+            if code in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION):
+                self._member.mark_lost(reset_member_id=code == ErrorCode.UNKNOWN_MEMBER_ID)
+            elif code == ErrorCode.FENCED_INSTANCE_ID:
+                self._member.fence()
+        return error
 
     def commit_async(
         self,
@@ -326,6 +343,10 @@ class ConsumerCoordinator:
         """The subscription changed: rejoin at the next ``poll``."""
         with self._lock:
             self._member.request_rejoin()
+
+    def unsubscribe(self) -> None:
+        """The consumer unsubscribes.  A classic member stays in the group (and owns
+        nothing once the next rebalance ran); the consumer protocol's member leaves."""
 
     def poll(self, *, deadline_ms: float) -> None:
         """Called by ``Consumer.poll``: apply answers, (re)join, auto-commit, by

@@ -1,8 +1,9 @@
 """The group RPCs' requests built, and their answers read, as pure functions.
 
 Kept apart from :mod:`.coordinator` (which decides when to send what) so that the
-protobuf shapes of JoinGroup, SyncGroup, OffsetCommit and OffsetFetch live in one place
-and the leader's assignment is computed from a JoinGroup answer without any I/O.
+protobuf shapes of JoinGroup, SyncGroup, ConsumerGroupHeartbeat, OffsetCommit and
+OffsetFetch live in one place and the leader's assignment is computed from a JoinGroup
+answer without any I/O.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 from headwater import errors
 from headwater.client.group import protocol
 from headwater.client.group.assignors import Subscription, assign
+from headwater.client.group.consumer_member import HeartbeatPlan
 from headwater.client.group.listener import OffsetAndMetadata
 from headwater.client.group.member import JoinStart
 from headwater.client.types import TopicPartition
@@ -103,11 +105,55 @@ def offset_commit(
     )
 
 
-def offset_fetch(group_id: str, tps: Iterable[TopicPartition]) -> group_pb2.OffsetFetchRequest:
+def offset_fetch(
+    group_id: str, tps: Iterable[TopicPartition], *, member_id: str = "", member_epoch: int = -1
+) -> group_pb2.OffsetFetchRequest:
+    """A consumer-protocol member names itself and its epoch (Kafka's OffsetFetch v9)."""
     return group_pb2.OffsetFetchRequest(
         group_id=group_id,
         partitions=[common_pb2.TopicPartition(topic=t, partition=p) for t, p in sorted(tps)],
+        member_id=member_id,
+        member_epoch=member_epoch,
     )
+
+
+def consumer_group_heartbeat(
+    group_id: str, plan: HeartbeatPlan
+) -> group_pb2.ConsumerGroupHeartbeatRequest:
+    """The ConsumerGroupHeartbeat for ``plan``: its None fields are left absent."""
+    req = group_pb2.ConsumerGroupHeartbeatRequest(
+        group_id=group_id, member_id=plan.member_id, member_epoch=plan.member_epoch
+    )
+    if plan.instance_id is not None:
+        req.instance_id = plan.instance_id
+    if plan.rebalance_timeout_ms is not None:
+        req.rebalance_timeout_ms = plan.rebalance_timeout_ms
+    if plan.topics is not None:
+        req.subscribed_topic_names.SetInParent()  # present even when empty
+        req.subscribed_topic_names.names.extend(sorted(plan.topics))
+    if plan.regex is not None:
+        req.subscribed_topic_regex = plan.regex
+    if plan.server_assignor is not None:
+        req.server_assignor = plan.server_assignor
+    if plan.owned is not None:
+        by_topic: dict[str, list[int]] = {}
+        for tp in sorted(plan.owned):
+            by_topic.setdefault(tp.topic, []).append(tp.partition)
+        req.topic_partitions.SetInParent()
+        req.topic_partitions.topic_partitions.extend(
+            group_pb2.ConsumerGroupHeartbeatTopicPartitions(topic=t, partitions=ps)
+            for t, ps in by_topic.items()
+        )
+    return req
+
+
+def heartbeat_assignment(resp: Any) -> list[TopicPartition] | None:
+    """The assignment a ConsumerGroupHeartbeat answer carries; None: unchanged."""
+    if not resp.HasField("assignment"):
+        return None
+    return [
+        TopicPartition(t.topic, p) for t in resp.assignment.topic_partitions for p in t.partitions
+    ]
 
 
 def parse_offset_fetch(

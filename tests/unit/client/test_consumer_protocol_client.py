@@ -1,0 +1,206 @@
+"""Real consumers with ``group_protocol="consumer"`` (KIP-848) against the broker's group
+coordinator in-process (see ``group_coordinator.py``), polled from one thread.
+
+Covers the client's reconciliation end to end: several members settle, read every
+record once and commit with their member epoch; a joining member takes a partition only
+after its owner revoked it, and no partition is ever in two members' assignments; the
+members a change does not concern keep their partitions (no revocation) when one joins
+or leaves.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import headwater
+import pytest
+from headwater import errors
+from headwater.client.group.listener import ConsumerRebalanceListener
+
+from tests.unit.client.fake_broker import FakeBroker
+from tests.unit.client.group_coordinator import InProcessCoordinator
+
+TP = headwater.TopicPartition
+SETTINGS: dict[str, Any] = {
+    "group_protocol": "consumer",
+    "heartbeat_interval_ms": 200,
+    "auto_offset_reset": "earliest",
+    "request_timeout_ms": 5000,
+    "retry_backoff_ms": 50,
+}
+Events = list[tuple[str, str, frozenset[Any]]]
+
+
+@pytest.fixture
+def coordinator() -> Iterator[InProcessCoordinator]:
+    c = InProcessCoordinator()
+    yield c
+    c.stop()
+
+
+class Recording(ConsumerRebalanceListener):
+    """Appends ``(event, member, partitions)`` to a log shared by every member."""
+
+    def __init__(self, name: str, log: Events) -> None:
+        self.name, self.log = name, log
+
+    def on_partitions_revoked(self, revoked: set[Any]) -> None:
+        self.log.append(("revoked", self.name, frozenset(revoked)))
+
+    def on_partitions_assigned(self, assigned: set[Any]) -> None:
+        self.log.append(("assigned", self.name, frozenset(assigned)))
+
+    def on_partitions_lost(self, lost: set[Any]) -> None:
+        self.log.append(("lost", self.name, frozenset(lost)))
+
+
+def member(
+    broker: FakeBroker,
+    coordinator: InProcessCoordinator,
+    topic: str,
+    log: Events,
+    name: str,
+    **kw: Any,
+) -> headwater.Consumer:
+    c = headwater.Consumer(
+        bootstrap_servers=(broker.bootstrap, coordinator.address),
+        group_id="g",
+        **{**SETTINGS, **kw},
+    )
+    c.subscribe([topic], listener=Recording(name, log))
+    return c
+
+
+def produce(broker: FakeBroker, topic: str, n: int, partitions: int) -> None:
+    with headwater.Producer(broker.bootstrap, linger_ms=0) as p:
+        for i in range(n):
+            p.send(topic, f"r{i}".encode(), partition=i % partitions)
+        p.flush(10)
+
+
+def settle(
+    cs: list[headwater.Consumer], partitions: int, *, seen: list[tuple[int, int]] | None = None
+) -> None:
+    """Poll every member in turn until they own every partition between them (each
+    something), checking after each poll that no partition has two owners."""
+    for _ in range(400):
+        for c in cs:
+            recs = c.poll(50)
+            if seen is not None:
+                seen += [(r.partition, r.offset) for r in recs]
+            owned = [tp for c in cs for tp in c.assignment()]
+            assert len(owned) == len(set(owned)), "a partition with two owners"
+        owned = [tp for c in cs for tp in c.assignment()]
+        if len(owned) == partitions and all(c.assignment() for c in cs):
+            return
+    raise AssertionError(f"never settled: {[sorted(c.assignment()) for c in cs]}")
+
+
+def test_members_in_one_thread_settle_read_once_and_commit(
+    broker: FakeBroker, coordinator: InProcessCoordinator
+) -> None:
+    broker.create("t", 4)
+    coordinator.create_topic("t", 4)
+    produce(broker, "t", 40, 4)
+    log: Events = []
+    cs = [member(broker, coordinator, "t", log, f"m{i}") for i in range(3)]
+    seen: list[tuple[int, int]] = []
+    slowest = 0.0
+    try:
+        settle(cs, 4, seen=seen)
+        for _ in range(200):
+            if len(seen) >= 40:
+                break
+            for c in cs:
+                start = time.monotonic()
+                seen += [(r.partition, r.offset) for r in c.poll(50)]
+                slowest = max(slowest, time.monotonic() - start)
+        assert sorted(seen) == [(p, o) for p in range(4) for o in range(10)]
+        assert slowest < 3.0, f"a poll(50) took {slowest:.1f}s"  # a wide bound
+        for c in cs:
+            c.commit()
+        assert {p: cs[0].committed(TP("t", p)) for p in range(4)} == dict.fromkeys(range(4), 10)
+    finally:
+        for c in cs:
+            c.close()
+
+
+def test_a_joining_member_takes_partitions_only_after_the_owner_revoked(
+    broker: FakeBroker, coordinator: InProcessCoordinator
+) -> None:
+    broker.create("t", 4)
+    coordinator.create_topic("t", 4)
+    log: Events = []
+    first = member(broker, coordinator, "t", log, "first")
+    second: headwater.Consumer | None = None
+    try:
+        settle([first], 4)
+        second = member(broker, coordinator, "t", log, "second")
+        settle([first, second], 4)
+        given = set(second.assignment())
+        assert given and first.assignment() == {TP("t", p) for p in range(4)} - given
+        revoked_at = {
+            tp: i
+            for i, (ev, who, tps) in enumerate(log)
+            for tp in tps
+            if ev == "revoked" and who == "first"
+        }
+        for i, (ev, who, tps) in enumerate(log):
+            if ev == "assigned" and who == "second":
+                assert all(revoked_at[tp] < i for tp in tps), log
+        assert not [e for e in log if e[0] == "lost"]
+    finally:
+        first.close()
+        if second is not None:
+            second.close()
+
+
+def test_unaffected_members_keep_their_partitions_when_one_joins_or_leaves(
+    broker: FakeBroker, coordinator: InProcessCoordinator
+) -> None:
+    broker.create("t", 6)
+    coordinator.create_topic("t", 6)
+    log: Events = []
+    cs = [member(broker, coordinator, "t", log, f"m{i}") for i in range(2)]
+    try:
+        settle(cs, 6)
+        before = {f"m{i}": set(c.assignment()) for i, c in enumerate(cs)}
+        del log[:]
+        cs.append(member(broker, coordinator, "t", log, "m2"))
+        settle(cs, 6)
+        after = {f"m{i}": set(c.assignment()) for i, c in enumerate(cs)}
+        for name in ("m0", "m1"):  # only what moved to m2 was revoked, nothing else
+            revoked = set().union(*(tps for ev, who, tps in log if ev == "revoked" and who == name))
+            assert revoked == before[name] - after[name]
+            assert not [e for e in log if e[0] == "assigned" and e[1] == name]
+        del log[:]
+        cs.pop().close()  # m2 leaves: the others only gain
+        settle(cs, 6)
+        assert [e[0] for e in log if e[1] != "m2"] == ["assigned"] * len(
+            [e for e in log if e[1] != "m2"]
+        )
+        for i, c in enumerate(cs):
+            assert after[f"m{i}"] <= c.assignment()
+    finally:
+        for c in cs:
+            c.close()
+
+
+def test_group_protocol_and_remote_assignor_are_checked(
+    broker: FakeBroker, coordinator: InProcessCoordinator
+) -> None:
+    with pytest.raises(ValueError, match="group_protocol"):
+        headwater.Consumer(bootstrap_servers=broker.bootstrap, group_protocol="eager")
+    with pytest.raises(ValueError, match="group_remote_assignor"):
+        headwater.Consumer(bootstrap_servers=broker.bootstrap, group_remote_assignor="range")
+    broker.create("t", 1)
+    coordinator.create_topic("t", 1)
+    c = member(broker, coordinator, "t", [], "m", group_remote_assignor="nope")
+    try:
+        with pytest.raises(errors.UnsupportedAssignorError):
+            for _ in range(100):
+                c.poll(50)
+    finally:
+        c.close()
