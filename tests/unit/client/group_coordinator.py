@@ -87,7 +87,10 @@ class InProcessCoordinator:
             append=log.append,
             read=log.read,
             config=GroupConfig(
-                group_initial_rebalance_delay_ms=0, group_min_session_timeout_ms=500
+                group_initial_rebalance_delay_ms=0,
+                group_min_session_timeout_ms=500,
+                consumer_heartbeat_interval_ms=200,
+                consumer_session_timeout_ms=3000,
             ),
         )
         await runtime.on_become_leader(0, 0)

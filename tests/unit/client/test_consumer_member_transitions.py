@@ -169,6 +169,20 @@ def test_reconciliation_revokes_first_and_reports_the_smaller_set() -> None:
     assert m.state is S.ACKNOWLEDGING and m.reconciliation() == (frozenset(), frozenset())
 
 
+def test_a_target_back_to_what_is_owned_ends_the_reconciliation() -> None:
+    m = new()
+    joined(m, tps(0))
+    m.assigned(tps(0))
+    ack = m.heartbeat_due(0)
+    assert ack is not None
+    answer(m, ack, epoch=2, assignment=tps(0, 1))
+    assert m.state is S.RECONCILING
+    beat = m.heartbeat_due(10_000)
+    assert beat is not None
+    answer(m, beat, epoch=3, assignment=tps(0))
+    assert m.state is S.STABLE and m.reconciliation() == (frozenset(), frozenset())
+
+
 def test_an_answer_for_an_epoch_the_member_left_is_ignored() -> None:
     m = new()
     joined(m, frozenset())

@@ -83,8 +83,9 @@ def produce(broker: FakeBroker, topic: str, n: int, partitions: int) -> None:
 def settle(
     cs: list[headwater.Consumer], partitions: int, *, seen: list[tuple[int, int]] | None = None
 ) -> None:
-    """Poll every member in turn until they own every partition between them (each
-    something), checking after each poll that no partition has two owners."""
+    """Poll every member in turn until they own every partition between them, evenly
+    (reconciled: a member's share grows only as others revoke), checking after each
+    poll that no partition has two owners."""
     for _ in range(400):
         for c in cs:
             recs = c.poll(50)
@@ -93,8 +94,9 @@ def settle(
             owned = [tp for c in cs for tp in c.assignment()]
             assert len(owned) == len(set(owned)), "a partition with two owners"
         owned = [tp for c in cs for tp in c.assignment()]
-        if len(owned) == partitions and all(c.assignment() for c in cs):
-            return
+        sizes = [len(c.assignment()) for c in cs]
+        if len(owned) == partitions and max(sizes) - min(sizes) <= 1:
+            return  # balanced, as the broker's uniform assignor leaves it
     raise AssertionError(f"never settled: {[sorted(c.assignment()) for c in cs]}")
 
 
@@ -204,3 +206,68 @@ def test_group_protocol_and_remote_assignor_are_checked(
                 c.poll(50)
     finally:
         c.close()
+
+
+def test_a_pattern_is_resolved_by_the_broker(
+    broker: FakeBroker, coordinator: InProcessCoordinator
+) -> None:
+    for topic, n in (("orders-eu", 2), ("orders-us", 1), ("other", 2)):
+        broker.create(topic, n)
+        coordinator.create_topic(topic, n)
+    produce(broker, "orders-us", 3, 1)
+    c = headwater.Consumer(
+        bootstrap_servers=(broker.bootstrap, coordinator.address), group_id="g", **SETTINGS
+    )
+    try:
+        c.subscribe(pattern=r"orders-\w+")
+        got: list[Any] = []
+        for _ in range(200):
+            got += c.poll(50)
+            if len(c.assignment()) == 3 and len(got) == 3:
+                break
+        assert c.assignment() == {TP("orders-eu", 0), TP("orders-eu", 1), TP("orders-us", 0)}
+        assert sorted(r.offset for r in got) == [0, 1, 2]
+    finally:
+        c.close()
+
+
+def test_unsubscribe_revokes_and_leaves(
+    broker: FakeBroker, coordinator: InProcessCoordinator
+) -> None:
+    broker.create("t", 2)
+    coordinator.create_topic("t", 2)
+    log: Events = []
+    a, b = (member(broker, coordinator, "t", log, n) for n in ("a", "b"))
+    try:
+        settle([a, b], 2)
+        given = a.assignment()
+        a.unsubscribe()
+        assert ("revoked", "a", frozenset(given)) in log and a.assignment() == set()
+        settle([b], 2)
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_member_that_stops_polling_leaves_and_rejoins_on_its_next_poll(
+    broker: FakeBroker, coordinator: InProcessCoordinator
+) -> None:
+    broker.create("t", 2)
+    coordinator.create_topic("t", 2)
+    log: Events = []
+    slow = member(broker, coordinator, "t", log, "slow", max_poll_interval_ms=1500)
+    busy = member(broker, coordinator, "t", log, "busy")
+    try:
+        settle([slow, busy], 2)
+        lost = frozenset(slow.assignment())
+        for _ in range(100):  # only busy polls: slow's heartbeat thread makes it leave
+            busy.poll(50)
+            if len(busy.assignment()) == 2:
+                break
+        assert len(busy.assignment()) == 2
+        slow.poll(0)
+        assert ("lost", "slow", lost) in log
+        settle([slow, busy], 2)
+    finally:
+        slow.close()
+        busy.close()

@@ -340,10 +340,13 @@ class ConsumerMember:
         if self.owned != self.target:
             if self.state is not S.RECONCILING:
                 self._move(S.RECONCILING)
-        elif self.state is S.JOINING or (
-            self.state is S.ACKNOWLEDGING and self._sent_owned == self.owned
-        ):
+        elif self.state is S.JOINING:
             self._move(S.STABLE)
+        else:  # owns its target: acknowledged once an answer saw what it owns
+            if self.state is S.RECONCILING:
+                self._move(S.ACKNOWLEDGING)  # the target came back to what it owns
+            if self.state is S.ACKNOWLEDGING and self._sent_owned == self.owned:
+                self._move(S.STABLE)
         if self.state is not S.STABLE and self._sent_owned != self.owned:
             self.next_heartbeat_ms = now_ms  # what it owns changed while this was in flight
         return Outcome.NONE
