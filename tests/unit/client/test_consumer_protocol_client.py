@@ -271,3 +271,62 @@ def test_a_member_that_stops_polling_leaves_and_rejoins_on_its_next_poll(
     finally:
         slow.close()
         busy.close()
+
+
+def test_a_commit_at_a_stale_epoch_is_retried_after_the_next_heartbeat(
+    broker: FakeBroker, coordinator: InProcessCoordinator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broker.create("t", 1)
+    coordinator.create_topic("t", 1)
+    c = member(broker, coordinator, "t", [], "m")
+    try:
+        settle([c], 1)
+        group = c._group
+        assert group is not None
+        calls, real = group._calls, group._calls.call
+        sent: list[int] = []
+
+        def stale_once(method: str, request: Any, *, deadline_ms: float) -> Any:
+            if method == "OffsetCommit":
+                sent.append(request.generation_id)
+                if len(sent) == 1:  # as if a heartbeat had just moved the epoch on
+                    request.generation_id -= 1
+            return real(method, request, deadline_ms=deadline_ms)
+
+        monkeypatch.setattr(calls, "call", stale_once)
+        c.commit({TP("t", 0): 0})
+        assert len(sent) == 2 and sent[0] == sent[1] >= 1
+        assert c.committed(TP("t", 0)) == 0
+    finally:
+        c.close()
+
+
+def test_a_fenced_member_loses_its_partitions_and_rejoins(
+    broker: FakeBroker, coordinator: InProcessCoordinator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broker.create("t", 2)
+    coordinator.create_topic("t", 2)
+    log: Events = []
+    a = member(broker, coordinator, "t", log, "a")
+    try:
+        settle([a], 2)
+        group = a._group
+        assert group is not None
+        real = group._send_heartbeat  # type: ignore[attr-defined]
+
+        def unreachable(plan: Any, *, raise_errors: bool = False) -> Any:
+            raise errors.RequestTimedOutError("cut off")
+
+        monkeypatch.setattr(group, "_send_heartbeat", unreachable)
+        time.sleep(3.5)  # past the coordinator's 3 s consumer session timeout
+        monkeypatch.setattr(group, "_send_heartbeat", real)
+        for _ in range(100):
+            a.poll(50)
+            if ("lost", "a", frozenset({TP("t", 0), TP("t", 1)})) in log and len(
+                a.assignment()
+            ) == 2:
+                break
+        assert ("lost", "a", frozenset({TP("t", 0), TP("t", 1)})) in log
+        assert a.assignment() == {TP("t", 0), TP("t", 1)}  # rejoined at epoch 0
+    finally:
+        a.close()
