@@ -150,9 +150,10 @@ class HeartbeatPlan:
 class ConsumerMember:
     """One consumer's consumer-protocol membership (see the module docstring).
 
-    Invariants: ``member_epoch`` is 0 outside RECONCILING, ACKNOWLEDGING and STABLE;
-    ``owned`` is empty outside them (lost partitions wait in ``lost`` for the consumer
-    thread); ``target`` is the last assignment the broker named (None before any);
+    Invariants: ``member_epoch`` is 0 in UNJOINED, JOINING, FENCED and STALE;
+    ``owned`` is empty outside RECONCILING, ACKNOWLEDGING and STABLE (lost partitions
+    wait in ``lost`` for the consumer thread); ``target`` is the last assignment the
+    broker named (None before any, and after leaving or losing everything);
     STABLE means ``owned == target``.  At most one heartbeat is in flight
     (``in_flight``), and its answer is applied only if the member has not moved to
     another epoch meanwhile.  Not thread-safe: the coordinator holds its lock.
