@@ -330,3 +330,25 @@ def test_a_fenced_member_loses_its_partitions_and_rejoins(
         assert a.assignment() == {TP("t", 0), TP("t", 1)}  # rejoined at epoch 0
     finally:
         a.close()
+
+
+def test_a_static_member_leaves_with_minus_2_and_its_successor_takes_its_place(
+    broker: FakeBroker, coordinator: InProcessCoordinator
+) -> None:
+    broker.create("t", 4)
+    coordinator.create_topic("t", 4)
+    log: Events = []
+    other = member(broker, coordinator, "t", log, "other")
+    first = member(broker, coordinator, "t", log, "first", group_instance_id="i-1")
+    try:
+        settle([other, first], 4)
+        place, kept = first.assignment(), other.assignment()
+        del log[:]
+        first.close()  # epoch -2: the place and partitions wait for the same instance id
+        first = member(broker, coordinator, "t", log, "second", group_instance_id="i-1")
+        settle([other, first], 4)
+        assert first.assignment() == place and other.assignment() == kept
+        assert not [e for e in log if e[1] == "other"]  # nothing moved for the other
+    finally:
+        other.close()
+        first.close()
