@@ -36,8 +36,9 @@ from headwater.client import connection, offsets
 from headwater.client.fetcher import Fetcher
 from headwater.client.group.assignors import ASSIGNORS
 from headwater.client.group.consumer_coordinator import ConsumerProtocolCoordinator
-from headwater.client.group.coordinator import CommitCallback, ConsumerCoordinator
+from headwater.client.group.coordinator import ConsumerCoordinator
 from headwater.client.group.listener import ConsumerRebalanceListener, OffsetAndMetadata
+from headwater.client.group.offsets import CommitCallback
 from headwater.client.metadata import MetadataManager
 from headwater.client.settings import ConsumerSettings, parse_bootstrap
 from headwater.client.subscription import (

@@ -9,6 +9,8 @@
 - :mod:`.coordinator`: :class:`ConsumerCoordinator`, which drives the member for a
   :class:`headwater.Consumer` with a ``group_id``: joins, syncs, heartbeats and commits,
   carrying unanswered calls over from one ``poll`` to the next.
+- :mod:`.offsets`: :class:`~.offsets.GroupOffsets`, the coordinator's committed-offsets
+  half: OffsetFetch and OffsetCommit (sync, async, auto-commit).
 - :mod:`.consumer_member`: :class:`~.consumer_member.ConsumerMember`, the consumer
   group protocol's (KIP-848) membership and reconciliation as a state machine.
 - :mod:`.consumer_coordinator`: :class:`ConsumerProtocolCoordinator`, which drives it

@@ -11,7 +11,9 @@ has synced, so both are sent on the client's call pool and the unanswered call i
 carried over to the next ``poll`` (as Kafka's consumer does); the coordinator lookup and
 the OffsetFetch that positions newly assigned partitions are carried over the same way.
 Many consumers polled alternately from one thread therefore all get their JoinGroup in
-and the group settles in a few polls.  Commits wait, within their own timeout.
+and the group settles in a few polls.  Commits wait, within their own timeout; they and
+offset fetches are :class:`~headwater.client.group.offsets.GroupOffsets`'s, which this
+class extends with the membership (what a commit carries, what a refusal means).
 
 Threads: answers are applied and the listener runs on the consumer's thread, inside
 ``poll()`` (so user callbacks never race the user's code); a daemon heartbeat thread
@@ -30,21 +32,21 @@ import concurrent.futures
 import enum
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from headwater import errors
 from headwater.client import connection
 from headwater.client.group import calls, protocol, requests
 from headwater.client.group.assignors import COOPERATIVE
-from headwater.client.group.listener import ConsumerRebalanceListener, OffsetAndMetadata
+from headwater.client.group.listener import ConsumerRebalanceListener
 from headwater.client.group.member import (
-    COORDINATOR_ERRORS,
     AssignmentChange,
     GroupMember,
     MemberState,
     Outcome,
 )
+from headwater.client.group.offsets import GroupOffsets
 from headwater.client.metadata import MetadataManager
 from headwater.client.subscription import SubscriptionState
 from headwater.client.types import TopicPartition
@@ -54,8 +56,6 @@ from headwater.retry import RetryPolicy
 from headwater.v1 import group_pb2
 
 log = logging.getLogger(__name__)
-
-CommitCallback = Callable[[Mapping[TopicPartition, OffsetAndMetadata], Exception | None], None]
 
 
 class _Kind(enum.Enum):
@@ -71,12 +71,12 @@ class _InFlight(NamedTuple):
     generation_id: int
 
 
-class ConsumerCoordinator:
+class ConsumerCoordinator(GroupOffsets):
     """Group membership and committed offsets for one consumer (see the module docstring).
 
-    Implements the :class:`headwater.client.subscription.CommittedOffsets` hook.
-    ``_member`` is only touched holding ``_lock``; ``_inflight`` and ``_offset_fetch``
-    only on the consumer's thread.
+    Committed offsets are :class:`~headwater.client.group.offsets.GroupOffsets`'s.
+    ``_member`` is only touched holding ``_lock``; ``_inflight`` only on the consumer's
+    thread.
     """
 
     def __init__(
@@ -100,24 +100,12 @@ class ConsumerCoordinator:
         on_assignment: Callable[[set[TopicPartition], set[TopicPartition]], None],
         clock: Clock = monotonic_ms,
     ) -> None:
-        self.group_id = group_id
-        self.client_id = client_id
-        self.group_instance_id = group_instance_id
-        self.session_timeout_ms = session_timeout_ms
-        self.heartbeat_interval_ms = heartbeat_interval_ms
-        self.max_poll_interval_ms = max_poll_interval_ms
-        self.assignors = assignors
-        self.enable_auto_commit = enable_auto_commit
-        self.auto_commit_interval_ms = auto_commit_interval_ms
-        self._subs = subscriptions
-        self._metadata = metadata
-        self._retry = retry
-        self._request_timeout_ms = request_timeout_ms
-        self._on_assignment = on_assignment
-        self._clock = clock
-        self.listener = ConsumerRebalanceListener()
-        self._calls = calls.CoordinatorCalls(
+        super().__init__(
             group_id=group_id,
+            group_instance_id=group_instance_id,
+            enable_auto_commit=enable_auto_commit,
+            auto_commit_interval_ms=auto_commit_interval_ms,
+            subscriptions=subscriptions,
             metadata=metadata,
             bootstrap=bootstrap,
             channels=channels,
@@ -125,8 +113,14 @@ class ConsumerCoordinator:
             request_timeout_ms=request_timeout_ms,
             clock=clock,
         )
-
-        self._lock = threading.RLock()
+        self.client_id = client_id
+        self.session_timeout_ms = session_timeout_ms
+        self.heartbeat_interval_ms = heartbeat_interval_ms
+        self.max_poll_interval_ms = max_poll_interval_ms
+        self.assignors = assignors
+        self._metadata = metadata
+        self._on_assignment = on_assignment
+        self.listener = ConsumerRebalanceListener()
         self._member = GroupMember(
             group_instance_id=group_instance_id,
             cooperative=any(a in COOPERATIVE for a in assignors[:1]),
@@ -134,13 +128,8 @@ class ConsumerCoordinator:
             now_ms=clock(),
         )
         self._inflight: _InFlight | None = None
-        self._offset_fetch: tuple[frozenset[TopicPartition], calls.Future[Any]] | None = None
         self._last_poll_ms = clock()
-        self._next_auto_commit_ms = clock() + auto_commit_interval_ms
         self._closed = threading.Event()
-        self._commit_pool = concurrent.futures.ThreadPoolExecutor(1, "headwater-commit")
-        self._auto_commit: concurrent.futures.Future[None] | None = None
-        self._completed_callbacks: list[Callable[[], None]] = []
         self._heartbeat = threading.Thread(
             target=self._heartbeat_loop, name="headwater-heartbeat", daemon=True
         )
@@ -157,118 +146,7 @@ class ConsumerCoordinator:
         with self._lock:
             return self._inflight is not None or self._member.state is not MemberState.STABLE
 
-    # -- CommittedOffsets hook ------------------------------------------------------------
-
-    def committed(self, tps: Iterable[TopicPartition]) -> Mapping[TopicPartition, int | None]:
-        return {tp: (o.offset if o is not None else None) for tp, o in self.fetch(tps).items()}
-
-    def fetch(
-        self, tps: Iterable[TopicPartition], *, timeout_ms: float | None = None
-    ) -> dict[TopicPartition, OffsetAndMetadata | None]:
-        """The committed offsets of ``tps``, waiting up to ``timeout_ms``."""
-        wanted = frozenset(tps)
-        timeout = self._request_timeout_ms * 2 if timeout_ms is None else timeout_ms
-        deadline = self._clock() + timeout
-
-        def attempt() -> dict[TopicPartition, OffsetAndMetadata | None]:
-            resp = self._calls.call(
-                "OffsetFetch", self._offset_fetch_request(wanted), deadline_ms=deadline
-            )
-            return self._fetched(resp, wanted)
-
-        result: dict[TopicPartition, OffsetAndMetadata | None] = self._retry.call(
-            attempt, timeout_ms=timeout, clock=self._clock
-        )
-        return result
-
-    def fetch_for_poll(
-        self, tps: Iterable[TopicPartition], *, deadline_ms: float
-    ) -> dict[TopicPartition, int | None] | None:
-        """The committed offsets of ``tps`` if known by ``deadline_ms``; else None, and
-        the OffsetFetch stays in flight for the next ``poll``."""
-        wanted = frozenset(tps)
-        pending = self._offset_fetch
-        if pending is None or not wanted <= pending[0]:
-            address = self._calls.coordinator(deadline_ms=deadline_ms)
-            if address is None:
-                return None
-            future = self._calls.submit(
-                "OffsetFetch",
-                self._offset_fetch_request(wanted),
-                address=address,
-                timeout_ms=self._request_timeout_ms,
-            )
-            pending = self._offset_fetch = (wanted, future)
-        if not calls.wait(pending[1], deadline_ms=deadline_ms, clock=self._clock):
-            return None
-        self._offset_fetch = None
-        try:
-            found = self._fetched(pending[1].result(), pending[0])
-        except errors.HeadwaterError as exc:
-            if exc.retriable:
-                return None  # the next poll asks again
-            raise
-        return {
-            tp: (o.offset if o is not None else None) for tp, o in found.items() if tp in wanted
-        }
-
-    def _offset_fetch_request(self, wanted: frozenset[TopicPartition]) -> Any:
-        """The OffsetFetch for ``wanted`` (a classic member does not name itself)."""
-        return requests.offset_fetch(self.group_id, wanted)
-
-    def _fetched(
-        self, resp: Any, wanted: frozenset[TopicPartition]
-    ) -> dict[TopicPartition, OffsetAndMetadata | None]:
-        if resp.error_code in COORDINATOR_ERRORS:
-            self._calls.mark_dead()
-        return requests.parse_offset_fetch(resp, wanted)
-
-    # -- commits --------------------------------------------------------------------------
-
-    def current_positions(self) -> dict[TopicPartition, OffsetAndMetadata]:
-        out = {}
-        for tp in self._subs.assigned_list():
-            pos = self._subs.position(tp)
-            if pos is not None:
-                out[tp] = OffsetAndMetadata(pos)
-        return out
-
-    def commit_sync(
-        self,
-        offsets: Mapping[TopicPartition, OffsetAndMetadata] | None = None,
-        *,
-        timeout_ms: float | None = None,
-    ) -> None:
-        """Commit ``offsets`` (default: every assigned position) within ``timeout_ms``
-        (default: twice the request timeout); raises on refusal or when time is up."""
-        self._run_callbacks()
-        offsets = self.current_positions() if offsets is None else offsets
-        if not offsets:
-            return
-        timeout = self._request_timeout_ms * 2 if timeout_ms is None else timeout_ms
-        deadline = self._clock() + timeout
-
-        def attempt() -> None:
-            generation, member = self._commit_identity()  # again on each try: it may move
-            request = requests.offset_commit(
-                group_id=self.group_id,
-                generation_id=generation,
-                member_id=member,
-                group_instance_id=self.group_instance_id,
-                offsets=offsets,
-            )
-            resp = self._calls.call("OffsetCommit", request, deadline_ms=deadline)
-            codes = [resp.error_code, *(p.error_code for p in resp.partitions)]
-            bad = next((c for c in codes if c), 0)
-            if not bad:
-                return
-            if bad in COORDINATOR_ERRORS:
-                self._calls.mark_dead()
-            raise self._commit_refused(
-                ErrorCode(bad), errors.for_code(bad, f"commit of group {self.group_id} refused")
-            )
-
-        self._retry.call(attempt, timeout_ms=timeout, clock=self._clock)
+    # -- commits: what the membership says about them -----------------------------------
 
     def _commit_identity(self) -> tuple[int, str]:
         """``(generation, member_id)`` for a commit: (-1, "") outside a generation."""
@@ -287,55 +165,6 @@ class ConsumerCoordinator:
             elif code == ErrorCode.FENCED_INSTANCE_ID:
                 self._member.fence()
         return error
-
-    def commit_async(
-        self,
-        offsets: Mapping[TopicPartition, OffsetAndMetadata] | None = None,
-        callback: CommitCallback | None = None,
-    ) -> concurrent.futures.Future[None]:
-        """Commit in the background; ``callback(offsets, error)`` runs in a later ``poll``."""
-        offsets = dict(self.current_positions() if offsets is None else offsets)
-
-        def job() -> None:
-            error: Exception | None = None
-            try:
-                self.commit_sync(offsets)
-            except Exception as exc:  # handed to the callback
-                error = exc
-            if callback is not None:
-                with self._lock:
-                    self._completed_callbacks.append(lambda: callback(offsets, error))
-            elif error is not None:
-                log.warning("async commit for group %s failed: %s", self.group_id, error)
-
-        return self._commit_pool.submit(job)
-
-    def _run_callbacks(self) -> None:
-        with self._lock:
-            pending, self._completed_callbacks = self._completed_callbacks, []
-        for cb in pending:
-            cb()
-
-    def _maybe_auto_commit(self) -> None:
-        """The periodic auto-commit: in the background, so ``poll`` never waits for it."""
-        if not self.enable_auto_commit or self._clock() < self._next_auto_commit_ms:
-            return
-        self._next_auto_commit_ms = self._clock() + self.auto_commit_interval_ms
-        if self._auto_commit is not None and not self._auto_commit.done():
-            return  # the last one is still trying: no queue of stale commits
-        if self.current_positions():
-            self._auto_commit = self.commit_async()
-
-    def _commit_before_revoke(self, *, deadline_ms: float) -> None:
-        """Auto-commit what is about to be revoked, within the poll's time (at least
-        ``retry_backoff_ms``: a commit given no time at all would never be tried)."""
-        if not self.enable_auto_commit:
-            return
-        timeout = max(deadline_ms - self._clock(), float(self._retry.retry_backoff_ms))
-        try:
-            self.commit_sync(timeout_ms=min(timeout, float(self._request_timeout_ms)))
-        except errors.HeadwaterError as exc:
-            log.warning("auto-commit for group %s failed: %s", self.group_id, exc)
 
     # -- membership, on the consumer's thread --------------------------------------------
 
