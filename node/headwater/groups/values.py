@@ -19,6 +19,10 @@ NO_LEADER_EPOCH = -1
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
 
+MIGRATION_POLICIES = ("bidirectional", "upgrade", "downgrade", "disabled")
+"""Kafka's ``group.consumer.migration.policy`` values (Kafka 4's default first)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class GroupConfig:
     """Broker settings of the group coordinator (Kafka's names, same defaults)."""
@@ -48,6 +52,18 @@ class GroupConfig:
     """``group.consumer.assignors``; the first is the default."""
     consumer_max_size: int = 2**31 - 1
     """``group.consumer.max.size``: joins beyond get GROUP_MAX_SIZE_REACHED."""
+    consumer_migration_policy: str = "bidirectional"
+    """``group.consumer.migration.policy`` (one of :data:`MIGRATION_POLICIES`): whether a
+    non-empty classic group may convert to a consumer group (upgrade) and back
+    (downgrade).  Empty groups give way to the other kind whatever the policy."""
+
+    @property
+    def upgrade_allowed(self) -> bool:
+        return self.consumer_migration_policy in ("bidirectional", "upgrade")
+
+    @property
+    def downgrade_allowed(self) -> bool:
+        return self.consumer_migration_policy in ("bidirectional", "downgrade")
 
 
 class Protocol(NamedTuple):

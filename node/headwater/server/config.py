@@ -236,6 +236,14 @@ class BrokerConfig:
         2147483647,
         "Most members one consumer-protocol group may have.",
     )
+    group_consumer_migration_policy: str = _key(
+        "group.consumer.migration.policy",
+        "bidirectional",
+        "Whether a non-empty classic group converts to a consumer-protocol group when a "
+        "member joins with group_protocol=consumer (upgrade) and back (downgrade): "
+        "bidirectional, upgrade, downgrade or disabled (case-insensitive). Empty groups "
+        "convert either way whatever the policy.",
+    )
     log_cleaner_enable: bool = _key(
         "log.cleaner.enable", True, "Compact topics with cleanup.policy=compact."
     )
@@ -402,6 +410,11 @@ class BrokerConfig:
             ),
             ("group.consumer.assignors", len(set(names)) == len(names), "names an assignor twice"),
             ("group.consumer.max.size", self.group_consumer_max_size >= 1, "must be >= 1"),
+            (
+                "group.consumer.migration.policy",
+                self.group_consumer_migration_policy.strip().lower() in MIGRATION_POLICIES,
+                f"must be one of {', '.join(MIGRATION_POLICIES)}",
+            ),
         ]
 
     def validate(self) -> None:
@@ -453,6 +466,9 @@ class BrokerConfig:
 CONSUMER_ASSIGNORS = ("uniform", "range")
 """The server-side assignors ``group.consumer.assignors`` may name
 (:mod:`headwater.groups.consumer_assignors`)."""
+
+MIGRATION_POLICIES = ("bidirectional", "upgrade", "downgrade", "disabled")
+"""``group.consumer.migration.policy`` values (Kafka's; ``headwater.groups.values``)."""
 
 
 def _parse_value(key: str, raw: str, type_name: Any) -> Any:

@@ -132,6 +132,7 @@ def test_consumer_group_defaults_follow_kafka() -> None:
     assert config.group_consumer_max_heartbeat_interval_ms == 15000
     assert config.consumer_assignors == ("uniform", "range")
     assert config.group_consumer_max_size == 2147483647
+    assert config.group_consumer_migration_policy == "bidirectional"
     config.validate()
 
 
@@ -145,9 +146,11 @@ def test_consumer_group_settings_are_read() -> None:
             "group.consumer.session.timeout.ms=6000",
             "group.consumer.min.heartbeat.interval.ms=500",
             "group.consumer.heartbeat.interval.ms=500",
+            "group.consumer.migration.policy=UPGRADE",
         ],
     )
     assert config.consumer_assignors == ("range", "uniform")
+    assert config.group_consumer_migration_policy == "UPGRADE"  # case-insensitive, as Kafka
     assert config.group_consumer_session_timeout_ms == 6000
     assert config.group_consumer_heartbeat_interval_ms == 500
 
@@ -173,6 +176,7 @@ def test_consumer_group_settings_are_read() -> None:
         (["group.consumer.assignors=range,range"], r"assignors.*twice"),
         (["group.consumer.max.size=0"], r"group\.consumer\.max\.size"),
         (["group.consumer.max.size=x"], r"group\.consumer\.max\.size.*integer"),
+        (["group.consumer.migration.policy=sideways"], r"migration\.policy.*bidirectional"),
     ],
 )
 def test_bad_consumer_group_settings_name_the_key(overrides: list[str], match: str) -> None:

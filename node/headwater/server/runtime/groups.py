@@ -88,6 +88,7 @@ def group_coordinator(
             consumer_session_timeout_ms=config.group_consumer_session_timeout_ms,
             consumer_assignors=config.consumer_assignors,
             consumer_max_size=config.group_consumer_max_size,
+            consumer_migration_policy=config.group_consumer_migration_policy.strip().lower(),
         ),
     )
 
