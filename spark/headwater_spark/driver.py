@@ -250,13 +250,46 @@ class StreamPlanner:
         )
 
     def commit(self, end: Mapping[TopicPartition, int]) -> None:
-        """After a micro-batch: commit its end offsets to ``groupId`` (if given)."""
-        if self.opts.group_id is None or not end or dict(end) == self._last_committed:
+        """After a micro-batch: commit its end offsets to ``groupId`` (if given).
+
+        A transient failure (a retriable error that outlasted the retries: no
+        coordinator, a timeout) is logged and the offsets are committed again
+        after the next batch; the query's progress is in Spark's checkpoint, so
+        only lag monitoring lags.  A refusal by the group (any other error, such
+        as UNKNOWN_MEMBER_ID while the group has active members, classic or
+        consumer protocol) would recur at every batch and leave the group's
+        offsets silently stale, so it raises :class:`GroupCommitError` and
+        stops the query.
+        """
+        group_id = self.opts.group_id
+        if group_id is None or not end or dict(end) == self._last_committed:
             return
         try:
-            self.view.commit(self.opts.group_id, end)
-            self._last_committed = dict(end)
+            self.view.commit(group_id, end)
         except errors.HeadwaterError as exc:
-            # The query's own progress is in Spark's checkpoint; a failed commit only
-            # delays what lag monitoring shows, so it must not stop the query.
-            log.warning("committing offsets for group %r failed: %s", self.opts.group_id, exc)
+            if not exc.retriable:
+                raise GroupCommitError(group_id, exc) from exc
+            log.warning("committing offsets for group %r failed: %s", group_id, exc)
+            return
+        self._last_committed = dict(end)
+
+
+class GroupCommitError(RuntimeError):
+    """The group of option ``groupId`` refused the query's offsets (not transient).
+
+    ``error`` is Kafka's error; the message names the group and the error code.
+    """
+
+    def __init__(self, group_id: str, error: errors.HeadwaterError) -> None:
+        hint = (
+            " (Kafka takes commits from outside a group, what groupId sends, only while the"
+            " group has no members: stop its consumers or give the query a groupId of its own)"
+            if error.code is errors.ErrorCode.UNKNOWN_MEMBER_ID
+            else ""
+        )
+        super().__init__(
+            f"the offsets of this query could not be committed to groupId {group_id!r}:"
+            f" {error}{hint}"
+        )
+        self.group_id = group_id
+        self.error = error

@@ -3,8 +3,8 @@
 Covers the micro-batch protocol the Spark reader delegates to: the initial
 offset, ``maxOffsetsPerTrigger`` through ``latest_offset``, new partitions
 from earliest, Trigger.AvailableNow's fixed target, batch plans with
-``minPartitions``, and ``groupId`` commits (a failed commit does not stop the
-query).
+``minPartitions``, and ``groupId`` commits (a transient failure does not stop the
+query and is retried after the next batch; a refusal by the group stops it).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Mapping
 import pytest
 from headwater import errors
 from headwater.client.types import TopicPartition
-from headwater_spark.driver import StreamPlanner, plan_batch
+from headwater_spark.driver import GroupCommitError, StreamPlanner, plan_batch
 from headwater_spark.options import OptionError, Subscription, parse_read_options
 from headwater_spark.planning import OffsetRange
 
@@ -28,7 +28,7 @@ class FakeView:
         self.earliest = {T0: 0, T1: 0}
         self.latest = {T0: 100, T1: 20}
         self.commits: list[tuple[str, dict[TopicPartition, int]]] = []
-        self.fail_commit = False
+        self.fail_commit: errors.HeadwaterError | None = None
 
     def partitions(self, subscription: Subscription) -> list[TopicPartition]:
         return sorted(tp for tp in self.latest if subscription.matches(tp.topic))
@@ -40,8 +40,8 @@ class FakeView:
         return out
 
     def commit(self, group_id: str, positions: Mapping[TopicPartition, int]) -> None:
-        if self.fail_commit:
-            raise errors.CoordinatorNotAvailableError("no coordinator")
+        if self.fail_commit is not None:
+            raise self.fail_commit
         self.commits.append((group_id, dict(positions)))
 
 
@@ -94,11 +94,29 @@ def test_group_commits_follow_each_micro_batch(caplog: pytest.LogCaptureFixture)
     p = planner(view, groupId="etl")
     p.commit({T0: 10, T1: 3})
     assert view.commits == [("etl", {T0: 10, T1: 3})]
-    view.fail_commit = True
+    view.fail_commit = errors.CoordinatorNotAvailableError("no coordinator")
     with caplog.at_level(logging.WARNING):
         p.commit({T0: 11, T1: 3})
     assert "committing offsets for group 'etl' failed" in caplog.text
+    view.fail_commit = None
+    p.commit({T0: 11, T1: 3})  # not marked committed: the next call commits it again
+    assert view.commits[-1] == ("etl", {T0: 11, T1: 3})
     assert planner(FakeView()).commit({T0: 1}) is None  # no groupId: nothing to commit
+
+
+def test_group_commit_refused_by_an_active_group_stops_the_query() -> None:
+    view = FakeView()
+    p = planner(view, groupId="etl")
+    view.fail_commit = errors.UnknownMemberIdError("group 'etl' has active members")
+    with pytest.raises(GroupCommitError, match="groupId 'etl': UNKNOWN_MEMBER_ID") as info:
+        p.commit({T0: 11, T1: 3})
+    assert "stop its consumers or give the query a groupId of its own" in str(info.value)
+    assert isinstance(info.value.error, errors.UnknownMemberIdError)
+    view.fail_commit = errors.InvalidGroupIdError("bad group")
+    with pytest.raises(GroupCommitError, match="INVALID_GROUP_ID") as info:
+        p.commit({T0: 12, T1: 3})
+    assert "stop its consumers" not in str(info.value)
+    assert view.commits == []
 
 
 def test_batch_plan_with_min_partitions_and_bounds() -> None:
