@@ -39,6 +39,7 @@ from collections.abc import Callable, Mapping
 
 from headwater.errors import ErrorCode
 from headwater.groups.consumer_assignors import ASSIGNORS
+from headwater.groups.values import Protocol
 from headwater.values import TopicPartition
 
 JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH = 0, -1, -2
@@ -155,6 +156,17 @@ class ConsumerMember:
     rack_id: str | None = None
     client_id: str = ""
     client_host: str = ""
+    classic_protocols: tuple[Protocol, ...] | None = None
+    """A member still on the classic protocol (JoinGroup/SyncGroup/Heartbeat) in a group
+    converted from classic (:mod:`headwater.groups.migration`): the protocols of its
+    last JoinGroup.  None for a consumer-protocol member."""
+    classic_session_timeout_ms: int = 0
+    """A classic member's own ``session.timeout.ms`` (its session is that, not the
+    group's ``group.consumer.session.timeout.ms``)."""
+
+    @property
+    def is_classic(self) -> bool:
+        return self.classic_protocols is not None
 
     @property
     def held(self) -> frozenset[TopicPartition]:
@@ -324,6 +336,71 @@ class ConsumerGroup:
             self._remove(m, partition_counts)
         return [m.member_id for m in gone]
 
+    # -- members of the classic protocol (a converted group) ----------------------------
+
+    def classic_join(
+        self,
+        member_id: str,
+        *,
+        subscribed_topics: frozenset[str],
+        owned: frozenset[TopicPartition],
+        protocols: tuple[Protocol, ...],
+        session_timeout_ms: int,
+        rebalance_timeout_ms: int,
+        now_ms: int,
+        partition_counts: Mapping[str, int],
+    ) -> ConsumerMember | None:
+        """A JoinGroup from a classic member (None if ``member_id`` is not one): it
+        takes its subscription and what it says it still owns (the subscription's owned
+        partitions; an eager member revoked everything before rejoining) and moves
+        towards its target as a heartbeat would -- releasing pending revocations it no
+        longer owns, then taking what no other member holds.  Its answer is
+        ``member.assigned`` at ``member.member_epoch`` (the generation)."""
+        m = self.members.get(member_id)
+        if m is None or not m.is_classic:
+            return None
+        m.classic_protocols, m.classic_session_timeout_ms = protocols, session_timeout_ms
+        m.rebalance_timeout_ms = rebalance_timeout_ms
+        m.session_deadline_ms = now_ms + session_timeout_ms
+        if subscribed_topics != m.subscribed_topics:
+            m.subscribed_topics = subscribed_topics
+            self._bump_epoch()
+        self._maybe_compute_target(partition_counts)
+        self._reconcile(m, owned, now_ms=now_ms)
+        if m.state is MemberState.UNREVOKED_PARTITIONS:
+            self._reconcile(m, owned, now_ms=now_ms)  # it may have revoked them already
+        self._update_state()
+        return m
+
+    def classic_check(self, member_id: str, generation_id: int, *, now_ms: int) -> ErrorCode:
+        """A SyncGroup, Heartbeat or OffsetCommit from a classic member: it must be one,
+        at its current generation (its member epoch); refreshes its session."""
+        m = self.members.get(member_id)
+        if m is None or not m.is_classic:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if generation_id != m.member_epoch:
+            return ErrorCode.ILLEGAL_GENERATION
+        m.session_deadline_ms = now_ms + m.classic_session_timeout_ms
+        return ErrorCode.NONE
+
+    def classic_heartbeat(self, member_id: str, generation_id: int, *, now_ms: int) -> ErrorCode:
+        """A classic member's Heartbeat: REBALANCE_IN_PROGRESS while it does not hold
+        its target at the target epoch (it rejoins, and its JoinGroup moves it on)."""
+        code = self.classic_check(member_id, generation_id, now_ms=now_ms)
+        if code is not ErrorCode.NONE:
+            return code
+        m = self.members[member_id]
+        settled = (
+            self.group_epoch == self.target_epoch
+            and m.state is MemberState.STABLE
+            and m.member_epoch == self.target_epoch
+        )
+        return ErrorCode.NONE if settled else ErrorCode.REBALANCE_IN_PROGRESS
+
+    def remove_member(self, member_id: str, partition_counts: Mapping[str, int]) -> None:
+        """A member left outside the heartbeat (a classic member's LeaveGroup)."""
+        self._remove(self.members[member_id], partition_counts)
+
     def delete(self) -> None:
         """DeleteGroups: only an empty group may go."""
         self.state = self.state.transition_to(GroupState.DEAD)
@@ -416,7 +493,9 @@ class ConsumerGroup:
         for m in self.members.values():
             if m.subscribed_regex and regex_topics is not None:
                 m.regex_topics = regex_topics.get(m.subscribed_regex, frozenset())
-            m.session_deadline_ms = now_ms + self.session_timeout_ms
+            m.session_deadline_ms = now_ms + (
+                m.classic_session_timeout_ms if m.is_classic else self.session_timeout_ms
+            )
             revoking = m.state is MemberState.UNREVOKED_PARTITIONS
             m.revocation_deadline_ms = now_ms + m.rebalance_timeout_ms if revoking else None
         self.state = self._derived_state()

@@ -111,9 +111,12 @@ class ConsumerGroups:
         *,
         now_ms: int,
         partition_counts: Mapping[str, int],
+        converted: ConsumerGroup | None = None,
     ) -> tuple[ConsumerGroupHeartbeatResponse, list[CoordinatorRecord]]:
         """Apply one heartbeat: the answer and the records to write first.  An error
-        answer comes with no records and leaves every group as it was."""
+        answer comes with no records and leaves every group as it was.  ``converted``:
+        the group just converted from a classic one (:mod:`headwater.groups.migration`),
+        which this join creates -- kept, and written whole, only if the join succeeds."""
 
         def fail(
             code: ErrorCode, message: str
@@ -131,8 +134,8 @@ class ConsumerGroups:
                 f"ServerAssignor {req.server_assignor} is not supported; supported: "
                 f"{', '.join(self.config.consumer_assignors)}.",
             )
-        group = self.groups.get(req.group_id)
-        created = group is None
+        group = self.groups.get(req.group_id) if converted is None else converted
+        created = group is None or converted is not None
         if group is None:
             if req.member_epoch != JOIN_EPOCH:
                 return fail(
@@ -280,6 +283,9 @@ class ConsumerGroups:
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
+        if member.is_classic:  # a classic client knows generations, not member epochs
+            ok = member_epoch == member.member_epoch
+            return ErrorCode.NONE if ok else ErrorCode.ILLEGAL_GENERATION
         if member_epoch > member.member_epoch:
             return ErrorCode.FENCED_MEMBER_EPOCH
         if member_epoch < member.member_epoch:

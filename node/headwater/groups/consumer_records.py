@@ -20,6 +20,9 @@ Values, each ``version int16 = 0`` then::
     5  instance_id nstring, rack_id nstring, client_id string, client_host string,
        subscribed_topic_names [string], subscribed_topic_regex nstring,
        rebalance_timeout_ms int32, server_assignor nstring
+       [then, for a classic member of a converted group only (Kafka's
+       ClassicMemberMetadata): session_timeout_ms int32,
+       supported_protocols [name string, metadata int32-length bytes]]
     6  assignment_epoch int32                           (the target assignment's epoch)
     7  topic_partitions [topic string, partitions [int32]]
     8  member_epoch int32, previous_member_epoch int32, state int8 (Kafka's MemberState:
@@ -47,6 +50,7 @@ from headwater.groups.consumer_group import (
     MemberState,
 )
 from headwater.groups.records import CoordinatorRecord, Reader, encode_string
+from headwater.groups.values import Protocol
 from headwater.values import TopicPartition
 
 GROUP_METADATA, PARTITION_METADATA, MEMBER_METADATA = 3, 4, 5
@@ -92,6 +96,9 @@ class MemberMetadata(NamedTuple):
     subscribed_topic_regex: str | None
     rebalance_timeout_ms: int
     server_assignor: str | None
+    classic_session_timeout_ms: int = 0
+    classic_protocols: tuple[Protocol, ...] | None = None
+    """Set for a classic member of a converted group only."""
 
 
 class CurrentAssignment(NamedTuple):
@@ -149,8 +156,18 @@ def encode_member_metadata(v: MemberMetadata) -> bytes:
             encode_string(v.subscribed_topic_regex),
             _I32.pack(v.rebalance_timeout_ms),
             encode_string(v.server_assignor),
+            _classic_member(v),
         )
     )
+
+
+def _classic_member(v: MemberMetadata) -> bytes:
+    if v.classic_protocols is None:
+        return b""
+    parts = [_I32.pack(v.classic_session_timeout_ms), _I32.pack(len(v.classic_protocols))]
+    for p in v.classic_protocols:
+        parts += [encode_string(p.name), _I32.pack(len(p.metadata)), p.metadata]
+    return b"".join(parts)
 
 
 def encode_target_member(tps: Iterable[TopicPartition]) -> bytes:
@@ -209,9 +226,14 @@ def decode_epoch(data: bytes) -> int:
 
 def decode_member_metadata(data: bytes) -> MemberMetadata:
     r = _value_reader(data, "consumer group member metadata")
-    return MemberMetadata(
+    md = MemberMetadata(
         r.nstr(), r.nstr(), r.str(), r.str(), _read_strings(r), r.nstr(), r.i32(), r.nstr()
     )
+    if r.pos >= len(r.data):
+        return md
+    session = r.i32()
+    protocols = tuple(Protocol(r.str(), r.bytes()) for _ in range(r.i32()))
+    return md._replace(classic_session_timeout_ms=session, classic_protocols=protocols)
 
 
 def encode_regex_topics(topics: Iterable[str]) -> bytes:
@@ -250,6 +272,8 @@ def _member_metadata(m: ConsumerMember) -> MemberMetadata:
         m.subscribed_regex,
         m.rebalance_timeout_ms,
         m.server_assignor,
+        m.classic_session_timeout_ms,
+        m.classic_protocols,
     )
 
 
@@ -338,6 +362,8 @@ def apply(
             m.subscribed_regex = md.subscribed_topic_regex
             m.rebalance_timeout_ms = md.rebalance_timeout_ms
             m.server_assignor = md.server_assignor
+            m.classic_protocols = md.classic_protocols
+            m.classic_session_timeout_ms = md.classic_session_timeout_ms
     elif v == CURRENT_ASSIGNMENT:
         assert key.member is not None
         if value is not None:

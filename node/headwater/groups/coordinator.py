@@ -15,10 +15,12 @@ partition, in order (see :mod:`headwater.groups.records` for the format).
 
 Groups of the next-generation protocol (KIP-848) live beside the classic ones, in
 :attr:`GroupCoordinator.consumer` (:class:`headwater.groups.consumer_groups.ConsumerGroups`);
-one group id is one or the other.  A ConsumerGroupHeartbeat for a classic group with
-members gets GROUP_ID_NOT_FOUND, a JoinGroup for a consumer group with members gets
-INCONSISTENT_GROUP_PROTOCOL (Kafka's answers without group conversion); an *empty* group
-of the other kind gives way.  Committed offsets of both kinds are held by the classic
+one group id is one or the other.  A ConsumerGroupHeartbeat joining a classic group with
+members converts it when Kafka's rules allow (:mod:`headwater.groups.migration`; else
+GROUP_ID_NOT_FOUND); its classic members stay, and their JoinGroup, SyncGroup, Heartbeat,
+LeaveGroup and commits are answered from the consumer group.  Any other JoinGroup for a
+consumer group with members gets INCONSISTENT_GROUP_PROTOCOL; an *empty* group of the
+other kind gives way.  Committed offsets of both kinds are held by the classic
 :class:`headwater.groups.group.GroupMetadata` of the id (for a consumer group: an empty
 one that only holds offsets), so commits, fetches and offset records stay one path; a
 consumer group's commits and fetches are checked against member epochs first.
@@ -29,7 +31,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 
 from headwater.errors import ErrorCode
-from headwater.groups import consumer_records
+from headwater.groups import consumer_records, migration, records
+from headwater.groups.consumer_group import JOIN_EPOCH, ConsumerGroup
 from headwater.groups.consumer_groups import ConsumerGroups, new_consumer_member_id
 from headwater.groups.group import GroupMetadata
 from headwater.groups.membership import (
@@ -47,17 +50,26 @@ from headwater.groups.membership import (
 )
 from headwater.groups.offsets import GroupOffsets
 from headwater.groups.values import (
+    CONSUMER_PROTOCOL_TYPE,
     NO_GENERATION,
     ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
     GroupConfig,
     GroupDescription,
     GroupOverview,
+    HeartbeatRequest,
+    HeartbeatResponse,
     JoinGroupRequest,
     JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    LeftMember,
     MemberDescription,
     OffsetCommitRequest,
     OffsetCommitResponse,
     OffsetFetchResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
 )
 from headwater.values import TopicPartition
 
@@ -88,6 +100,14 @@ class GroupCoordinator(GroupOffsets):
         self.consumer = ConsumerGroups(
             config=self.config, member_id_factory=consumer_member_id_factory
         )
+        self._partition_counts: Mapping[str, int] = {}
+        """The topics' partition counts last passed in (a heartbeat or tick), for
+        classic-protocol calls that come without them."""
+
+    def _counts(self, given: Mapping[str, int] | None) -> Mapping[str, int]:
+        if given is not None:
+            self._partition_counts = given
+        return self._partition_counts
 
     # == the consumer protocol (KIP-848) ===============================================
 
@@ -100,11 +120,10 @@ class GroupCoordinator(GroupOffsets):
         partition_counts: Mapping[str, int],
     ) -> Decision:
         out = Out()
+        self._counts(partition_counts)
         classic = self.groups.get(req.group_id)
         if classic is not None and not classic.is_(EMPTY, DEAD):
-            response = self.consumer.refuse(
-                req, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a consumer group."
-            )
+            response = self._upgrade(req, classic, now_ms, partition_counts, out)
         else:
             response, written = self.consumer.heartbeat(
                 req, now_ms=now_ms, partition_counts=partition_counts
@@ -113,10 +132,58 @@ class GroupCoordinator(GroupOffsets):
         out.reply(request_id, response)
         return out.decision()
 
-    def join_group(self, req: JoinGroupRequest, *, request_id: int, now_ms: int) -> Decision:
+    def _upgrade(
+        self,
+        req: ConsumerGroupHeartbeatRequest,
+        classic: GroupMetadata,
+        now_ms: int,
+        partition_counts: Mapping[str, int],
+        out: Out,
+    ) -> ConsumerGroupHeartbeatResponse:
+        """A ConsumerGroupHeartbeat for the non-empty ``classic`` group: convert it and
+        join, or refuse (:mod:`headwater.groups.migration`)."""
+        gid = req.group_id
+        if req.member_epoch != JOIN_EPOCH:
+            return self.consumer.refuse(
+                req, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {gid} is not a consumer group."
+            )
+        refusal = migration.upgrade_refusal(classic, self.config)
+        if refusal is not None:
+            return self.consumer.refuse(req, *refusal)
+        converted = self.consumer.new_group(gid)
+        why = migration.convert(classic, converted, now_ms=now_ms)
+        if why is not None:
+            return self.consumer.refuse(
+                req, ErrorCode.GROUP_ID_NOT_FOUND, f"Cannot upgrade classic group {gid}: {why}"
+            )
+        response, written = self.consumer.heartbeat(
+            req, now_ms=now_ms, partition_counts=partition_counts, converted=converted
+        )
+        if response.error_code is ErrorCode.NONE:
+            # The classic group is gone (a tombstone, as Kafka); its offsets stay.
+            holder = GroupMetadata(gid, now_ms=now_ms)
+            holder.offsets = classic.offsets
+            self.groups[gid] = holder
+            out.records.append(records.group_record(records.GroupKey(gid), None))
+            out.records.extend(written)
+        return response
+
+    def join_group(
+        self,
+        req: JoinGroupRequest,
+        *,
+        request_id: int,
+        now_ms: int,
+        partition_counts: Mapping[str, int] | None = None,
+    ) -> Decision:
         group = self.consumer.groups.get(req.group_id)
         if group is None:
             return super().join_group(req, request_id=request_id, now_ms=now_ms)
+        member = group.members.get(req.member_id)
+        if member is not None and member.is_classic:
+            return self._classic_join(
+                req, group, request_id, now_ms, self._counts(partition_counts)
+            )
         if group.members:
             out = Out()
             message = f"Group {req.group_id} uses the consumer group protocol."
@@ -130,6 +197,117 @@ class GroupCoordinator(GroupOffsets):
         tombstones = self.consumer.drop(req.group_id)  # an empty consumer group gives way
         joined = super().join_group(req, request_id=request_id, now_ms=now_ms)
         return Decision((*tombstones, *joined.records), joined.replies)
+
+    # -- classic members of a converted group (headwater.groups.migration) -------------
+
+    def _classic_join(
+        self,
+        req: JoinGroupRequest,
+        group: ConsumerGroup,
+        request_id: int,
+        now_ms: int,
+        partition_counts: Mapping[str, int],
+    ) -> Decision:
+        out = Out()
+        cfg = self.config
+        code, message = ErrorCode.NONE, ""
+        if req.protocol_type != CONSUMER_PROTOCOL_TYPE or not req.protocols:
+            code, message = ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "not the consumer protocol"
+        elif not (
+            cfg.group_min_session_timeout_ms
+            <= req.session_timeout_ms
+            <= cfg.group_max_session_timeout_ms
+        ):
+            code, message = ErrorCode.INVALID_SESSION_TIMEOUT, "session.timeout.ms out of bounds"
+        else:
+            try:
+                sub = migration.decode_subscription(req.protocols[0].metadata)
+            except (ValueError, UnicodeDecodeError) as exc:
+                sub, code, message = None, ErrorCode.INCONSISTENT_GROUP_PROTOCOL, str(exc)
+        if code is not ErrorCode.NONE or sub is None:
+            out.reply(request_id, JoinGroupResponse(code, req.member_id, error_message=message))
+            return out.decision()
+        before = consumer_records.image(group)
+        member = group.classic_join(
+            req.member_id,
+            subscribed_topics=sub.topics,
+            owned=sub.owned,
+            protocols=req.protocols,
+            session_timeout_ms=req.session_timeout_ms,
+            rebalance_timeout_ms=req.rebalance_timeout_ms,
+            now_ms=now_ms,
+            partition_counts=partition_counts,
+        )
+        assert member is not None
+        out.records.extend(consumer_records.changes(before, consumer_records.image(group)))
+        out.reply(
+            request_id,
+            JoinGroupResponse(
+                ErrorCode.NONE,
+                member.member_id,
+                member.member_epoch,
+                CONSUMER_PROTOCOL_TYPE,
+                req.protocols[0].name,
+                leader="",  # no member assigns: the coordinator did
+            ),
+        )
+        return out.decision()
+
+    def sync_group(self, req: SyncGroupRequest, *, request_id: int, now_ms: int) -> Decision:
+        group = self.consumer.groups.get(req.group_id)
+        member = group.members.get(req.member_id) if group is not None else None
+        if group is None or member is None or not member.is_classic:
+            return super().sync_group(req, request_id=request_id, now_ms=now_ms)
+        code = group.classic_check(req.member_id, req.generation_id, now_ms=now_ms)
+        response = (
+            SyncGroupResponse(
+                code,
+                migration.encode_assignment(member.assigned),
+                CONSUMER_PROTOCOL_TYPE,
+                req.protocol_name or (member.classic_protocols or ())[0].name,
+            )
+            if code is ErrorCode.NONE
+            else SyncGroupResponse(code)
+        )
+        return Decision(replies=(Reply(request_id, response),))
+
+    def heartbeat(self, req: HeartbeatRequest, *, request_id: int, now_ms: int) -> Decision:
+        group = self.consumer.groups.get(req.group_id)
+        if group is None or not group.members:
+            return super().heartbeat(req, request_id=request_id, now_ms=now_ms)
+        code = group.classic_heartbeat(req.member_id, req.generation_id, now_ms=now_ms)
+        return Decision(replies=(Reply(request_id, HeartbeatResponse(code)),))
+
+    def leave_group(
+        self,
+        req: LeaveGroupRequest,
+        *,
+        request_id: int,
+        now_ms: int,
+        partition_counts: Mapping[str, int] | None = None,
+    ) -> Decision:
+        group = self.consumer.groups.get(req.group_id)
+        if group is None or not group.members:
+            return super().leave_group(req, request_id=request_id, now_ms=now_ms)
+        out = Out()
+        before = consumer_records.image(group)
+        results: list[LeftMember] = []
+        for ident in req.members:
+            mid = ident.member_id
+            if ident.group_instance_id is not None:
+                mid = group.static_members.get(ident.group_instance_id, "")
+            member = group.members.get(mid)
+            if member is None or not member.is_classic:
+                code = ErrorCode.UNKNOWN_MEMBER_ID
+            elif ident.member_id and ident.member_id != mid:
+                code = ErrorCode.FENCED_INSTANCE_ID
+            else:
+                group.remove_member(mid, self._counts(partition_counts))
+                code = ErrorCode.NONE
+            results.append(LeftMember(ident.member_id, ident.group_instance_id, code))
+        out.records.extend(consumer_records.changes(before, consumer_records.image(group)))
+        out.reply(request_id, LeaveGroupResponse(ErrorCode.NONE, tuple(results)))
+        return out.decision()
 
     def commit_offsets(self, req: OffsetCommitRequest, *, request_id: int, now_ms: int) -> Decision:
         group = self.consumer.groups.get(req.group_id)
@@ -239,6 +417,7 @@ class GroupCoordinator(GroupOffsets):
         consumer-protocol groups too when ``partition_counts`` (their topics) are given."""
         out = Out()
         if partition_counts is not None:
+            self._counts(partition_counts)
             out.records.extend(self.consumer.tick(now_ms=now_ms, partition_counts=partition_counts))
         for group in list(self.groups.values()):
             consumer = self.consumer.groups.get(group.group_id)

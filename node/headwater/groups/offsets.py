@@ -134,7 +134,12 @@ class GroupOffsets(GroupMembership):
             )
             return
         if value is None:
-            self.groups.pop(k.group, None)
+            # The group metadata is gone (deleted, or converted to a consumer group);
+            # its offsets have their own records and stay until their tombstones.
+            gone = self.groups.pop(k.group, None)
+            if gone is not None and gone.offsets:
+                holder = self.groups[k.group] = GroupMetadata(k.group, now_ms=now_ms)
+                holder.offsets = gone.offsets
             return
         group = self.groups.get(k.group)
         if group is None:

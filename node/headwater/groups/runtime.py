@@ -275,7 +275,10 @@ class GroupCoordinatorRuntime:
     async def join_group(self, req: JoinGroupRequest) -> JoinGroupResponse:
         try:
             resp = await self._call(
-                req.group_id, lambda c, rid, now: c.join_group(req, request_id=rid, now_ms=now)
+                req.group_id,
+                lambda c, rid, now: c.join_group(
+                    req, request_id=rid, now_ms=now, partition_counts=self._partition_counts()
+                ),
             )
         except NotCoordinator as exc:
             return JoinGroupResponse(exc.code, req.member_id)
@@ -323,7 +326,10 @@ class GroupCoordinatorRuntime:
     async def leave_group(self, req: LeaveGroupRequest) -> LeaveGroupResponse:
         try:
             resp = await self._call(
-                req.group_id, lambda c, rid, now: c.leave_group(req, request_id=rid, now_ms=now)
+                req.group_id,
+                lambda c, rid, now: c.leave_group(
+                    req, request_id=rid, now_ms=now, partition_counts=self._partition_counts()
+                ),
             )
         except NotCoordinator as exc:
             return LeaveGroupResponse(exc.code)

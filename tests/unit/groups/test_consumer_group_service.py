@@ -217,8 +217,11 @@ def test_classic_and_consumer_groups_do_not_mix(cluster: Cluster) -> None:
     join.member_id = r.member_id
     r = cluster.run(cluster.service.JoinGroup(join, _Context()))  # type: ignore[arg-type]
     ok(r)
-    # ... and a classic group with members is not a consumer group.
+    # ... and a classic group with members is not a consumer group: it converts only
+    # once Stable (tests/unit/groups/test_migration.py), and never on a non-join epoch.
     h = cluster.join()
+    assert h.error_code == common_pb2.REBALANCE_IN_PROGRESS
+    h = cluster.hb(member_id="x", member_epoch=3)
     assert h.error_code == common_pb2.GROUP_ID_NOT_FOUND
     assert "not a consumer group" in h.error_message
 

@@ -1,0 +1,181 @@
+"""Online upgrade of a classic group to the consumer protocol (KIP-848), pure.
+
+When a member restarted with ``group_protocol="consumer"`` sends its first
+``ConsumerGroupHeartbeat`` (epoch 0) for a classic group that still has members, the
+coordinator converts the group (Kafka's ``GroupMetadataManager.convertToConsumerGroup``)
+if ``group.consumer.migration.policy`` allows the upgrade and the group qualifies
+(:func:`upgrade_refusal`).  The classic members stay in the converted group as
+*classic members* (:attr:`ConsumerMember.classic_protocols`): they keep the generation
+as their member epoch, keep the partitions of their classic assignment, and keep
+speaking JoinGroup/SyncGroup/Heartbeat, answered from the consumer group:
+
+- a Heartbeat gets REBALANCE_IN_PROGRESS while the member does not hold its target at
+  the target epoch;
+- its JoinGroup (carrying what it still owns) moves it towards its target like a
+  consumer-protocol heartbeat -- revocations first, then what no other member holds --
+  and is answered at once, with the member's epoch as the generation and no leader
+  work to do; its SyncGroup then hands it ``assigned``.
+
+So the consumer group's invariant (no partition held by two members; a partition goes
+to its new owner only after the old owner gave it up) covers both kinds of members.
+
+Headwater is stricter than Kafka in one place: Kafka converts a group in any state and
+fails the pending joins and syncs with REBALANCE_IN_PROGRESS; here only a **Stable**
+group converts (its members' assignments are what they hold), and the heartbeat of a
+group mid-rebalance gets REBALANCE_IN_PROGRESS, which the client retries after its
+backoff, by when the classic group has settled.
+
+Committed offsets are untouched: they are keyed by group id and held apart from the
+members.  The conversion writes a tombstone for the classic group metadata and the
+consumer group's records (Kafka's order), so a new coordinator replays the converted
+group.  The classic members' ConsumerProtocol bytes are decoded here (the broker does
+not import the client).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable
+
+from headwater.errors import ErrorCode
+from headwater.groups.consumer_group import NOTHING, ConsumerGroup, ConsumerMember, MemberState
+from headwater.groups.group import GroupMetadata
+from headwater.groups.records import Reader
+from headwater.groups.state import GroupState
+from headwater.groups.values import CONSUMER_PROTOCOL_TYPE, GroupConfig
+from headwater.values import TopicPartition
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+ASSIGNMENT_VERSION = 1
+
+
+class ClassicSubscription:
+    """What a classic member's JoinGroup metadata (Kafka's ConsumerProtocol
+    subscription, any version) says: the topics and the partitions it still owns."""
+
+    def __init__(self, topics: frozenset[str], owned: frozenset[TopicPartition]) -> None:
+        self.topics = topics
+        self.owned = owned
+
+
+def _read_partitions(r: Reader) -> frozenset[TopicPartition]:
+    out: set[TopicPartition] = set()
+    for _ in range(r.i32()):
+        topic = r.str()
+        out.update(TopicPartition(topic, r.i32()) for _ in range(r.i32()))
+    return frozenset(out)
+
+
+def _done(r: Reader) -> bool:
+    return r.pos >= len(r.data)
+
+
+def decode_subscription(data: bytes) -> ClassicSubscription:
+    """``version int16, topics [string], user_data nbytes, owned_partitions (v1+),
+    generation (v2+)``; ValueError if malformed."""
+    r = Reader(data)
+    if r.i16() < 0:
+        raise ValueError("bad consumer protocol subscription version")
+    topics = frozenset(r.str() for _ in range(r.i32()))
+    if _done(r) or _I32.unpack_from(r.data, r.pos)[0] == -1:
+        r.pos += 4  # user data: null (or absent)
+    else:
+        r.bytes()
+    owned = _read_partitions(r) if not _done(r) else NOTHING
+    return ClassicSubscription(topics, owned)
+
+
+def decode_assignment(data: bytes) -> frozenset[TopicPartition]:
+    """The partitions of a ConsumerProtocol assignment (empty bytes: none)."""
+    if not data:
+        return NOTHING
+    r = Reader(data)
+    if r.i16() < 0:
+        raise ValueError("bad consumer protocol assignment version")
+    return _read_partitions(r)
+
+
+def encode_assignment(tps: Iterable[TopicPartition]) -> bytes:
+    by_topic: dict[str, list[int]] = {}
+    for tp in sorted(tps):
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    parts = [_I16.pack(ASSIGNMENT_VERSION), _I32.pack(len(by_topic))]
+    for topic, ps in by_topic.items():
+        raw = topic.encode()
+        parts += [_I16.pack(len(raw)), raw, _I32.pack(len(ps)), *(_I32.pack(p) for p in ps)]
+    parts.append(_I32.pack(-1))  # user data: null
+    return b"".join(parts)
+
+
+def upgrade_refusal(classic: GroupMetadata, config: GroupConfig) -> tuple[ErrorCode, str] | None:
+    """Why the non-empty ``classic`` group may not convert now (Kafka's
+    ``validateOnlineUpgrade``: GROUP_ID_NOT_FOUND), or None.  A group mid-rebalance gets
+    REBALANCE_IN_PROGRESS (see the module docstring), a retriable answer."""
+    gid = classic.group_id
+    if not config.upgrade_allowed:
+        return ErrorCode.GROUP_ID_NOT_FOUND, (
+            f"Cannot upgrade classic group {gid} to consumer group because the online "
+            f"upgrade is disabled (group.consumer.migration.policy="
+            f"{config.consumer_migration_policy})."
+        )
+    if classic.protocol_type != CONSUMER_PROTOCOL_TYPE:
+        return ErrorCode.GROUP_ID_NOT_FOUND, (
+            f"Cannot upgrade classic group {gid} to consumer group because the group does "
+            f"not use the consumer embedded protocol."
+        )
+    if len(classic.members) > config.consumer_max_size:
+        return ErrorCode.GROUP_ID_NOT_FOUND, (
+            f"Cannot upgrade classic group {gid} to consumer group because the group size "
+            f"exceeds the consumer group maximum size."
+        )
+    if not classic.is_(GroupState.STABLE):
+        return ErrorCode.REBALANCE_IN_PROGRESS, (
+            f"Classic group {gid} is rebalancing ({classic.state}); it converts once Stable."
+        )
+    return None
+
+
+def convert(classic: GroupMetadata, group: ConsumerGroup, *, now_ms: int) -> str | None:
+    """Fill the new, empty ``group`` from the Stable ``classic`` group (see the module
+    docstring); returns why it cannot (malformed member metadata, or two members
+    claiming one partition), else None.  ``classic`` is left unchanged."""
+    assert not group.members, "only a new consumer group is filled from a classic one"
+    generation = classic.generation_id
+    protocol = classic.protocol or ""
+    claimed: set[TopicPartition] = set()
+    members: list[ConsumerMember] = []
+    for cm in classic.members.values():
+        try:
+            sub = decode_subscription(cm.metadata_for(protocol))
+            assigned = decode_assignment(cm.assignment)
+        except (KeyError, ValueError, UnicodeDecodeError) as exc:
+            return f"the embedded consumer protocol of member {cm.member_id} is malformed: {exc}"
+        pending = sub.owned - assigned  # a cooperative member that has not revoked yet
+        held = assigned | pending
+        if claimed & held:
+            return f"member {cm.member_id} claims partitions another member holds"
+        claimed |= held
+        members.append(
+            ConsumerMember(
+                cm.member_id,
+                cm.group_instance_id,
+                sub.topics,
+                member_epoch=generation,
+                previous_member_epoch=generation,
+                state=MemberState.UNREVOKED_PARTITIONS if pending else MemberState.STABLE,
+                assigned=assigned,
+                pending_revocation=pending,
+                rebalance_timeout_ms=cm.rebalance_timeout_ms,
+                client_id=cm.client_id,
+                client_host=cm.client_host,
+                classic_protocols=cm.protocols,
+                classic_session_timeout_ms=cm.session_timeout_ms,
+            )
+        )
+    group.group_epoch = group.target_epoch = generation
+    for m in members:
+        group.members[m.member_id] = m
+        group.target[m.member_id] = m.assigned
+    group.restore(now_ms=now_ms)
+    return None
