@@ -349,14 +349,28 @@ class ConsumerGroup:
         rebalance_timeout_ms: int,
         now_ms: int,
         partition_counts: Mapping[str, int],
+        create: bool = False,
+        client_id: str = "",
+        client_host: str = "",
     ) -> ConsumerMember | None:
-        """A JoinGroup from a classic member (None if ``member_id`` is not one): it
+        """A JoinGroup from a classic member (None if ``member_id`` is not one; with
+        ``create``, an unknown one joins as a new classic member, bumping the epoch): it
         takes its subscription and what it says it still owns (the subscription's owned
         partitions; an eager member revoked everything before rejoining) and moves
         towards its target as a heartbeat would -- releasing pending revocations it no
         longer owns, then taking what no other member holds.  Its answer is
         ``member.assigned`` at ``member.member_epoch`` (the generation)."""
         m = self.members.get(member_id)
+        if m is None and create:
+            m = self.members[member_id] = ConsumerMember(
+                member_id,
+                None,
+                subscribed_topics,
+                classic_protocols=protocols,
+                client_id=client_id,
+                client_host=client_host,
+            )
+            self._bump_epoch()
         if m is None or not m.is_classic:
             return None
         m.classic_protocols, m.classic_session_timeout_ms = protocols, session_timeout_ms

@@ -95,6 +95,9 @@ class ConsumerGroups:
         self._replayed_regexes: dict[str, dict[str, frozenset[str]]] = {}
         """``group -> regex -> topics`` read while loading (Kafka's key 16 records)."""
 
+    def new_member_id(self) -> str:
+        return self._new_member_id()
+
     def new_group(self, group_id: str) -> ConsumerGroup:
         return ConsumerGroup(
             group_id,
@@ -200,6 +203,12 @@ class ConsumerGroups:
         tombstones of its records."""
         group = self.groups.pop(group_id)
         assert not group.members, "only an empty consumer group may be dropped"
+        return consumer_records.changes(consumer_records.image(group), {})
+
+    def drop_converted(self, group_id: str) -> list[CoordinatorRecord]:
+        """Forget a group converted back to classic: the tombstones of its records."""
+        group = self.groups.pop(group_id)
+        self._replayed_regexes.pop(group_id, None)
         return consumer_records.changes(consumer_records.image(group), {})
 
     def replay(self, key: bytes, value: bytes | None, *, now_ms: int) -> None:

@@ -18,9 +18,11 @@ Groups of the next-generation protocol (KIP-848) live beside the classic ones, i
 one group id is one or the other.  A ConsumerGroupHeartbeat joining a classic group with
 members converts it when Kafka's rules allow (:mod:`headwater.groups.migration`; else
 GROUP_ID_NOT_FOUND); its classic members stay, and their JoinGroup, SyncGroup, Heartbeat,
-LeaveGroup and commits are answered from the consumer group.  Any other JoinGroup for a
-consumer group with members gets INCONSISTENT_GROUP_PROTOCOL; an *empty* group of the
-other kind gives way.  Committed offsets of both kinds are held by the classic
+LeaveGroup and commits are answered from the consumer group, which new (dynamic) classic
+members may join too.  When its last consumer-protocol member is gone, a group of classic
+members goes back to classic if the policy allows.  A JoinGroup of another protocol type,
+or a static one, for a consumer group with members gets INCONSISTENT_GROUP_PROTOCOL; an
+*empty* group of the other kind gives way.  Committed offsets of both kinds are held by the classic
 :class:`headwater.groups.group.GroupMetadata` of the id (for a consumer group: an empty
 one that only holds offsets), so commits, fetches and offset records stay one path; a
 consumer group's commits and fetches are checked against member epochs first.
@@ -129,8 +131,26 @@ class GroupCoordinator(GroupOffsets):
                 req, now_ms=now_ms, partition_counts=partition_counts
             )
             out.records.extend(written)
+            self._maybe_downgrade(req.group_id, now_ms, out)
         out.reply(request_id, response)
         return out.decision()
+
+    def _maybe_downgrade(self, group_id: str, now_ms: int, out: Out) -> None:
+        """The last consumer-protocol member is gone and classic members remain: back
+        to a classic group, rebalancing (:func:`headwater.groups.migration.to_classic`)."""
+        group = self.consumer.groups.get(group_id)
+        if group is None or not migration.downgradable(group, self.config):
+            return
+        classic = migration.to_classic(group, now_ms=now_ms)
+        if classic is None:
+            return  # they share no protocol: they stay classic members of this group
+        out.records.extend(self.consumer.drop_converted(group_id))
+        holder = self.groups.get(group_id)
+        if holder is not None:
+            classic.offsets = holder.offsets
+        self.groups[group_id] = classic
+        out.records.append(classic.record())
+        self._prepare_rebalance(classic, now_ms, out)
 
     def _upgrade(
         self,
@@ -180,7 +200,13 @@ class GroupCoordinator(GroupOffsets):
         if group is None:
             return super().join_group(req, request_id=request_id, now_ms=now_ms)
         member = group.members.get(req.member_id)
-        if member is not None and member.is_classic:
+        new_classic = (
+            member is None
+            and bool(group.members)
+            and req.protocol_type == CONSUMER_PROTOCOL_TYPE
+            and req.group_instance_id is None
+        )
+        if (member is not None and member.is_classic) or new_classic:
             return self._classic_join(
                 req, group, request_id, now_ms, self._counts(partition_counts)
             )
@@ -219,6 +245,18 @@ class GroupCoordinator(GroupOffsets):
             <= cfg.group_max_session_timeout_ms
         ):
             code, message = ErrorCode.INVALID_SESSION_TIMEOUT, "session.timeout.ms out of bounds"
+        elif not req.member_id:  # a new classic member: Kafka's MEMBER_ID_REQUIRED dance
+            out.reply(
+                request_id,
+                JoinGroupResponse(ErrorCode.MEMBER_ID_REQUIRED, self.consumer.new_member_id()),
+            )
+            return out.decision()
+        elif req.member_id not in group.members and len(group.members) >= cfg.consumer_max_size:
+            code, message = (
+                ErrorCode.GROUP_MAX_SIZE_REACHED,
+                f"The consumer group has reached its maximum capacity of "
+                f"{cfg.consumer_max_size} members.",
+            )
         else:
             try:
                 sub = migration.decode_subscription(req.protocols[0].metadata)
@@ -237,6 +275,9 @@ class GroupCoordinator(GroupOffsets):
             rebalance_timeout_ms=req.rebalance_timeout_ms,
             now_ms=now_ms,
             partition_counts=partition_counts,
+            create=True,
+            client_id=req.client_id,
+            client_host=req.client_host,
         )
         assert member is not None
         out.records.extend(consumer_records.changes(before, consumer_records.image(group)))
@@ -419,6 +460,8 @@ class GroupCoordinator(GroupOffsets):
         if partition_counts is not None:
             self._counts(partition_counts)
             out.records.extend(self.consumer.tick(now_ms=now_ms, partition_counts=partition_counts))
+            for gid in list(self.consumer.groups):
+                self._maybe_downgrade(gid, now_ms, out)
         for group in list(self.groups.values()):
             consumer = self.consumer.groups.get(group.group_id)
             if consumer is not None and consumer.members:

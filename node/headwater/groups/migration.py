@@ -25,6 +25,15 @@ group converts (its members' assignments are what they hold), and the heartbeat 
 group mid-rebalance gets REBALANCE_IN_PROGRESS, which the client retries after its
 backoff, by when the classic group has settled.
 
+**Downgrade** (Kafka's ``convertToClassicGroup``): when the last consumer-protocol member
+of a group leaves (or is removed) while classic members remain, and the policy allows
+downgrade, the group goes back to classic (:func:`to_classic`): the classic members with
+their protocols and their current assignment, at the group epoch as generation, and a
+rebalance starts at once -- the classic protocol's own rules (eager members revoke
+before rejoining; cooperative ones keep only what they own and hand over next round)
+then move partitions.  The consumer group's records are tombstoned and the classic group
+metadata written.
+
 Committed offsets are untouched: they are keyed by group id and held apart from the
 members.  The conversion writes a tombstone for the classic group metadata and the
 consumer group's records (Kafka's order), so a new coordinator replays the converted
@@ -39,7 +48,7 @@ from collections.abc import Iterable
 
 from headwater.errors import ErrorCode
 from headwater.groups.consumer_group import NOTHING, ConsumerGroup, ConsumerMember, MemberState
-from headwater.groups.group import GroupMetadata
+from headwater.groups.group import GroupMetadata, MemberMetadata
 from headwater.groups.records import Reader
 from headwater.groups.state import GroupState
 from headwater.groups.values import CONSUMER_PROTOCOL_TYPE, GroupConfig
@@ -179,3 +188,38 @@ def convert(classic: GroupMetadata, group: ConsumerGroup, *, now_ms: int) -> str
         group.target[m.member_id] = m.assigned
     group.restore(now_ms=now_ms)
     return None
+
+
+def downgradable(group: ConsumerGroup, config: GroupConfig) -> bool:
+    """Kafka's ``validateOnlineDowngrade``: the policy allows it and every member left
+    is a classic one."""
+    members = group.members.values()
+    return config.downgrade_allowed and bool(members) and all(m.is_classic for m in members)
+
+
+def to_classic(group: ConsumerGroup, *, now_ms: int) -> GroupMetadata | None:
+    """The classic group of ``group``'s (all classic) members, Stable at the group epoch
+    (the caller starts its rebalance); None if they share no protocol."""
+    classic = GroupMetadata(group.group_id, now_ms=now_ms)
+    for m in group.members.values():
+        assert m.classic_protocols is not None, "only classic members go back"
+        classic.add(
+            MemberMetadata(
+                member_id=m.member_id,
+                group_instance_id=m.instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                session_timeout_ms=m.classic_session_timeout_ms,
+                rebalance_timeout_ms=m.rebalance_timeout_ms,
+                protocol_type=CONSUMER_PROTOCOL_TYPE,
+                protocols=m.classic_protocols,
+                assignment=encode_assignment(m.assigned),
+                heartbeat_deadline_ms=now_ms + m.classic_session_timeout_ms,
+            )
+        )
+    if not classic.candidate_protocols():
+        return None
+    classic.protocol = classic.select_protocol()
+    classic.generation_id = group.group_epoch
+    classic.state = GroupState.STABLE  # constructed, as a replayed group is: no transition
+    return classic

@@ -208,8 +208,12 @@ def test_classic_and_consumer_groups_do_not_mix(cluster: Cluster) -> None:
         protocols=[pb.JoinGroupRequestProtocol(name="range", metadata=b"")],
     )
     a = cluster.join()
-    r = cluster.run(cluster.service.JoinGroup(join, _Context()))  # type: ignore[arg-type]
+    other = pb.JoinGroupRequest()
+    other.CopyFrom(join)
+    other.protocol_type = "connect"
+    r = cluster.run(cluster.service.JoinGroup(other, _Context()))  # type: ignore[arg-type]
     assert r.error_code == common_pb2.INCONSISTENT_GROUP_PROTOCOL
+    # (A consumer-type JoinGroup joins as a classic member: test_migration.py.)
     cluster.hb(member_id=a.member_id, member_epoch=-1)
     # An empty consumer group gives way to a classic one ...
     r = cluster.run(cluster.service.JoinGroup(join, _Context()))  # type: ignore[arg-type]

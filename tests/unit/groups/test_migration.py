@@ -276,3 +276,73 @@ def test_the_broker_side_codec_reads_the_clients_bytes() -> None:
         owned
     )
     assert frozenset(decode_assignment(migration.encode_assignment(owned)).partitions) == owned
+
+
+def test_a_new_classic_member_joins_a_consumer_group_as_a_classic_member() -> None:
+    h = Harness()
+    a, b = classic_group(h, [T(0, 1), T(2, 3)])
+    c = consumer_hb(h)
+    first = classic_rejoin(h, "")
+    assert first.error_code is ErrorCode.MEMBER_ID_REQUIRED
+    d = first.member_id
+    j = classic_rejoin(h, d)
+    assert j.error_code is ErrorCode.NONE
+    assert synced(h, d, j.generation_id) == T()  # everything is still held
+    for m in (a, b):
+        synced(h, m, classic_rejoin(h, m).generation_id)
+    j = classic_rejoin(h, d)
+    got = synced(h, d, j.generation_id)
+    c = consumer_hb(h, c.member_id, c.member_epoch)
+    group = consumer_group(h)
+    assert got == group.target[d] and got
+    assert len(group.members) == 4 and group.members[d].is_classic
+    assert h.heartbeat(d, j.generation_id - 1) is ErrorCode.ILLEGAL_GENERATION
+
+
+@pytest.mark.parametrize("how", ["leave", "session expiry"])
+def test_the_last_consumer_member_gone_the_group_goes_back_to_classic(how: str) -> None:
+    h = Harness(GroupConfig(group_initial_rebalance_delay_ms=0, consumer_session_timeout_ms=45_000))
+    a, b = classic_group(h, [T(0, 1), T(2, 3)])
+    gen = h.coordinator.groups["g"].generation_id
+    h.commit({("t", 3): 9}, member_id=b, generation=gen)
+    c = consumer_hb(h)
+    epoch = consumer_group(h).group_epoch
+    if how == "leave":
+        consumer_hb(h, c.member_id, -1)
+    else:
+        h.now += 20_000  # the classic members keep heartbeating; c does not
+        assert h.heartbeat(a, gen) is ErrorCode.REBALANCE_IN_PROGRESS
+        assert h.heartbeat(b, gen) is ErrorCode.REBALANCE_IN_PROGRESS
+        h.now += 30_000
+        assert h.heartbeat(a, gen) is ErrorCode.REBALANCE_IN_PROGRESS
+        assert h.heartbeat(b, gen) is ErrorCode.REBALANCE_IN_PROGRESS
+        h._apply(h.coordinator.tick(now_ms=h.now, partition_counts=COUNTS))
+    assert "g" not in h.coordinator.consumer.groups
+    classic = h.coordinator.groups["g"]
+    assert h.state() == "PreparingRebalance" and set(classic.members) == {a, b}
+    assert classic.generation_id >= epoch
+    downgraded_at = classic.generation_id
+    assert h.committed("t", 3) == 9
+    # The classic rebalance takes over: both rejoin and the leader assigns.
+    rids = [h.join(m, protocols=sub()) for m in (a, b)]
+    joined = [h.join_response(r) for r in rids]
+    assert all(r.error_code is ErrorCode.NONE for r in joined)
+    new_gen, leader = joined[0].generation_id, joined[0].leader
+    assert new_gen == downgraded_at + 1  # the rebalance's generation
+    assert h.replayed().describe_group("g").group_type == "classic"
+    plan = {
+        m: encode_assignment(ConsumerAssignment(tuple(sorted(p))))
+        for m, p in zip((a, b), (T(0, 1), T(2, 3)), strict=True)
+    }
+    h.sync(leader, new_gen, plan)
+    assert h.state() == "Stable"
+
+
+def test_downgrade_follows_the_policy() -> None:
+    h = Harness(
+        GroupConfig(group_initial_rebalance_delay_ms=0, consumer_migration_policy="upgrade")
+    )
+    classic_group(h, [T(0, 1), T(2, 3)])
+    c = consumer_hb(h)
+    consumer_hb(h, c.member_id, -1)
+    assert h.coordinator.describe_group("g").group_type == "consumer"  # classic members only
