@@ -350,6 +350,7 @@ class ConsumerGroup:
         now_ms: int,
         partition_counts: Mapping[str, int],
         create: bool = False,
+        instance_id: str | None = None,
         client_id: str = "",
         client_host: str = "",
     ) -> ConsumerMember | None:
@@ -362,15 +363,9 @@ class ConsumerGroup:
         ``member.assigned`` at ``member.member_epoch`` (the generation)."""
         m = self.members.get(member_id)
         if m is None and create:
-            m = self.members[member_id] = ConsumerMember(
-                member_id,
-                None,
-                subscribed_topics,
-                classic_protocols=protocols,
-                client_id=client_id,
-                client_host=client_host,
+            m = self._new_classic_member(
+                member_id, instance_id, subscribed_topics, protocols, client_id, client_host
             )
-            self._bump_epoch()
         if m is None or not m.is_classic:
             return None
         m.classic_protocols, m.classic_session_timeout_ms = protocols, session_timeout_ms
@@ -384,6 +379,42 @@ class ConsumerGroup:
         if m.state is MemberState.UNREVOKED_PARTITIONS:
             self._reconcile(m, owned, now_ms=now_ms)  # it may have revoked them already
         self._update_state()
+        return m
+
+    def _new_classic_member(
+        self,
+        member_id: str,
+        instance_id: str | None,
+        topics: frozenset[str],
+        protocols: tuple[Protocol, ...],
+        client_id: str,
+        client_host: str,
+    ) -> ConsumerMember | None:
+        """A classic member joins; a static one whose instance id a classic member holds
+        takes that member's place and partitions (KIP-345: the old process is gone, and
+        its member id is fenced).  None if a consumer-protocol member holds the id."""
+        old_id = self.static_members.get(instance_id) if instance_id is not None else None
+        if old_id is not None:
+            old = self.members[old_id]
+            if not old.is_classic:
+                return None
+            del self.members[old_id]
+            m = dataclasses.replace(old, member_id=member_id, client_id=client_id)
+            if old_id in self.target:
+                self.target[member_id] = self.target.pop(old_id)
+        else:
+            m = ConsumerMember(
+                member_id,
+                instance_id,
+                topics,
+                classic_protocols=protocols,
+                client_id=client_id,
+                client_host=client_host,
+            )
+            self._bump_epoch()
+        self.members[member_id] = m
+        if instance_id is not None:
+            self.static_members[instance_id] = member_id
         return m
 
     def classic_check(self, member_id: str, generation_id: int, *, now_ms: int) -> ErrorCode:

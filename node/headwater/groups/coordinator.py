@@ -18,11 +18,11 @@ Groups of the next-generation protocol (KIP-848) live beside the classic ones, i
 one group id is one or the other.  A ConsumerGroupHeartbeat joining a classic group with
 members converts it when Kafka's rules allow (:mod:`headwater.groups.migration`; else
 GROUP_ID_NOT_FOUND); its classic members stay, and their JoinGroup, SyncGroup, Heartbeat,
-LeaveGroup and commits are answered from the consumer group, which new (dynamic) classic
-members may join too.  When its last consumer-protocol member is gone, a group of classic
-members goes back to classic if the policy allows.  A JoinGroup of another protocol type,
-or a static one, for a consumer group with members gets INCONSISTENT_GROUP_PROTOCOL; an
-*empty* group of the other kind gives way.  Committed offsets of both kinds are held by the classic
+LeaveGroup and commits are answered from the consumer group, which new classic members
+may join too (a restarted static one takes its old place).  When its last
+consumer-protocol member is gone, a group of classic members goes back to classic if the
+policy allows.  A JoinGroup of another protocol type for a consumer group with members
+gets INCONSISTENT_GROUP_PROTOCOL; an *empty* group of the other kind gives way.  Committed offsets of both kinds are held by the classic
 :class:`headwater.groups.group.GroupMetadata` of the id (for a consumer group: an empty
 one that only holds offsets), so commits, fetches and offset records stay one path; a
 consumer group's commits and fetches are checked against member epochs first.
@@ -201,10 +201,7 @@ class GroupCoordinator(GroupOffsets):
             return super().join_group(req, request_id=request_id, now_ms=now_ms)
         member = group.members.get(req.member_id)
         new_classic = (
-            member is None
-            and bool(group.members)
-            and req.protocol_type == CONSUMER_PROTOCOL_TYPE
-            and req.group_instance_id is None
+            member is None and bool(group.members) and req.protocol_type == CONSUMER_PROTOCOL_TYPE
         )
         if (member is not None and member.is_classic) or new_classic:
             return self._classic_join(
@@ -245,13 +242,24 @@ class GroupCoordinator(GroupOffsets):
             <= cfg.group_max_session_timeout_ms
         ):
             code, message = ErrorCode.INVALID_SESSION_TIMEOUT, "session.timeout.ms out of bounds"
-        elif not req.member_id:  # a new classic member: Kafka's MEMBER_ID_REQUIRED dance
+        elif (
+            req.member_id
+            and req.group_instance_id is not None
+            and group.static_members.get(req.group_instance_id, req.member_id) != req.member_id
+        ):
+            code, message = ErrorCode.FENCED_INSTANCE_ID, "the instance has a newer member"
+        elif not req.member_id and req.group_instance_id is None:
+            # A new dynamic classic member: Kafka's MEMBER_ID_REQUIRED dance.
             out.reply(
                 request_id,
                 JoinGroupResponse(ErrorCode.MEMBER_ID_REQUIRED, self.consumer.new_member_id()),
             )
             return out.decision()
-        elif req.member_id not in group.members and len(group.members) >= cfg.consumer_max_size:
+        elif (
+            req.member_id not in group.members
+            and req.group_instance_id not in group.static_members
+            and len(group.members) >= cfg.consumer_max_size
+        ):
             code, message = (
                 ErrorCode.GROUP_MAX_SIZE_REACHED,
                 f"The consumer group has reached its maximum capacity of "
@@ -267,7 +275,8 @@ class GroupCoordinator(GroupOffsets):
             return out.decision()
         before = consumer_records.image(group)
         member = group.classic_join(
-            req.member_id,
+            req.member_id or self.consumer.new_member_id(),
+            instance_id=req.group_instance_id,
             subscribed_topics=sub.topics,
             owned=sub.owned,
             protocols=req.protocols,
@@ -279,7 +288,16 @@ class GroupCoordinator(GroupOffsets):
             client_id=req.client_id,
             client_host=req.client_host,
         )
-        assert member is not None
+        if member is None:  # its instance id belongs to a consumer-protocol member
+            out.reply(
+                request_id,
+                JoinGroupResponse(
+                    ErrorCode.UNRELEASED_INSTANCE_ID,
+                    req.member_id,
+                    error_message=f"Instance {req.group_instance_id} is in use.",
+                ),
+            )
+            return out.decision()
         out.records.extend(consumer_records.changes(before, consumer_records.image(group)))
         out.reply(
             request_id,

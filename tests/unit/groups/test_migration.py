@@ -40,12 +40,23 @@ def sub(owned: frozenset[TopicPartition] = frozenset()) -> tuple[Protocol, ...]:
     return (Protocol("range", encode_subscription(ConsumerSubscription(("t",), tuple(owned)))),)
 
 
-def classic_group(h: Harness, plan: list[frozenset[TopicPartition]], **kw: object) -> list[str]:
-    """A Stable classic group whose i-th member holds ``plan[i]``; returns member ids."""
-    ids = [h.new_member(protocols=sub(), **kw) for _ in plan]
-    rids = [h.join(mid, protocols=sub(), **kw) for mid in ids]  # type: ignore[arg-type]
+def classic_group(
+    h: Harness,
+    plan: list[frozenset[TopicPartition]],
+    instances: list[str | None] | None = None,
+    **kw: object,
+) -> list[str]:
+    """A Stable classic group whose i-th member (static if ``instances[i]``) holds
+    ``plan[i]``; returns member ids."""
+    iids = instances or [None] * len(plan)
+    ids = [h.new_member(protocols=sub(), **kw) if i is None else "" for i in iids]
+    rids = [
+        h.join(mid, protocols=sub(), instance=i, **kw)  # type: ignore[arg-type]
+        for mid, i in zip(ids, iids, strict=True)
+    ]
     responses = [h.join_response(r) for r in rids]
     assert all(r.error_code is ErrorCode.NONE for r in responses)
+    ids = [r.member_id for r in responses]
     gen, leader = responses[0].generation_id, responses[0].leader
     plan_bytes = {
         m: encode_assignment(ConsumerAssignment(tuple(sorted(p))))
@@ -346,3 +357,32 @@ def test_downgrade_follows_the_policy() -> None:
     c = consumer_hb(h)
     consumer_hb(h, c.member_id, -1)
     assert h.coordinator.describe_group("g").group_type == "consumer"  # classic members only
+
+
+def test_a_restarted_static_classic_member_takes_its_place_and_fences_the_old_one() -> None:
+    h = Harness()
+    static, _ = classic_group(h, [T(0, 1), T(2, 3)], ["i-1", None])
+    c = consumer_hb(h)
+    group = consumer_group(h)
+    assert group.members[static].instance_id == "i-1"
+    held = group.members[static].held
+    req = JoinGroupRequest("g", "", "consumer", sub(), 10_000, 30_000, group_instance_id="i-1")
+    d = h.coordinator.join_group(req, request_id=next(h._ids), now_ms=h.now)
+    h._apply(d)
+    ((_, resp),) = d.replies
+    assert isinstance(resp, JoinGroupResponse) and resp.error_code is ErrorCode.NONE
+    new = resp.member_id
+    assert new != static and static not in group.members
+    # Its place and partitions (less what moved to c: the new process owns nothing).
+    assert group.members[new].held <= held and group.static_members["i-1"] == new
+    assert group.members[new].held == held & group.target[new]
+    check_invariant(h.coordinator)
+    zombie = JoinGroupRequest(
+        "g", static, "consumer", sub(), 10_000, 30_000, group_instance_id="i-1"
+    )
+    d = h.coordinator.join_group(zombie, request_id=next(h._ids), now_ms=h.now)
+    ((_, resp),) = d.replies
+    assert isinstance(resp, JoinGroupResponse)
+    assert resp.error_code is ErrorCode.FENCED_INSTANCE_ID
+    assert h.heartbeat(static, resp.generation_id) is ErrorCode.UNKNOWN_MEMBER_ID
+    assert c.error_code is ErrorCode.NONE
