@@ -65,10 +65,12 @@ def test_classic_consumers_restarted_with_the_consumer_protocol_convert_the_grou
     def everything(per_partition: int) -> set[tuple[int, int]]:
         return {(p, o) for p in range(PARTITIONS) for o in range(per_partition)}
 
-    def settled(group_members: list[Member], per_partition: int) -> bool:
+    def settled(group_members: list[Member], per_partition: int, kind: str = "classic") -> bool:
         owned = [tp for m in group_members for tp in m.assignment]
         return (
             sorted(owned) == sorted(tps)
+            and all(m.assignment for m in group_members)
+            and admin.describe_groups([group])[group].group_type == kind
             and seen(ms) >= everything(per_partition)
             and committed() == dict.fromkeys(tps, per_partition)
         )
@@ -88,11 +90,10 @@ def test_classic_consumers_restarted_with_the_consumer_protocol_convert_the_grou
         produce(cluster.bootstrap, name, 30, partitions=PARTITIONS)
         per_partition = 10 + 5 * (i + 1)
         wait_until(
-            lambda n=per_partition: settled(live, n),  # type: ignore[misc]
+            lambda n=per_partition: settled(live, n, "consumer"),  # type: ignore[misc]
             timeout_s=120,
             what=f"restart {i + 1}: every partition owned, read and committed to {per_partition}",
         )
-        assert admin.describe_groups([group])[group].group_type == "consumer"
 
     assert all(m.error is None for m in ms), [m.error for m in ms]
     cli = [sys.executable, "-m", "headwater.cli.main", "groups", "describe", group]
