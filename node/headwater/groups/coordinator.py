@@ -22,10 +22,12 @@ LeaveGroup and commits are answered from the consumer group, which new classic m
 may join too (a restarted static one takes its old place).  When its last
 consumer-protocol member is gone, a group of classic members goes back to classic if the
 policy allows.  A JoinGroup of another protocol type for a consumer group with members
-gets INCONSISTENT_GROUP_PROTOCOL; an *empty* group of the other kind gives way.  Committed offsets of both kinds are held by the classic
+gets INCONSISTENT_GROUP_PROTOCOL; an *empty* group of the other kind gives way.
+Committed offsets of both kinds are held by the classic
 :class:`headwater.groups.group.GroupMetadata` of the id (for a consumer group: an empty
 one that only holds offsets), so commits, fetches and offset records stay one path; a
-consumer group's commits and fetches are checked against member epochs first.
+consumer group's commits and fetches are checked against member epochs (a classic
+member's: its generation) first.
 """
 
 from __future__ import annotations
@@ -234,6 +236,7 @@ class GroupCoordinator(GroupOffsets):
         out = Out()
         cfg = self.config
         code, message = ErrorCode.NONE, ""
+        sub: migration.ClassicSubscription | None = None
         if req.protocol_type != CONSUMER_PROTOCOL_TYPE or not req.protocols:
             code, message = ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "not the consumer protocol"
         elif not (
@@ -269,7 +272,7 @@ class GroupCoordinator(GroupOffsets):
             try:
                 sub = migration.decode_subscription(req.protocols[0].metadata)
             except (ValueError, UnicodeDecodeError) as exc:
-                sub, code, message = None, ErrorCode.INCONSISTENT_GROUP_PROTOCOL, str(exc)
+                code, message = ErrorCode.INCONSISTENT_GROUP_PROTOCOL, str(exc)
         if code is not ErrorCode.NONE or sub is None:
             out.reply(request_id, JoinGroupResponse(code, req.member_id, error_message=message))
             return out.decision()
