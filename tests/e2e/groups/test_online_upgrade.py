@@ -107,3 +107,33 @@ def test_classic_consumers_restarted_with_the_consumer_protocol_convert_the_grou
     described = json.loads(out.stdout)
     assert described["group_type"] == "consumer", described
     assert len(described["members"]) == 3
+
+
+def test_a_mixed_group_whose_consumer_member_leaves_goes_back_to_classic(
+    cluster: Any, admin: headwater.Admin, topic: Callable[..., str], members: Any
+) -> None:
+    name, group = topic(PARTITIONS), f"grp-{uuid.uuid4().hex[:8]}"
+    tps = [TP(name, p) for p in range(PARTITIONS)]
+    produce(cluster.bootstrap, name, 60, partitions=PARTITIONS)
+    classic = {"auto_commit_interval_ms": 200, "partition_assignment_strategy": "range"}
+    ms = [members(cluster.bootstrap, group, name, **classic) for _ in range(2)]
+
+    def state(kind: str, live: list[Member], per_partition: int) -> bool:
+        owned = [tp for m in live for tp in m.assignment]
+        offsets = {tp: o.offset for tp, o in admin.list_consumer_group_offsets(group).items()}
+        return (
+            admin.describe_groups([group])[group].group_type == kind
+            and sorted(owned) == sorted(tps)
+            and all(m.assignment for m in live)
+            and offsets == dict.fromkeys(tps, per_partition)
+        )
+
+    wait_until(lambda: state("classic", ms, 10), timeout_s=90, what="2 classic members")
+    upgraded = members(cluster.bootstrap, group, name, group_protocol="consumer")
+    wait_until(lambda: state("consumer", [*ms, upgraded], 10), timeout_s=90, what="mixed group")
+    upgraded.stop()  # the last consumer-protocol member leaves: back to classic
+    produce(cluster.bootstrap, name, 30, partitions=PARTITIONS)
+    wait_until(lambda: state("classic", ms, 15), timeout_s=90, what="the classic group again")
+    read = {(r.partition, r.offset) for m in [*ms, upgraded] for r in list(m.records)}
+    assert read >= {(p, o) for p in range(PARTITIONS) for o in range(15)}
+    assert all(m.error is None for m in [*ms, upgraded]), [m.error for m in ms]
