@@ -69,6 +69,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import headwater
+from headwater import errors
 from headwater.client.group.listener import ConsumerRebalanceListener
 from headwater.testing import Cluster
 
@@ -469,6 +470,15 @@ def trickle(
         producer.flush(10)
 
 
+def topic_ready(admin: headwater.Admin, topic: str, partitions: int) -> bool:
+    """Every partition has a leader (a just-created topic may not be known yet)."""
+    try:
+        found = admin.describe_topics([topic])[topic].partitions
+    except errors.UnknownTopicOrPartitionError:
+        return False
+    return len(found) == partitions and all(p.leader >= 0 for p in found)
+
+
 def report(label: str, protocol: str, change: str, f: Figures, args: argparse.Namespace) -> None:
     ratio = ""
     if protocol == "consumer":
@@ -540,14 +550,7 @@ def main() -> None:
     with Cluster(brokers=3, overrides=overrides) as c, headwater.Admin(c.bootstrap) as admin:
         topic = f"bench-{uuid.uuid4().hex[:6]}"
         admin.create_topic(topic, args.partitions, 3)
-        wait_for(
-            lambda: (
-                all(p.leader >= 0 for p in admin.describe_topics([topic])[topic].partitions)
-                and len(admin.describe_topics([topic])[topic].partitions) == args.partitions
-            ),
-            timeout_s=60,
-            what="the topic's leaders",
-        )
+        wait_for(lambda: topic_ready(admin, topic, args.partitions), timeout_s=60, what="leaders")
         stop = threading.Event()
         producer = threading.Thread(
             target=trickle,
