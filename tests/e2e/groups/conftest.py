@@ -89,10 +89,18 @@ def topic(cluster: Cluster, admin: headwater.Admin) -> Callable[..., str]:
 
 
 def produce(bootstrap: str, topic: str, count: int, *, partitions: int = 1) -> None:
+    """Send ``count`` records round-robin over ``partitions`` and require every one acked.
+
+    Each record is bounded by the producer's ``delivery_timeout_ms`` (120 s), as in Kafka;
+    the flush waits a little longer than that, so a record that cannot be delivered fails
+    here with its own error (after a broker kill: which partition, which error) rather
+    than with a flush deadline shorter than the producer's own.
+    """
     with headwater.Producer(bootstrap) as p:
-        for i in range(count):
-            p.send(topic, f"r{i}".encode(), partition=i % partitions)
-        p.flush(30)
+        sent = [p.send(topic, f"r{i}".encode(), partition=i % partitions) for i in range(count)]
+        p.flush(150)
+        for future in sent:
+            future.result(0)
 
 
 class RecordingListener(ConsumerRebalanceListener):
