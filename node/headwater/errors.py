@@ -47,7 +47,12 @@ class ErrorCode(enum.IntEnum):
     INVALID_SESSION_TIMEOUT = 26
     REBALANCE_IN_PROGRESS = 27
     INVALID_COMMIT_OFFSET_SIZE = 28
+    TOPIC_AUTHORIZATION_FAILED = 29
+    GROUP_AUTHORIZATION_FAILED = 30
+    CLUSTER_AUTHORIZATION_FAILED = 31
     INVALID_TIMESTAMP = 32
+    UNSUPPORTED_SASL_MECHANISM = 33
+    ILLEGAL_SASL_STATE = 34
     UNSUPPORTED_VERSION = 35
     TOPIC_ALREADY_EXISTS = 36
     INVALID_PARTITIONS = 37
@@ -60,8 +65,11 @@ class ErrorCode(enum.IntEnum):
     OUT_OF_ORDER_SEQUENCE_NUMBER = 45
     DUPLICATE_SEQUENCE_NUMBER = 46
     INVALID_PRODUCER_EPOCH = 47
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
+    SECURITY_DISABLED = 54
     KAFKA_STORAGE_ERROR = 56
     LOG_DIR_NOT_FOUND = 57
+    SASL_AUTHENTICATION_FAILED = 58
     UNKNOWN_PRODUCER_ID = 59
     REASSIGNMENT_IN_PROGRESS = 60
     NON_EMPTY_GROUP = 68
@@ -77,6 +85,7 @@ class ErrorCode(enum.IntEnum):
     FENCED_INSTANCE_ID = 82
     ELIGIBLE_LEADERS_NOT_AVAILABLE = 83
     ELECTION_NOT_NEEDED = 84
+    NO_REASSIGNMENT_IN_PROGRESS = 85
     INVALID_RECORD = 87
     PRODUCER_FENCED = 90
     RESOURCE_NOT_FOUND = 91
@@ -376,6 +385,60 @@ class InvalidRecordError(HeadwaterError):
 
 class ProducerFencedError(HeadwaterError):
     code = ErrorCode.PRODUCER_FENCED
+
+
+class TopicAuthorizationFailedError(HeadwaterError):
+    """The principal lacks the ACL this topic operation needs."""
+
+    code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+
+
+class GroupAuthorizationFailedError(HeadwaterError):
+    """The principal lacks the ACL this group operation needs."""
+
+    code = ErrorCode.GROUP_AUTHORIZATION_FAILED
+
+
+class ClusterAuthorizationFailedError(HeadwaterError):
+    """The principal lacks the CLUSTER ACL this operation needs."""
+
+    code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+
+
+class TransactionalIdAuthorizationFailedError(HeadwaterError):
+    code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+
+
+class UnsupportedSaslMechanismError(HeadwaterError):
+    code = ErrorCode.UNSUPPORTED_SASL_MECHANISM
+
+
+class IllegalSaslStateError(HeadwaterError):
+    code = ErrorCode.ILLEGAL_SASL_STATE
+
+
+class SaslAuthenticationFailedError(HeadwaterError):
+    """Wrong credentials or a failed SASL exchange; the message never holds a secret."""
+
+    code = ErrorCode.SASL_AUTHENTICATION_FAILED
+
+
+class SecurityDisabledError(HeadwaterError):
+    """An ACL call on a cluster with no authorizer configured."""
+
+    code = ErrorCode.SECURITY_DISABLED
+
+
+class ReassignmentInProgressError(HeadwaterError):
+    """The partition is being reassigned; the asked change must wait for the move."""
+
+    code = ErrorCode.REASSIGNMENT_IN_PROGRESS
+
+
+class NoReassignmentInProgressError(HeadwaterError):
+    """A cancellation named a partition that is not being reassigned."""
+
+    code = ErrorCode.NO_REASSIGNMENT_IN_PROGRESS
 
 
 class NoOffsetForPartitionError(HeadwaterError):

@@ -53,7 +53,12 @@ class _ErrorCodeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorCode.V
     INVALID_SESSION_TIMEOUT: _ErrorCode.ValueType  # 26
     REBALANCE_IN_PROGRESS: _ErrorCode.ValueType  # 27
     INVALID_COMMIT_OFFSET_SIZE: _ErrorCode.ValueType  # 28
+    TOPIC_AUTHORIZATION_FAILED: _ErrorCode.ValueType  # 29
+    GROUP_AUTHORIZATION_FAILED: _ErrorCode.ValueType  # 30
+    CLUSTER_AUTHORIZATION_FAILED: _ErrorCode.ValueType  # 31
     INVALID_TIMESTAMP: _ErrorCode.ValueType  # 32
+    UNSUPPORTED_SASL_MECHANISM: _ErrorCode.ValueType  # 33
+    ILLEGAL_SASL_STATE: _ErrorCode.ValueType  # 34
     UNSUPPORTED_VERSION: _ErrorCode.ValueType  # 35
     TOPIC_ALREADY_EXISTS: _ErrorCode.ValueType  # 36
     INVALID_PARTITIONS: _ErrorCode.ValueType  # 37
@@ -66,8 +71,11 @@ class _ErrorCodeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorCode.V
     OUT_OF_ORDER_SEQUENCE_NUMBER: _ErrorCode.ValueType  # 45
     DUPLICATE_SEQUENCE_NUMBER: _ErrorCode.ValueType  # 46
     INVALID_PRODUCER_EPOCH: _ErrorCode.ValueType  # 47
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED: _ErrorCode.ValueType  # 53
+    SECURITY_DISABLED: _ErrorCode.ValueType  # 54
     KAFKA_STORAGE_ERROR: _ErrorCode.ValueType  # 56
     LOG_DIR_NOT_FOUND: _ErrorCode.ValueType  # 57
+    SASL_AUTHENTICATION_FAILED: _ErrorCode.ValueType  # 58
     UNKNOWN_PRODUCER_ID: _ErrorCode.ValueType  # 59
     REASSIGNMENT_IN_PROGRESS: _ErrorCode.ValueType  # 60
     NON_EMPTY_GROUP: _ErrorCode.ValueType  # 68
@@ -83,6 +91,7 @@ class _ErrorCodeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorCode.V
     FENCED_INSTANCE_ID: _ErrorCode.ValueType  # 82
     ELIGIBLE_LEADERS_NOT_AVAILABLE: _ErrorCode.ValueType  # 83
     ELECTION_NOT_NEEDED: _ErrorCode.ValueType  # 84
+    NO_REASSIGNMENT_IN_PROGRESS: _ErrorCode.ValueType  # 85
     INVALID_RECORD: _ErrorCode.ValueType  # 87
     PRODUCER_FENCED: _ErrorCode.ValueType  # 90
     RESOURCE_NOT_FOUND: _ErrorCode.ValueType  # 91
@@ -128,7 +137,12 @@ UNKNOWN_MEMBER_ID: ErrorCode.ValueType  # 25
 INVALID_SESSION_TIMEOUT: ErrorCode.ValueType  # 26
 REBALANCE_IN_PROGRESS: ErrorCode.ValueType  # 27
 INVALID_COMMIT_OFFSET_SIZE: ErrorCode.ValueType  # 28
+TOPIC_AUTHORIZATION_FAILED: ErrorCode.ValueType  # 29
+GROUP_AUTHORIZATION_FAILED: ErrorCode.ValueType  # 30
+CLUSTER_AUTHORIZATION_FAILED: ErrorCode.ValueType  # 31
 INVALID_TIMESTAMP: ErrorCode.ValueType  # 32
+UNSUPPORTED_SASL_MECHANISM: ErrorCode.ValueType  # 33
+ILLEGAL_SASL_STATE: ErrorCode.ValueType  # 34
 UNSUPPORTED_VERSION: ErrorCode.ValueType  # 35
 TOPIC_ALREADY_EXISTS: ErrorCode.ValueType  # 36
 INVALID_PARTITIONS: ErrorCode.ValueType  # 37
@@ -141,8 +155,11 @@ POLICY_VIOLATION: ErrorCode.ValueType  # 44
 OUT_OF_ORDER_SEQUENCE_NUMBER: ErrorCode.ValueType  # 45
 DUPLICATE_SEQUENCE_NUMBER: ErrorCode.ValueType  # 46
 INVALID_PRODUCER_EPOCH: ErrorCode.ValueType  # 47
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED: ErrorCode.ValueType  # 53
+SECURITY_DISABLED: ErrorCode.ValueType  # 54
 KAFKA_STORAGE_ERROR: ErrorCode.ValueType  # 56
 LOG_DIR_NOT_FOUND: ErrorCode.ValueType  # 57
+SASL_AUTHENTICATION_FAILED: ErrorCode.ValueType  # 58
 UNKNOWN_PRODUCER_ID: ErrorCode.ValueType  # 59
 REASSIGNMENT_IN_PROGRESS: ErrorCode.ValueType  # 60
 NON_EMPTY_GROUP: ErrorCode.ValueType  # 68
@@ -158,6 +175,7 @@ GROUP_MAX_SIZE_REACHED: ErrorCode.ValueType  # 81
 FENCED_INSTANCE_ID: ErrorCode.ValueType  # 82
 ELIGIBLE_LEADERS_NOT_AVAILABLE: ErrorCode.ValueType  # 83
 ELECTION_NOT_NEEDED: ErrorCode.ValueType  # 84
+NO_REASSIGNMENT_IN_PROGRESS: ErrorCode.ValueType  # 85
 INVALID_RECORD: ErrorCode.ValueType  # 87
 PRODUCER_FENCED: ErrorCode.ValueType  # 90
 RESOURCE_NOT_FOUND: ErrorCode.ValueType  # 91
