@@ -153,6 +153,11 @@ class TopicAdmin:
             if current is None or name in self._store.get_topics_to_delete():
                 raise errors.UnknownTopicOrPartitionError(f"Topic '{name}' does not exist.")
             topic, version = current
+            if topic.reassignments:
+                raise errors.ReassignmentInProgressError(
+                    f"A partition reassignment is in progress for topic '{name}'"
+                    f" (partitions {sorted(topic.reassignments)})."
+                )
             have = topic.num_partitions
             if new_total <= have:
                 raise errors.InvalidPartitionsError(

@@ -23,6 +23,7 @@ from headwater.coordination.model import (
     ControllerEpochZk,
     LeaderAndIsr,
     PartitionState,
+    ReplicaReassignment,
 )
 from headwater.values import TopicPartition
 
@@ -45,6 +46,10 @@ class ControllerContext:
     assignments: dict[str, dict[int, tuple[int, ...]]] = dataclasses.field(default_factory=dict)
     states: dict[TopicPartition, LeaderAndIsr] = dataclasses.field(default_factory=dict)
     topics_to_delete: set[str] = dataclasses.field(default_factory=set)
+    reassignments: dict[TopicPartition, ReplicaReassignment] = dataclasses.field(
+        default_factory=dict
+    )
+    """Partitions being moved (KIP-455); each is a partition of ``assignments``."""
 
     def reset(self) -> None:
         self.epoch = None
@@ -54,6 +59,7 @@ class ControllerContext:
         self.assignments.clear()
         self.states.clear()
         self.topics_to_delete.clear()
+        self.reassignments.clear()
 
     def copy(self) -> ControllerContext:
         """An independent copy (decisions work on one to predict their own effects)."""
@@ -65,6 +71,7 @@ class ControllerContext:
             assignments={t: dict(parts) for t, parts in self.assignments.items()},
             states=dict(self.states),
             topics_to_delete=set(self.topics_to_delete),
+            reassignments=dict(self.reassignments),
         )
 
     # -- reads -------------------------------------------------------------------
@@ -120,7 +127,15 @@ class ControllerContext:
         elif isinstance(update, r.ForgetTopic):
             for p in self.assignments.pop(update.topic, {}):
                 self.states.pop(TopicPartition(update.topic, p), None)
+                self.reassignments.pop(TopicPartition(update.topic, p), None)
             self.topics_to_delete.discard(update.topic)
+        elif isinstance(update, r.SetReassignment):
+            tp = update.topic_partition
+            self.assignments.setdefault(tp[0], {})[tp[1]] = update.replicas
+            if update.reassignment is None:
+                self.reassignments.pop(tp, None)
+            else:
+                self.reassignments[tp] = update.reassignment
         else:  # pragma: no cover - exhaustive over ViewUpdate
             raise TypeError(f"not a view update: {update!r}")
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, TypeVar
@@ -181,6 +181,21 @@ class Controller:
         self.enqueue(ev.PreferredReplicaElection(parts, result=future))
         return self._wait(future, timeout_s)
 
+    def alter_partition_reassignments(
+        self,
+        reassignments: Mapping[TopicPartition, tuple[int, ...] | None],
+        *,
+        timeout_s: float = 30.0,
+    ) -> dict[TopicPartition, errors.HeadwaterError | None]:
+        """Start, replace or cancel (None) moves; each partition's refusal, or None.
+
+        Raises NotControllerError when this broker is not the active controller.
+        """
+        future: Future[dict[TopicPartition, errors.HeadwaterError | None]] = Future()
+        items = tuple((TopicPartition(*tp), t) for tp, t in reassignments.items())
+        self.enqueue(ev.AlterPartitionReassignments(items, future))
+        return self._wait(future, timeout_s)
+
     @staticmethod
     def _wait(future: Future[_T], timeout_s: float) -> _T:
         try:
@@ -308,6 +323,8 @@ class Controller:
             executor.on_topic_deletion()
         elif isinstance(event, ev.IsrChangeNotification):
             executor.on_isr_change()
+        elif isinstance(event, ev.AlterPartitionReassignments):
+            event.result.set_result(executor.alter_reassignments(dict(event.reassignments)))
         elif isinstance(event, ev.AutoPreferredReplicaLeaderElection):
             self._schedule_rebalance()
             executor.auto_rebalance()

@@ -77,7 +77,7 @@ _ALWAYS = (
     ev.Expire,
     ev.RegisterBrokerAndReelect,
 )
-_RPCS = (ev.ControlledShutdown, ev.PreferredReplicaElection)
+_RPCS = (ev.ControlledShutdown, ev.PreferredReplicaElection, ev.AlterPartitionReassignments)
 
 
 def admit(state: ControllerState, event: ev.ControllerEvent) -> Admission:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from concurrent.futures import Future
 
-from headwater.errors import ErrorCode
+from headwater.errors import ErrorCode, HeadwaterError
 from headwater.values import TopicPartition
 
 
@@ -97,6 +97,14 @@ class AutoPreferredReplicaLeaderElection:
     pass
 
 
+@dataclasses.dataclass(frozen=True)
+class AlterPartitionReassignments:
+    """Move (target replicas) or cancel (None) the reassignment of each partition (KIP-455)."""
+
+    reassignments: tuple[tuple[TopicPartition, tuple[int, ...] | None], ...]
+    result: Future[dict[TopicPartition, HeadwaterError | None]] = dataclasses.field(compare=False)
+
+
 ControllerEvent = (
     Startup
     | Shutdown
@@ -112,4 +120,5 @@ ControllerEvent = (
     | ControlledShutdown
     | PreferredReplicaElection
     | AutoPreferredReplicaLeaderElection
+    | AlterPartitionReassignments
 )

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
+from headwater import errors
 from headwater.coordination import requests, results
 from headwater.coordination import results as r
 from headwater.coordination.channel import Request, RequestSender
 from headwater.coordination.context import ControllerContext
-from headwater.coordination.decisions import brokers, leaders, topics
+from headwater.coordination.decisions import brokers, leaders, reassignment, topics
 from headwater.coordination.model import ControllerEpochZk, LeaderAndIsr, PartitionState
 from headwater.coordination.store import ControllerStore, Watch
 from headwater.errors import ErrorCode
@@ -45,6 +46,7 @@ _VIEW_UPDATES = (
     r.LoadStates,
     r.MarkTopicDeleting,
     r.ForgetTopic,
+    r.SetReassignment,
 )
 
 
@@ -96,9 +98,15 @@ class ControllerExecutor:
             snapshot = self._read_topic(topic)
             if snapshot is not None:
                 ctx.apply(r.AddPartitions(topic, dict(snapshot.partitions)))
+                for p, move in snapshot.reassignments.items():
+                    tp = TopicPartition(topic, p)
+                    ctx.apply(r.SetReassignment(tp, snapshot.partitions[p], move))
                 states = {TopicPartition(topic, p): s for p, s in snapshot.states.items()}
                 ctx.apply(r.LoadStates(states))
         self.run(brokers.on_failover(ctx, unclean=self._unclean))
+        if ctx.reassignments:
+            log.info("resuming reassignments of %s", sorted(ctx.reassignments))
+        self._progress(None)
         self.on_topic_deletion()
         self.on_isr_change()
         if self._store.get_preferred_election(watch=self._watches.preferred) is not None:
@@ -107,6 +115,7 @@ class ControllerExecutor:
     def on_broker_change(self) -> None:
         current = self._store.get_brokers(watch=self._watches.brokers)
         self.run(brokers.on_broker_change(self._ctx, current, unclean=self._unclean))
+        self._progress(None)
 
     def on_topic_change(self) -> None:
         names = self._store.get_topics(watch=self._watches.topics)
@@ -123,7 +132,13 @@ class ControllerExecutor:
         self.run(topics.on_partition_modifications(self._ctx, topic, partitions))
 
     def on_topic_deletion(self) -> None:
-        marked = self._store.get_topics_to_delete(watch=self._watches.deletions)
+        """Delete marked topics; one with a partition being moved waits for the move (Kafka)."""
+        waiting = reassignment.moving_topics(self._ctx)
+        marked = [
+            t
+            for t in self._store.get_topics_to_delete(watch=self._watches.deletions)
+            if t not in waiting
+        ]
         still_exists = [
             t
             for t in topics.unknown_deletions(self._ctx, marked)
@@ -145,6 +160,32 @@ class ControllerExecutor:
             if state is not None:
                 fresh[tp] = state
         self.run(topics.on_isr_change(self._ctx, names, fresh))
+        self._progress(fresh)
+
+    def alter_reassignments(
+        self, requested: Mapping[TopicPartition, reassignment.Target]
+    ) -> dict[TopicPartition, errors.HeadwaterError | None]:
+        """AlterPartitionReassignments on the controller: decide from fresh states, then act."""
+        for tp in requested:  # a leader may have changed the ISR since it was cached
+            if tp in self._ctx.states:
+                state = self._store.get_partition_state(*tp)
+                if state is not None:
+                    self._ctx.record_state(tp, state)
+        result, answers = reassignment.on_alter_reassignments(self._ctx, requested)
+        before = set(self._ctx.reassignments)
+        self.run(result)
+        if before - set(self._ctx.reassignments):
+            self.on_topic_deletion()
+        return answers
+
+    def _progress(self, tps: Collection[TopicPartition] | None) -> None:
+        """Complete the moves (of ``tps``, None: all) whose target replicas are in sync."""
+        if not self._ctx.reassignments:
+            return
+        result = reassignment.on_reassignment_progress(self._ctx, tps)
+        if result:
+            self.run(result)
+            self.on_topic_deletion()
 
     def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> list[TopicPartition]:
         self.run(leaders.on_controlled_shutdown(self._ctx, broker_id, broker_epoch))
@@ -176,7 +217,9 @@ class ControllerExecutor:
         if assignment is None:
             return None
         return topics.TopicSnapshot(
-            dict(assignment.partitions), self._store.get_partition_states(topic)
+            dict(assignment.partitions),
+            self._store.get_partition_states(topic),
+            dict(assignment.reassignments),
         )
 
     # -- running a result --------------------------------------------------------
@@ -199,6 +242,11 @@ class ControllerExecutor:
                 if state is not None:
                     written.add(tp)
                     unannounced.append(PartitionState(tp[0], tp[1], state, ctx.replicas(tp)))
+            elif isinstance(effect, r.WriteReassignment):
+                tp = effect.topic_partition
+                self._store.write_partition_reassignment(
+                    tp[0], tp[1], effect.replicas, effect.reassignment, self._fence
+                )
             elif isinstance(effect, r.DeleteTopicZnodes):
                 self._store.delete_topic_znodes(effect.topic, self._fence)
             elif isinstance(effect, r.RemoveDeletionMarker):

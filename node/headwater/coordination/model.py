@@ -103,11 +103,38 @@ class PartitionState:
 
 
 @dataclasses.dataclass(frozen=True)
+class ReplicaReassignment:
+    """A partition's move in progress (KIP-455): the replicas being added and removed.
+
+    Kept beside the replica set in the topic's assignment znode
+    (``adding_replicas`` / ``removing_replicas``, Kafka's TopicZNode version 2).
+    Invariants: ``adding`` and ``removing`` are disjoint, and while a move is
+    in progress the partition's replicas are the union of the target
+    (replicas minus ``removing``) and the origin (replicas minus ``adding``).
+    """
+
+    adding: tuple[int, ...] = ()
+    removing: tuple[int, ...] = ()
+
+    def origin(self, replicas: Sequence[int]) -> tuple[int, ...]:
+        """The replica set before the move (Kafka's ``originReplicas``)."""
+        return tuple(b for b in replicas if b not in self.adding)
+
+    def target(self, replicas: Sequence[int]) -> tuple[int, ...]:
+        """The replica set after the move (Kafka's ``targetReplicas``)."""
+        return tuple(b for b in replicas if b not in self.removing)
+
+
+@dataclasses.dataclass(frozen=True)
 class TopicAssignment:
-    """A topic's replica assignment: partition -> replicas, preferred leader first."""
+    """A topic's replica assignment: partition -> replicas, preferred leader first.
+
+    ``reassignments`` holds the partitions being moved (absent: not moving).
+    """
 
     topic: str
     partitions: Mapping[int, tuple[int, ...]]
+    reassignments: Mapping[int, ReplicaReassignment] = dataclasses.field(default_factory=dict)
 
     @property
     def num_partitions(self) -> int:
@@ -183,13 +210,22 @@ def decode_leader_and_isr(data: bytes, *, zk_version: int) -> LeaderAndIsr:
     )
 
 
-def encode_assignment(partitions: Mapping[int, Sequence[int]]) -> bytes:
+def encode_assignment(
+    partitions: Mapping[int, Sequence[int]],
+    reassignments: Mapping[int, ReplicaReassignment] | None = None,
+) -> bytes:
+    """Kafka's TopicZNode version 2: only partitions being moved have adding/removing entries."""
+    moving = reassignments or {}
     return _dumps(
         {
             "version": 2,
             "partitions": {str(p): list(r) for p, r in sorted(partitions.items())},
-            "adding_replicas": {},
-            "removing_replicas": {},
+            "adding_replicas": {
+                str(p): list(m.adding) for p, m in sorted(moving.items()) if m.adding
+            },
+            "removing_replicas": {
+                str(p): list(m.removing) for p, m in sorted(moving.items()) if m.removing
+            },
         }
     )
 
@@ -197,9 +233,21 @@ def encode_assignment(partitions: Mapping[int, Sequence[int]]) -> bytes:
 def decode_assignment(topic: str, data: bytes) -> TopicAssignment:
     v = _loads(data, "topic assignment")
     parts = v.get("partitions", {})
+    adding = {
+        int(p): tuple(int(b) for b in r) for p, r in dict(v.get("adding_replicas") or {}).items()
+    }
+    removing = {
+        int(p): tuple(int(b) for b in r) for p, r in dict(v.get("removing_replicas") or {}).items()
+    }
+    moving = {
+        p: ReplicaReassignment(adding.get(p, ()), removing.get(p, ()))
+        for p in sorted(set(adding) | set(removing))
+        if adding.get(p) or removing.get(p)
+    }
     return TopicAssignment(
         topic=topic,
         partitions={int(p): tuple(int(b) for b in r) for p, r in sorted(parts.items(), key=_pkey)},
+        reassignments=moving,
     )
 
 

@@ -142,7 +142,8 @@ class Plan:
                 | r.AddPartitions
                 | r.LoadStates
                 | r.MarkTopicDeleting
-                | r.ForgetTopic,
+                | r.ForgetTopic
+                | r.SetReassignment,
             ):
                 self.view.apply(effect)
             self._effects.append(effect)

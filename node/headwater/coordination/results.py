@@ -35,7 +35,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Protocol, TypeVar
 
-from headwater.coordination.model import BrokerRegistration, LeaderAndIsr
+from headwater.coordination.model import BrokerRegistration, LeaderAndIsr, ReplicaReassignment
 from headwater.values import TopicPartition
 
 
@@ -96,8 +96,23 @@ class ForgetTopic:
     topic: str
 
 
+@dataclasses.dataclass(frozen=True)
+class SetReassignment:
+    """A partition's replica set and its move in progress (None: not moving)."""
+
+    topic_partition: TopicPartition
+    replicas: tuple[int, ...]
+    reassignment: ReplicaReassignment | None
+
+
 ViewUpdate = (
-    SetLiveBrokers | SetShuttingDown | AddPartitions | LoadStates | MarkTopicDeleting | ForgetTopic
+    SetLiveBrokers
+    | SetShuttingDown
+    | AddPartitions
+    | LoadStates
+    | MarkTopicDeleting
+    | ForgetTopic
+    | SetReassignment
 )
 
 
@@ -155,8 +170,22 @@ class DeletePreferredElection:
     """Drop ``/admin/preferred_replica_election`` once the election has run."""
 
 
+@dataclasses.dataclass(frozen=True)
+class WriteReassignment:
+    """Write one partition's replicas and ``adding``/``removing`` into the topic's znode.
+
+    The other partitions of the znode are kept as ZooKeeper holds them
+    (read-modify-write on the znode version, fenced by the controller epoch).
+    """
+
+    topic_partition: TopicPartition
+    replicas: tuple[int, ...]
+    reassignment: ReplicaReassignment | None
+
+
 ZkWrite = (
-    CreatePartitionState
+    WriteReassignment
+    | CreatePartitionState
     | UpdatePartitionState
     | DeleteTopicZnodes
     | RemoveDeletionMarker

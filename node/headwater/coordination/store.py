@@ -37,7 +37,12 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from headwater import errors
 from headwater.coordination import model
-from headwater.coordination.model import BrokerRegistration, LeaderAndIsr, TopicAssignment
+from headwater.coordination.model import (
+    BrokerRegistration,
+    LeaderAndIsr,
+    ReplicaReassignment,
+    TopicAssignment,
+)
 from headwater.coordination.model import ControllerEpochZk as ControllerEpochZk
 
 Watch = Callable[[Any], None]
@@ -111,6 +116,14 @@ class ControllerStore(Protocol):
     def resign_controller(self, broker_id: int) -> None: ...
     def get_topics(self, watch: Watch | None = None) -> list[str]: ...
     def get_assignment(self, topic: str, watch: Watch | None = None) -> TopicAssignment | None: ...
+    def write_partition_reassignment(
+        self,
+        topic: str,
+        partition: int,
+        replicas: Sequence[int],
+        reassignment: ReplicaReassignment | None,
+        fence: ControllerEpochZk,
+    ) -> None: ...
     def get_partition_state(self, topic: str, partition: int) -> LeaderAndIsr | None: ...
     def get_partition_states(self, topic: str) -> dict[int, LeaderAndIsr]: ...
     def create_partition_state(
@@ -328,6 +341,47 @@ class ZkStore:
         except NoNodeError as e:
             raise errors.UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist") from e
         return True
+
+    def write_partition_reassignment(
+        self,
+        topic: str,
+        partition: int,
+        replicas: Sequence[int],
+        reassignment: ReplicaReassignment | None,
+        fence: ControllerEpochZk,
+    ) -> None:
+        """The controller's write of one partition's replicas and move (fenced).
+
+        Read-modify-write on the assignment znode's version, so a concurrent
+        CreatePartitions is kept; a topic gone meanwhile is left alone.
+        """
+        for _ in range(5):
+            current = self.get_assignment_versioned(topic)
+            if current is None:
+                return
+            assignment, version = current
+            partitions = dict(assignment.partitions)
+            partitions[partition] = tuple(replicas)
+            moving = dict(assignment.reassignments)
+            if reassignment is None:
+                moving.pop(partition, None)
+            else:
+                moving[partition] = reassignment
+            tx = self._fenced(fence)
+            tx.set_data(
+                topic_path(topic), model.encode_assignment(partitions, moving), version=version
+            )
+            results = tx.commit()
+            self._raise_if_fenced(results, fence)
+            if isinstance(results[1], NoNodeError):
+                return
+            if isinstance(results[1], BadVersionError):
+                continue
+            failure = _first_failure(results)
+            if failure is not None:
+                raise errors.UnknownServerError(f"writing assignment of {topic}: {failure!r}")
+            return
+        raise errors.UnknownServerError(f"assignment of {topic} kept changing")
 
     # -- partition states ----------------------------------------------------
 

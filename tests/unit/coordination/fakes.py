@@ -41,6 +41,7 @@ class FakeZk:
         self.watched: list[str] = []
         self.writes: list[tuple[Any, ...]] = []
         self._races: dict[TopicPartition, list[LeaderAndIsr]] = {}
+        self.reassignments: dict[TopicPartition, Any] = {}
 
     # -- test controls ---------------------------------------------------------------
 
@@ -101,7 +102,28 @@ class FakeZk:
     def get_assignment(self, topic: str, watch: Watch | None = None) -> TopicAssignment | None:
         self._watch(f"topic:{topic}", watch)
         parts = self.topics.get(topic)
-        return None if parts is None else TopicAssignment(topic, dict(parts))
+        if parts is None:
+            return None
+        moving = {p: m for (t, p), m in self.reassignments.items() if t == topic}
+        return TopicAssignment(topic, dict(parts), moving)
+
+    def write_partition_reassignment(
+        self,
+        topic: str,
+        partition: int,
+        replicas: Any,
+        reassignment: Any,
+        fence: ControllerEpochZk,
+    ) -> None:
+        self._check(fence)
+        if topic not in self.topics:
+            return
+        self.topics[topic][partition] = tuple(replicas)
+        if reassignment is None:
+            self.reassignments.pop((topic, partition), None)
+        else:
+            self.reassignments[(topic, partition)] = reassignment
+        self.writes.append(("reassignment", (topic, partition)))
 
     def get_partition_state(self, topic: str, partition: int) -> LeaderAndIsr | None:
         return self.states.get((topic, partition))

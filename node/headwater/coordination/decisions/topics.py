@@ -15,7 +15,7 @@ from collections.abc import Collection, Mapping, Sequence
 
 from headwater.coordination import results as r
 from headwater.coordination.context import ControllerContext
-from headwater.coordination.model import LeaderAndIsr
+from headwater.coordination.model import LeaderAndIsr, ReplicaReassignment
 from headwater.coordination.partitions import Plan
 from headwater.values import TopicPartition
 
@@ -28,6 +28,7 @@ class TopicSnapshot:
 
     partitions: Mapping[int, tuple[int, ...]]
     states: Mapping[int, LeaderAndIsr] = dataclasses.field(default_factory=dict)
+    reassignments: Mapping[int, ReplicaReassignment] = dataclasses.field(default_factory=dict)
 
 
 def topics_to_load(ctx: ControllerContext, topics: Collection[str]) -> list[str]:
@@ -38,6 +39,10 @@ def topics_to_load(ctx: ControllerContext, topics: Collection[str]) -> list[str]
 def load_topic(plan: Plan, topic: str, snapshot: TopicSnapshot) -> None:
     """Add a topic read from ZooKeeper to the view (assignment and existing states)."""
     plan.add(r.AddPartitions(topic, dict(snapshot.partitions)))
+    for p, move in snapshot.reassignments.items():
+        replicas = snapshot.partitions.get(p)
+        if replicas is not None:
+            plan.add(r.SetReassignment(TopicPartition(topic, p), replicas, move))
     if snapshot.states:
         plan.add(r.LoadStates({TopicPartition(topic, p): s for p, s in snapshot.states.items()}))
 
@@ -75,8 +80,8 @@ def on_partition_modifications(
     """A topic's assignment changed (CreatePartitions): start the added partitions.
 
     ``partitions`` is the assignment now in ZooKeeper (None: the topic is
-    gone).  Changes to existing partitions (reassignment) are not supported
-    and are ignored.
+    gone).  Changes to existing partitions are the controller's own
+    reassignment writes (:mod:`.reassignment`) and are ignored here.
     """
     if partitions is None or topic not in ctx.assignments or topic in ctx.topics_to_delete:
         return r.EMPTY
