@@ -41,6 +41,11 @@ class AdminStub:
     """Kafka's IncrementalAlterConfigs semantics: each entry says SET or DELETE."""
     DescribeCluster: _grpc.UnaryUnaryMultiCallable[_admin_pb2.DescribeClusterRequest, _admin_pb2.DescribeClusterResponse]
     ElectLeaders: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ElectLeadersRequest, _admin_pb2.ElectLeadersResponse]
+    AlterPartitionReassignments: _grpc.UnaryUnaryMultiCallable[_admin_pb2.AlterPartitionReassignmentsRequest, _admin_pb2.AlterPartitionReassignmentsResponse]
+    """KIP-455, as in Kafka's ZooKeeper mode: sent to the controller (others answer
+    NOT_CONTROLLER per partition); List is answered by any broker from ZooKeeper.
+    """
+    ListPartitionReassignments: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ListPartitionReassignmentsRequest, _admin_pb2.ListPartitionReassignmentsResponse]
 
 @_typing.type_check_only
 class AdminAsyncStub(AdminStub):
@@ -53,6 +58,11 @@ class AdminAsyncStub(AdminStub):
     """Kafka's IncrementalAlterConfigs semantics: each entry says SET or DELETE."""
     DescribeCluster: _aio.UnaryUnaryMultiCallable[_admin_pb2.DescribeClusterRequest, _admin_pb2.DescribeClusterResponse]  # type: ignore[assignment]
     ElectLeaders: _aio.UnaryUnaryMultiCallable[_admin_pb2.ElectLeadersRequest, _admin_pb2.ElectLeadersResponse]  # type: ignore[assignment]
+    AlterPartitionReassignments: _aio.UnaryUnaryMultiCallable[_admin_pb2.AlterPartitionReassignmentsRequest, _admin_pb2.AlterPartitionReassignmentsResponse]  # type: ignore[assignment]
+    """KIP-455, as in Kafka's ZooKeeper mode: sent to the controller (others answer
+    NOT_CONTROLLER per partition); List is answered by any broker from ZooKeeper.
+    """
+    ListPartitionReassignments: _aio.UnaryUnaryMultiCallable[_admin_pb2.ListPartitionReassignmentsRequest, _admin_pb2.ListPartitionReassignmentsResponse]  # type: ignore[assignment]
 
 class AdminServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -104,5 +114,22 @@ class AdminServicer(metaclass=_abc_1.ABCMeta):
         request: _admin_pb2.ElectLeadersRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_admin_pb2.ElectLeadersResponse, _abc.Awaitable[_admin_pb2.ElectLeadersResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def AlterPartitionReassignments(
+        self,
+        request: _admin_pb2.AlterPartitionReassignmentsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.AlterPartitionReassignmentsResponse, _abc.Awaitable[_admin_pb2.AlterPartitionReassignmentsResponse]]:
+        """KIP-455, as in Kafka's ZooKeeper mode: sent to the controller (others answer
+        NOT_CONTROLLER per partition); List is answered by any broker from ZooKeeper.
+        """
+
+    @_abc_1.abstractmethod
+    def ListPartitionReassignments(
+        self,
+        request: _admin_pb2.ListPartitionReassignmentsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.ListPartitionReassignmentsResponse, _abc.Awaitable[_admin_pb2.ListPartitionReassignmentsResponse]]: ...
 
 def add_AdminServicer_to_server(servicer: AdminServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
