@@ -26,6 +26,7 @@ a default.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -34,6 +35,8 @@ from typing import Any, NamedTuple
 
 from headwater import runtime
 from headwater.records import native
+from headwater.server import listeners as named_listeners
+from headwater.security.authorizer import AUTHORIZER_CLASS_NAMES, parse_super_users
 
 ENV_PREFIX = "HEADWATER_"
 NOT_BROKER_ENV = frozenset(
@@ -88,6 +91,66 @@ class BrokerConfig:
     )
     advertised_listeners: str = _key(
         "advertised.listeners", "", "What clients are told to connect to; default: listeners."
+    )
+    listener_security_protocol_map: str = _key(
+        "listener.security.protocol.map",
+        named_listeners.DEFAULT_PROTOCOL_MAP,
+        "Listener name to security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL).",
+    )
+    inter_broker_listener_name: str = _key(
+        "inter.broker.listener.name", "", "The listener brokers use to reach each other."
+    )
+    security_inter_broker_protocol: str = _key(
+        "security.inter.broker.protocol",
+        "",
+        "Alternative to inter.broker.listener.name: the listener named after this protocol "
+        "(default PLAINTEXT).",
+    )
+    control_plane_listener_name: str = _key(
+        "control.plane.listener.name",
+        "",
+        "The listener the controller reaches brokers on (default: the inter-broker one).",
+    )
+    ssl_keystore_type: str = _key("ssl.keystore.type", "PEM", "Keystore format (PEM only).")
+    ssl_keystore_location: str = _key(
+        "ssl.keystore.location", "", "PEM file with this broker's private key and cert chain."
+    )
+    ssl_keystore_certificate_chain: str = _key(
+        "ssl.keystore.certificate.chain", "", "Inline PEM certificate chain (with ssl.keystore.key)."
+    )
+    ssl_keystore_key: str = _key("ssl.keystore.key", "", "Inline PEM private key (sensitive).")
+    ssl_key_password: str = _key(
+        "ssl.key.password", "", "Password of an encrypted key (not supported: leave unset)."
+    )
+    ssl_keystore_password: str = _key(
+        "ssl.keystore.password", "", "Keystore password (not supported for PEM: leave unset)."
+    )
+    ssl_truststore_type: str = _key("ssl.truststore.type", "PEM", "Truststore format (PEM only).")
+    ssl_truststore_location: str = _key(
+        "ssl.truststore.location", "", "PEM file with the CA certificates trusted for peers."
+    )
+    ssl_truststore_certificates: str = _key(
+        "ssl.truststore.certificates", "", "Inline PEM CA certificates trusted for peers."
+    )
+    ssl_truststore_password: str = _key(
+        "ssl.truststore.password", "", "Truststore password (not supported for PEM)."
+    )
+    ssl_client_auth: str = _key(
+        "ssl.client.auth", "none", "Client certificates on SSL listeners: required or none."
+    )
+    ssl_principal_mapping_rules: str = _key(
+        "ssl.principal.mapping.rules",
+        "DEFAULT",
+        "Certificate subject to principal name: RULE:pattern/replacement/[LU],...,DEFAULT.",
+    )
+    sasl_enabled_mechanisms: str = _key(
+        "sasl.enabled.mechanisms", "SCRAM-SHA-512", "SASL mechanisms of SASL_* listeners."
+    )
+    listener_name_settings: tuple[tuple[str, str], ...] = _key(
+        "listener.name.*",
+        (),
+        "Per-listener settings: listener.name.<lower-case name>.ssl.* and "
+        "listener.name.<name>.sasl.enabled.mechanisms.",
     )
     log_dirs: str = _key(
         "log.dirs", "/tmp/headwater-logs", "Comma-separated directories holding partition logs."
@@ -250,19 +313,70 @@ class BrokerConfig:
     log_cleaner_backoff_ms: int = _key(
         "log.cleaner.backoff.ms", 15000, "How often the log cleaner looks for logs to compact."
     )
+    authorizer_class_name: str = _key(
+        "authorizer.class.name",
+        "",
+        "Empty: no authorization (every request allowed). kafka.security.authorizer."
+        "AclAuthorizer or headwater.AclAuthorizer: Kafka's ACL authorizer (docs/security.md).",
+    )
+    super_users: str = _key(
+        "super.users", "", "Principals always allowed, semicolon-separated: User:admin;User:ops."
+    )
+    allow_everyone_if_no_acl_found: bool = _key(
+        "allow.everyone.if.no.acl.found",
+        False,
+        "With the authorizer on: allow a resource no ACL applies to (Kafka's default: deny).",
+    )
+    zookeeper_set_acl: bool = _key(
+        "zookeeper.set.acl",
+        False,
+        "Create znodes with ZooKeeper ACLs: the broker's digest identity may do all, the "
+        "world only read; ACLs and credentials readable by the broker's identity alone.",
+    )
+    zookeeper_digest_username: str = _key(
+        "zookeeper.digest.username",
+        "",
+        "User of ZooKeeper's digest scheme the broker authenticates as (Kafka uses a JAAS file).",
+    )
+    zookeeper_digest_password: str = _key(
+        "zookeeper.digest.password",
+        "",
+        "Password of zookeeper.digest.username (sensitive: never shown by DescribeConfigs).",
+    )
 
     # -- derived views ------------------------------------------------------------------
 
+    @functools.cached_property
+    def listener_layout(self) -> named_listeners.ListenerLayout:
+        """Every listener, checked (:mod:`headwater.server.listeners`)."""
+        settings = {
+            key: value
+            for key, value in self.to_properties().items()
+            if key.startswith(("ssl.", "sasl.", "listener.name."))
+        }
+        try:
+            return named_listeners.listener_layout(
+                listeners=self.listeners,
+                advertised_listeners=self.advertised_listeners,
+                protocol_map=self.listener_security_protocol_map,
+                inter_broker_listener_name=self.inter_broker_listener_name,
+                security_inter_broker_protocol=self.security_inter_broker_protocol,
+                control_plane_listener_name=self.control_plane_listener_name,
+                settings=settings,
+            )
+        except named_listeners.ListenerConfigError as exc:
+            raise ConfigError(str(exc)) from None
+
     @property
     def listener(self) -> Listener:
-        return parse_listener(self.listeners, key="listeners")
+        """The first listener (the only one of a classic ``PLAINTEXT://host:port`` setup)."""
+        e = self.listener_layout.listeners[0].endpoint
+        return Listener(e.protocol.value, e.host, e.port)
 
     @property
     def advertised_listener(self) -> Listener:
-        if self.advertised_listeners:
-            return parse_listener(self.advertised_listeners, key="advertised.listeners")
-        own = self.listener
-        return own._replace(host=own.host or "127.0.0.1")
+        e = self.listener_layout.listeners[0].advertised
+        return Listener(e.protocol.value, e.host, e.port)
 
     @property
     def log_dir_list(self) -> list[Path]:
@@ -303,6 +417,9 @@ class BrokerConfig:
             value = getattr(self, field.name)
             if value is None:
                 continue
+            if field.name == "listener_name_settings":
+                out.update(value)
+                continue
             out[field.metadata["key"]] = (
                 str(value).lower() if isinstance(value, bool) else str(value)
             )
@@ -315,11 +432,20 @@ class BrokerConfig:
         """Build from string properties; raises ConfigError naming the first bad key."""
         fields = {f.metadata["key"]: f for f in dataclasses.fields(cls)}
         values: dict[str, Any] = {}
+        per_listener: dict[str, str] = {}
         for key, raw in props.items():
+            if key.startswith("listener.name."):
+                try:
+                    named_listeners.check_per_listener_key(key)
+                except named_listeners.ListenerConfigError as exc:
+                    raise ConfigError(str(exc)) from None
+                per_listener[key] = raw.strip()
+                continue
             field = fields.get(key)
             if field is None:
                 raise ConfigError(f"unknown broker config {key!r}")
             values[field.name] = _parse_value(key, raw.strip(), field.type)
+        values["listener_name_settings"] = tuple(sorted(per_listener.items()))
         config = cls(**values)
         config.validate()
         return config
@@ -417,6 +543,39 @@ class BrokerConfig:
             ),
         ]
 
+    def _security_checks(self) -> list[tuple[str, bool, str]]:
+        """Authorizer and ZooKeeper-ACL settings (docs/security.md)."""
+        name = self.authorizer_class_name.strip()
+        try:
+            parse_super_users(self.super_users)
+            bad_super_users = ""
+        except ValueError as exc:
+            bad_super_users = str(exc)
+        user, password = self.zookeeper_digest_username, self.zookeeper_digest_password
+        return [
+            (
+                "authorizer.class.name",
+                not name or name in AUTHORIZER_CLASS_NAMES,
+                f"unknown authorizer {name!r}; leave it empty or use one of "
+                f"{', '.join(sorted(AUTHORIZER_CLASS_NAMES))}",
+            ),
+            ("super.users", not bad_super_users, bad_super_users),
+            (
+                "zookeeper.digest.username",
+                bool(user) == bool(password) and ":" not in user,
+                "needs zookeeper.digest.password with it (and no ':')",
+            ),
+            (
+                "zookeeper.set.acl",
+                not self.zookeeper_set_acl or bool(user),
+                "needs zookeeper.digest.username and zookeeper.digest.password",
+            ),
+        ]
+
+    @property
+    def authorizer_enabled(self) -> bool:
+        return bool(self.authorizer_class_name.strip())
+
     def validate(self) -> None:
         checks: list[tuple[str, bool, str]] = [
             ("broker.id", self.broker_id >= 0, "must be set to an integer >= 0"),
@@ -458,9 +617,14 @@ class BrokerConfig:
         for key, ok, why in checks:
             if not ok:
                 raise ConfigError(f"{key}: {why}")
-        parse_listener(self.listeners, key="listeners")
-        if self.advertised_listeners:
-            parse_listener(self.advertised_listeners, key="advertised.listeners")
+        for key, ok, why in self._security_checks():
+            if not ok:
+                raise ConfigError(f"{key}: {why}")
+        self.listener_layout  # noqa: B018 (checks every listener setting)
+
+
+SENSITIVE_KEYS = frozenset({"zookeeper.digest.password"})
+"""Keys whose values DescribeConfigs and logs never show (Kafka's PASSWORD type)."""
 
 
 CONSUMER_ASSIGNORS = ("uniform", "range")
@@ -494,19 +658,6 @@ def _bool(raw: str) -> bool:
     if lowered in ("true", "false"):
         return lowered == "true"
     raise ValueError(raw)
-
-
-def parse_listener(value: str, *, key: str) -> Listener:
-    first = value.split(",")[0].strip()
-    match = re.fullmatch(r"([A-Za-z_]+)://([^:/]*):(\d+)", first)
-    if match is None:
-        raise ConfigError(f"{key}: {value!r} is not PROTOCOL://host:port")
-    protocol, host, port = match.group(1).upper(), match.group(2), int(match.group(3))
-    if protocol != "PLAINTEXT":
-        raise ConfigError(f"{key}: protocol {protocol} is not supported (only PLAINTEXT)")
-    if not 0 <= port < 65536:
-        raise ConfigError(f"{key}: port {port} out of range")
-    return Listener(protocol, host, port)
 
 
 def parse_properties(text: str) -> dict[str, str]:
@@ -546,7 +697,7 @@ def properties_from_env(environ: Mapping[str, str]) -> dict[str, str]:
         if not name.startswith(ENV_PREFIX) or len(name) == len(ENV_PREFIX):
             continue
         key = name[len(ENV_PREFIX) :].lower().replace("_", ".")
-        if key in known:
+        if key in known or key.startswith("listener.name."):
             props[key] = value
         elif not (
             name in NOT_BROKER_ENV
