@@ -1,0 +1,208 @@
+"""The rebalance planner: even replicas, bytes and preferred leaders, moving little data.
+
+A greedy planner in the spirit of Cruise Control's goals, in priority order,
+each goal kept by the later ones:
+
+1. **Every replica on a target broker.**  Replicas on brokers that are not
+   targets (left out, or gone) are moved off first (:mod:`.drain`).
+2. **Replica counts.**  While the most and least loaded targets differ by more
+   than one replica, move the *smallest* replica of a most loaded broker that
+   may go (rack rule, not already there) to the least loaded broker that can
+   take it.  Each move lowers the spread, so the number of moves is the least
+   that evens the counts (the sum of the excess over the ceiling).
+3. **Bytes.**  While a broker's bytes are outside ``mean * (1 ± tolerance)``,
+   take the most and least loaded pair that a single move or a swap of two
+   replicas brings closer, without undoing goal 2, and apply the candidate
+   that leaves the pair's larger side smallest (then moves the fewest bytes).
+   Each step strictly shrinks the pair's gap, so this ends.
+4. **Preferred leaders.**  Reorder replica lists (no data moves) so that each
+   target is the first replica of about as many partitions as any other.
+
+The rack rule of :mod:`.layout` holds for every move.  A cluster already
+balanced by these rules gets an empty plan (the planner is idempotent), and
+all choices break ties by broker id and partition, so a plan is reproducible.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
+
+from headwater.client.reassignment.drain import move_off_non_targets
+from headwater.client.reassignment.layout import Layout
+from headwater.client.reassignment.model import Assignment, BrokerInfo, RebalancePlan
+from headwater.values import TopicPartition
+
+
+class RebalanceGoals(NamedTuple):
+    """Which goals the planner pursues, and how far."""
+
+    replicas: bool = True
+    """Even the replica counts (within one)."""
+    bytes_tolerance: float | None = 0.10
+    """Even the bytes until every broker is within this fraction of the mean (None: off)."""
+    leaders: bool = True
+    """Even the preferred leaderships (within one), by reordering replica lists."""
+    max_steps: int = 100_000
+    """A bound on greedy steps per goal (never reached in practice; keeps loops finite)."""
+
+
+def plan_rebalance(
+    current: Assignment,
+    *,
+    brokers: Sequence[BrokerInfo],
+    sizes: Mapping[TopicPartition, int] | None = None,
+    goals: RebalanceGoals | None = None,
+) -> RebalancePlan:
+    """Plan the moves that balance ``current`` over ``brokers`` (the targets).
+
+    ``sizes`` gives each partition's bytes (missing: 0).  Replicas on brokers
+    not in ``brokers`` are moved onto them.
+    """
+    if not brokers:
+        raise ValueError("a rebalance needs at least one target broker")
+    goals = goals or RebalanceGoals()
+    layout = Layout(
+        current, targets=brokers, racks={b.broker_id: b.rack for b in brokers}, sizes=sizes or {}
+    )
+    move_off_non_targets(layout)
+    if goals.replicas:
+        _even_counts(layout, max_steps=goals.max_steps)
+    if goals.bytes_tolerance is not None:
+        _even_bytes(layout, tolerance=goals.bytes_tolerance, max_steps=goals.max_steps)
+    if goals.leaders:
+        _even_leaders(layout, max_steps=goals.max_steps)
+    return layout.finish()
+
+
+def _spread(values: Mapping[int, int], keys: Sequence[int]) -> int:
+    vs = [values[k] for k in keys]
+    return max(vs) - min(vs)
+
+
+def _by_partition(tp: TopicPartition) -> tuple[str, int]:
+    return (tp.topic, tp.partition)
+
+
+def _even_counts(layout: Layout, *, max_steps: int) -> None:
+    for _ in range(max_steps):
+        targets = layout.targets
+        if _spread(layout.count, targets) <= 1:
+            return
+        best: tuple[int, TopicPartition, int, int] | None = None
+        for src in sorted(targets, key=lambda b: (-layout.count[b], b)):
+            dsts = [d for d in targets if layout.count[d] < layout.count[src] - 1]
+            dsts.sort(key=lambda b: (layout.count[b], layout.size[b], b))
+            for tp in sorted(layout.held[src], key=lambda t: (layout.sizes[t], _by_partition(t))):
+                dst = next((d for d in dsts if layout.may_move(tp, src, d)), None)
+                if dst is not None:
+                    best = (src, tp, dst, 0)
+                    break
+            if best is not None:
+                break
+        if best is None:
+            return
+        src, tp, dst, _ = best
+        layout.move(tp, src, dst)
+
+
+class _Candidate(NamedTuple):
+    worse_side: int
+    moved: int
+    order: tuple[str, int, str, int]
+    give: TopicPartition
+    take: TopicPartition | None
+
+
+def _even_bytes(layout: Layout, *, tolerance: float, max_steps: int) -> None:
+    targets = layout.targets
+    total = sum(layout.size[b] for b in targets)
+    if total <= 0 or len(targets) < 2:
+        return
+    mean = total / len(targets)
+    high, low = mean * (1 + tolerance), mean * (1 - tolerance)
+    for _ in range(max_steps):
+        count_spread = max(1, _spread(layout.count, targets))
+        pairs = [
+            (s, d)
+            for s, d in itertools.permutations(targets, 2)
+            if layout.size[s] > layout.size[d] and (layout.size[s] > high or layout.size[d] < low)
+        ]
+        pairs.sort(key=lambda p: (-(layout.size[p[0]] - layout.size[p[1]]), p))
+        step = None
+        for src, dst in pairs:
+            step = _best_exchange(layout, src, dst, count_spread=count_spread)
+            if step is not None:
+                layout.move(step.give, src, dst)
+                if step.take is not None:
+                    layout.move(step.take, dst, src)
+                break
+        if step is None:
+            return
+
+
+def _best_exchange(
+    layout: Layout,
+    src: int,
+    dst: int,
+    *,
+    count_spread: int,
+) -> _Candidate | None:
+    """The single move src→dst or swap that best narrows the pair's byte gap."""
+    gap = layout.size[src] - layout.size[dst]
+    best: _Candidate | None = None
+
+    def consider(give: TopicPartition, take: TopicPartition | None) -> None:
+        nonlocal best
+        net = layout.sizes[give] - (layout.sizes[take] if take is not None else 0)
+        if not 0 < net < gap:
+            return
+        worse = max(layout.size[src] - net, layout.size[dst] + net)
+        moved = layout.sizes[give] + (layout.sizes[take] if take is not None else 0)
+        order = (*_by_partition(give), *(_by_partition(take) if take else ("", -1)))
+        cand = _Candidate(worse, moved, order, give, take)
+        if best is None or cand[:3] < best[:3]:
+            best = cand
+
+    after = dict(layout.count)
+    after[src] -= 1
+    after[dst] += 1
+    single_ok = _spread(after, layout.targets) <= count_spread
+    gives = [tp for tp in layout.held[src] if layout.may_move(tp, src, dst)]
+    if single_ok:
+        for give in gives:
+            consider(give, None)
+    takes = [tp for tp in layout.held[dst] if layout.may_move(tp, dst, src)]
+    for give in gives:
+        for take in takes:
+            if give != take:
+                consider(give, take)
+    return best
+
+
+def _even_leaders(layout: Layout, *, max_steps: int) -> None:
+    targets = layout.targets
+    for _ in range(max_steps):
+        if _spread(layout.leaders, targets) <= 1:
+            return
+        done = False
+        for src in sorted(targets, key=lambda b: (-layout.leaders[b], b)):
+            led = sorted(
+                (tp for tp in layout.held[src] if layout.replicas[tp][0] == src),
+                key=_by_partition,
+            )
+            for tp in led:
+                others = [
+                    b
+                    for b in layout.replicas[tp][1:]
+                    if b in layout.target_set and layout.leaders[b] < layout.leaders[src] - 1
+                ]
+                if others:
+                    layout.make_leader(tp, min(others, key=lambda b: (layout.leaders[b], b)))
+                    done = True
+                    break
+            if done:
+                break
+        if not done:
+            return
