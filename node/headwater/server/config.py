@@ -35,8 +35,8 @@ from typing import Any, NamedTuple
 
 from headwater import runtime
 from headwater.records import native
-from headwater.server import listeners as named_listeners
 from headwater.security.authorizer import AUTHORIZER_CLASS_NAMES, parse_super_users
+from headwater.server import listeners as named_listeners
 
 ENV_PREFIX = "HEADWATER_"
 NOT_BROKER_ENV = frozenset(
@@ -116,7 +116,7 @@ class BrokerConfig:
         "ssl.keystore.location", "", "PEM file with this broker's private key and cert chain."
     )
     ssl_keystore_certificate_chain: str = _key(
-        "ssl.keystore.certificate.chain", "", "Inline PEM certificate chain (with ssl.keystore.key)."
+        "ssl.keystore.certificate.chain", "", "Inline PEM certificate chain (and ssl.keystore.key)."
     )
     ssl_keystore_key: str = _key("ssl.keystore.key", "", "Inline PEM private key (sensitive).")
     ssl_key_password: str = _key(
