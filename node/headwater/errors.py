@@ -89,6 +89,8 @@ class ErrorCode(enum.IntEnum):
     INVALID_RECORD = 87
     PRODUCER_FENCED = 90
     RESOURCE_NOT_FOUND = 91
+    DUPLICATE_RESOURCE = 92
+    UNACCEPTABLE_CREDENTIAL = 93
     FENCED_MEMBER_EPOCH = 110
     UNRELEASED_INSTANCE_ID = 111
     UNSUPPORTED_ASSIGNOR = 112
@@ -421,6 +423,24 @@ class SaslAuthenticationFailedError(HeadwaterError):
     """Wrong credentials or a failed SASL exchange; the message never holds a secret."""
 
     code = ErrorCode.SASL_AUTHENTICATION_FAILED
+
+
+class ResourceNotFoundError(HeadwaterError):
+    """The named resource (a user's SCRAM credential, ...) does not exist."""
+
+    code = ErrorCode.RESOURCE_NOT_FOUND
+
+
+class DuplicateResourceError(HeadwaterError):
+    """A request named the same resource twice (KIP-554: one user in two alterations)."""
+
+    code = ErrorCode.DUPLICATE_RESOURCE
+
+
+class UnacceptableCredentialError(HeadwaterError):
+    """A SCRAM credential Kafka refuses: empty user, too few or too many iterations."""
+
+    code = ErrorCode.UNACCEPTABLE_CREDENTIAL
 
 
 class SecurityDisabledError(HeadwaterError):

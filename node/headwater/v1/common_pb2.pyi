@@ -95,6 +95,8 @@ class _ErrorCodeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorCode.V
     INVALID_RECORD: _ErrorCode.ValueType  # 87
     PRODUCER_FENCED: _ErrorCode.ValueType  # 90
     RESOURCE_NOT_FOUND: _ErrorCode.ValueType  # 91
+    DUPLICATE_RESOURCE: _ErrorCode.ValueType  # 92
+    UNACCEPTABLE_CREDENTIAL: _ErrorCode.ValueType  # 93
     FENCED_MEMBER_EPOCH: _ErrorCode.ValueType  # 110
     """KIP-848 consumer group protocol"""
     UNRELEASED_INSTANCE_ID: _ErrorCode.ValueType  # 111
@@ -179,6 +181,8 @@ NO_REASSIGNMENT_IN_PROGRESS: ErrorCode.ValueType  # 85
 INVALID_RECORD: ErrorCode.ValueType  # 87
 PRODUCER_FENCED: ErrorCode.ValueType  # 90
 RESOURCE_NOT_FOUND: ErrorCode.ValueType  # 91
+DUPLICATE_RESOURCE: ErrorCode.ValueType  # 92
+UNACCEPTABLE_CREDENTIAL: ErrorCode.ValueType  # 93
 FENCED_MEMBER_EPOCH: ErrorCode.ValueType  # 110
 """KIP-848 consumer group protocol"""
 UNRELEASED_INSTANCE_ID: ErrorCode.ValueType  # 111
