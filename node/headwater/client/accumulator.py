@@ -53,7 +53,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
 
 from headwater import errors
-from headwater.client.futures import BatchResult, RecordFuture
+from headwater.client.futures import BatchResult, RecordCallback, RecordFuture
 from headwater.client.types import TopicPartition
 from headwater.clock import Clock, monotonic_ms, wall_ms
 from headwater.records import Header, Record, RecordsBuilder, new_records_builder
@@ -225,11 +225,13 @@ class RecordAccumulator:
         *,
         max_block_ms: float,
         size: int | None = None,
+        callback: RecordCallback | None = None,
     ) -> AppendResult:
         """Queue ``record`` for ``tp``; blocks up to ``max_block_ms`` for space.
 
         A record without a timestamp is stamped with the wall clock now.  A
         record the codec cannot encode (TypeError, ValueError) changes nothing.
+        ``callback`` is the record's thunk (see :mod:`headwater.client.futures`).
         """
         key, value, headers, timestamp_ms = record
         if timestamp_ms is None:
@@ -263,6 +265,8 @@ class RecordAccumulator:
             except BaseException:
                 self._used_bytes -= size
                 raise
+            if callback is not None:
+                last.result.thunks.append((callback, index, timestamp_ms, None))
             future = RecordFuture(last.result, index, timestamp_ms)
             last.size_bytes += size
             full = last.size_bytes >= self.batch_size
@@ -282,6 +286,7 @@ class RecordAccumulator:
         headers: Sequence[Header],
         timestamp_ms: int,
         size: int,
+        callback: RecordCallback | None = None,
     ) -> tuple[RecordFuture, bool] | None:
         """The per-record fast path: join ``tp``'s open batch if it has room, never block.
 
@@ -290,6 +295,8 @@ class RecordAccumulator:
         buffer is full, or the producer is closed) -- once per batch, so that
         path may be slower.  Uses the plain lock (C-level ``with``) rather than
         the condition.  A record the codec cannot encode raises and changes nothing.
+        ``callback`` joins the batch's thunks here, under the lock that keeps the
+        batch open, so no other lock is taken for it.
         """
         with self._lock:
             queue = self._queues.get(tp)
@@ -300,6 +307,8 @@ class RecordAccumulator:
                 return None
             index = last.builder.append(key, value, headers, timestamp_ms)
             self._used_bytes += size
+            if callback is not None:
+                last.result.thunks.append((callback, index, timestamp_ms, None))
             future = RecordFuture(last.result, index, timestamp_ms)
             last.size_bytes += size
             if last.size_bytes >= self.batch_size:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from types import TracebackType
 
 from headwater import errors, runtime
@@ -24,19 +24,20 @@ from headwater.client.accumulator import (
     RecordAccumulator,
     estimate_size,
 )
-from headwater.client.futures import RecordFuture, failed_future
+from headwater.client.futures import RecordCallback, RecordFuture, failed_future
 from headwater.client.metadata import ClusterMetadata, MetadataManager
 from headwater.client.partitioner import DefaultPartitioner, Partitioner
 from headwater.client.sender import Sender
 from headwater.client.settings import ProducerSettings, parse_acks, parse_bootstrap
-from headwater.client.types import RecordMetadata, TopicPartition
+from headwater.client.types import TopicPartition
 from headwater.clock import Clock, monotonic_ms
 from headwater.records import Record
 from headwater.records.allocator import tune_allocator
 from headwater.retry import RetryPolicy
 
-Callback = Callable[[RecordMetadata | None, BaseException | None], object]
-"""Called as ``callback(metadata, None)`` on success, ``callback(None, error)`` on failure."""
+Callback = RecordCallback
+"""Called as ``callback(metadata, None)`` on success, ``callback(None, error)`` on failure,
+on the producer's sender thread, in send order per partition (Kafka's guarantee)."""
 
 _new_record = tuple.__new__
 """Builds a :class:`Record` without its Python-level ``__new__`` (the send hot path)."""
@@ -120,6 +121,7 @@ class Producer:
             clock=clock,
         )
         self._partitioner = partitioner or DefaultPartitioner()
+        self._builtin_partitioner = type(self._partitioner) is DefaultPartitioner
         self._partition_lock = threading.Lock()
         self._tp_cache: dict[str, tuple[ClusterMetadata, list[TopicPartition]]] = {}
         self._max_request_size = s.max_request_size
@@ -149,7 +151,8 @@ class Producer:
         *,
         callback: Callback | None = None,
     ) -> RecordFuture:
-        """Queue one record; the future resolves to its :class:`RecordMetadata`.
+        """Queue one record; the future resolves to its
+        :class:`~headwater.client.types.RecordMetadata`.
 
         Blocks at most ``max_block_ms`` (for the topic's metadata or buffer
         space).  Errors that concern this record alone (too large, unknown
@@ -179,10 +182,13 @@ class Producer:
             tps = cached[1]
             if tps:
                 count = len(tps)
-                with self._partition_lock:
-                    chosen = self._partitioner.partition(topic, key, count)
+                if count == 1 and self._builtin_partitioner:
+                    chosen = 0  # what DefaultPartitioner answers, without its lock
+                else:
+                    with self._partition_lock:
+                        chosen = self._partitioner.partition(topic, key, count)
                 fast = self._accumulator.try_append(
-                    tps[chosen], key, value, record_headers, timestamp_ms, size
+                    tps[chosen], key, value, record_headers, timestamp_ms, size, callback
                 )
                 if fast is not None:
                     future, full = fast
@@ -190,8 +196,6 @@ class Producer:
                         with self._partition_lock:
                             self._partitioner.on_batch_full(topic, chosen, count)
                         self._sender.wakeup()
-                    if callback is not None:
-                        _attach(future, callback)
                     return future
         record = _new_record(Record, (key, value, record_headers, timestamp_ms))
         return self._send_slow(topic, record, key, partition, size, callback)
@@ -232,22 +236,19 @@ class Producer:
                 start = self._clock()
                 tp = self._choose_partition(topic, key, partition)
                 max_block_ms = max(0.0, self.settings.max_block_ms - (self._clock() - start))
-            result = self._accumulator.append(tp, record, max_block_ms=max_block_ms, size=size)
+            result = self._accumulator.append(
+                tp, record, max_block_ms=max_block_ms, size=size, callback=callback
+            )
         except errors.HeadwaterError as exc:
             if isinstance(exc, errors.UnknownTopicOrPartitionError | errors.NetworkError):
                 raise  # the topic or the cluster is not there: the caller must know now
-            fut = failed_future(TopicPartition(topic, partition or 0), exc)
-            if callback is not None:
-                _attach(fut, callback)
-            return fut
+            return failed_future(TopicPartition(topic, partition or 0), exc, callback=callback)
         if result.batch_full:
             with self._partition_lock:
                 count = self._metadata.current.partition_count(topic) or 1
                 self._partitioner.on_batch_full(topic, tp.partition, count)
         if result.batch_full or result.new_batch:
             self._sender.wakeup()
-        if callback is not None:
-            _attach(result.future, callback)
         return result.future
 
     def _choose_partition(
@@ -327,14 +328,3 @@ def _headers(headers: HeadersArg) -> tuple[tuple[str, bytes | None], ...]:
             raise TypeError(f"header values are bytes or None, not {type(v).__name__}")
         out.append((k, None if v is None else bytes(v)))
     return tuple(out)
-
-
-def _attach(fut: RecordFuture, callback: Callback) -> None:
-    def done(f: RecordFuture) -> None:
-        error = f.exception()
-        if error is None:
-            callback(f.result(), None)
-        else:
-            callback(None, error)
-
-    fut.add_done_callback(done)

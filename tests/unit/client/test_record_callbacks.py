@@ -1,0 +1,143 @@
+"""Per-record callbacks as batch thunks (issue 16): ``send(callback=...)`` callbacks
+stored with the batch and run in one loop when it completes, in append order, each
+with its own RecordMetadata (offset, create or LogAppendTime timestamp) or the
+batch's error; a callback that raises does not stop the others; callbacks added
+after completion run at once; futures and callbacks agree; a record refused before
+it was queued calls its callback with the error."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from headwater import errors
+from headwater.client.accumulator import RecordAccumulator
+from headwater.client.futures import BatchResult, RecordCallback, RecordFuture, failed_future
+from headwater.client.types import RecordMetadata, TopicPartition
+from headwater.records import Record
+
+TP = TopicPartition("t", 3)
+Seen = list[tuple[str, RecordMetadata | None, BaseException | None]]
+
+
+def collector(seen: Seen, name: str) -> RecordCallback:
+    def cb(md: RecordMetadata | None, exc: BaseException | None) -> None:
+        seen.append((name, md, exc))
+
+    return cb
+
+
+def accumulator() -> RecordAccumulator:
+    return RecordAccumulator(
+        batch_size=10_000, linger_ms=5, buffer_memory=100_000, delivery_timeout_ms=120_000
+    )
+
+
+def append_three(acc: RecordAccumulator, seen: Seen) -> list[RecordFuture]:
+    """The first record through ``append`` (it opens the batch), two through ``try_append``."""
+    futures = [
+        acc.append(
+            TP, Record(None, b"a", (), 100), max_block_ms=0, callback=collector(seen, "a")
+        ).future
+    ]
+    for name, ts in (("b", 101), ("c", 102)):
+        fast = acc.try_append(TP, None, name.encode(), (), ts, 22, collector(seen, name))
+        assert fast is not None
+        futures.append(fast[0])
+    return futures
+
+
+def test_callbacks_run_in_append_order_with_each_records_metadata() -> None:
+    acc, seen = accumulator(), Seen()
+    futures = append_three(acc, seen)
+    (batch,) = acc.drain([TP])
+    assert seen == []  # nothing runs before the batch completes
+    batch.complete(base_offset=40, timestamp_ms=None)
+    assert seen == [
+        ("a", RecordMetadata("t", 3, 40, 100), None),
+        ("b", RecordMetadata("t", 3, 41, 101), None),
+        ("c", RecordMetadata("t", 3, 42, 102), None),
+    ]
+    assert [f.result(0) for f in futures] == [md for _, md, _ in seen]
+    assert all(isinstance(md, RecordMetadata) for _, md, _ in seen)
+
+
+def test_log_append_time_replaces_every_records_timestamp() -> None:
+    acc, seen = accumulator(), Seen()
+    append_three(acc, seen)
+    (batch,) = acc.drain([TP])
+    batch.complete(base_offset=0, timestamp_ms=999)
+    assert [md.timestamp_ms for _, md, _ in seen if md is not None] == [999, 999, 999]
+
+
+def test_acks_0_reports_offset_minus_one() -> None:
+    acc, seen = accumulator(), Seen()
+    append_three(acc, seen)
+    (batch,) = acc.drain([TP])
+    batch.complete(base_offset=-1, timestamp_ms=None)
+    assert [md.offset for _, md, _ in seen if md is not None] == [-1, -1, -1]
+
+
+def test_a_failed_batch_gives_each_callback_the_error() -> None:
+    acc, seen = accumulator(), Seen()
+    futures = append_three(acc, seen)
+    (batch,) = acc.drain([TP])
+    error = errors.NotEnoughReplicasError("too few in sync")
+    batch.fail(error)
+    assert seen == [("a", None, error), ("b", None, error), ("c", None, error)]
+    for f in futures:
+        assert f.exception(0) is error
+        with pytest.raises(errors.NotEnoughReplicasError):
+            f.result(0)
+
+
+def test_a_raising_callback_is_logged_and_the_rest_still_run(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    acc, seen = accumulator(), Seen()
+
+    def boom(md: RecordMetadata | None, exc: BaseException | None) -> None:
+        raise RuntimeError("user bug")
+
+    acc.append(TP, Record(None, b"a", (), 1), max_block_ms=0, callback=boom)
+    assert acc.try_append(TP, None, b"b", (), 2, 22, collector(seen, "b")) is not None
+    (batch,) = acc.drain([TP])
+    with caplog.at_level(logging.ERROR, logger="headwater.client.futures"):
+        batch.complete(base_offset=7, timestamp_ms=None)
+    assert seen == [("b", RecordMetadata("t", 3, 8, 2), None)]
+    assert "producer callback raised" in caplog.text
+
+
+def test_done_callbacks_and_record_callbacks_share_one_order() -> None:
+    result = BatchResult(TP)
+    order: list[str] = []
+    first, second = RecordFuture(result, 0, 5), RecordFuture(result, 1, 6)
+    result.add_record_callback(lambda md, exc: order.append(f"cb0:{md.offset}"), 0, 5)  # type: ignore[union-attr]
+    first.add_done_callback(lambda f: order.append(f"fut0:{f.result(0).offset}"))
+    result.add_record_callback(lambda md, exc: order.append(f"cb1:{md.offset}"), 1, 6)  # type: ignore[union-attr]
+    assert not first.done() and order == []
+    result.set(base_offset=10, timestamp_ms=None, error=None)
+    assert order == ["cb0:10", "fut0:10", "cb1:11"]
+    assert first.done() and second.done()
+    # Added after completion: runs at once, on the caller's thread.
+    second.add_done_callback(lambda f: order.append(f"late:{f.result(0).offset}"))
+    result.add_record_callback(lambda md, exc: order.append("late-cb"), 1, 6)
+    assert order[-2:] == ["late:11", "late-cb"]
+    result.set(base_offset=99, timestamp_ms=None, error=None)  # set once: ignored
+    assert first.result(0).offset == 10
+
+
+def test_a_pending_future_times_out() -> None:
+    fut = RecordFuture(BatchResult(TP), 0, 1)
+    with pytest.raises(TimeoutError):
+        fut.result(0.01)
+    with pytest.raises(TimeoutError):
+        fut.exception(0.01)
+
+
+def test_failed_future_calls_its_callback_before_returning() -> None:
+    seen: Seen = []
+    error = errors.MessageTooLargeError("too big")
+    fut = failed_future(TP, error, callback=collector(seen, "x"))
+    assert seen == [("x", None, error)]
+    assert fut.done() and fut.exception(0) is error
