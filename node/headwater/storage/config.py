@@ -92,6 +92,14 @@ class LogConfig:
         default=False, metadata={"key": "unclean.leader.election.enable"}
     )
     """Whether a replica outside the ISR may become leader (read by the controller)."""
+    leader_replication_throttled_replicas: str = dataclasses.field(
+        default="", metadata={"key": "leader.replication.throttled.replicas"}
+    )
+    """Replicas throttled on the leader side: ``partition:broker,...`` or ``*`` (Kafka's)."""
+    follower_replication_throttled_replicas: str = dataclasses.field(
+        default="", metadata={"key": "follower.replication.throttled.replicas"}
+    )
+    """Replicas throttled on the follower side: ``partition:broker,...`` or ``*``."""
 
     @property
     def deletes(self) -> bool:
@@ -159,6 +167,23 @@ def _cleanup_policy(raw: str) -> str:
     return value
 
 
+def _throttled_replicas(raw: str) -> str:
+    """Kafka's ``ThrottledReplicaListValidator``: ``*``, empty, or ``partition:broker`` pairs."""
+    value = raw.strip()
+    if value in ("", "*"):
+        return value
+    pairs = []
+    for item in value.split(","):
+        parts = item.strip().split(":")
+        if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
+            raise ValueError(
+                "must be the wildcard (*) or a list of replicas in the form"
+                " [PartitionId]:[BrokerId],[PartitionId]:[BrokerId],..."
+            )
+        pairs.append(f"{int(parts[0])}:{int(parts[1])}")
+    return ",".join(pairs)
+
+
 def _timestamp_type(raw: str) -> str:
     if raw not in TIMESTAMP_TYPES:
         raise ValueError(f"must be one of {sorted(TIMESTAMP_TYPES)}")
@@ -178,6 +203,14 @@ _SPECS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "cleanup.policy": ("cleanup_policy", _cleanup_policy),
     "message.timestamp.type": ("message_timestamp_type", _timestamp_type),
     "min.insync.replicas": ("min_insync_replicas", _int(1, _INT32_MAX)),
+    "leader.replication.throttled.replicas": (
+        "leader_replication_throttled_replicas",
+        _throttled_replicas,
+    ),
+    "follower.replication.throttled.replicas": (
+        "follower_replication_throttled_replicas",
+        _throttled_replicas,
+    ),
     "delete.retention.ms": ("delete_retention_ms", _int(0)),
     "file.delete.delay.ms": ("file_delete_delay_ms", _int(0)),
     "unclean.leader.election.enable": ("unclean_leader_election_enable", _bool),

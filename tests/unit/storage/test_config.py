@@ -73,7 +73,7 @@ def test_bad_values_name_the_key(key: str, value: str) -> None:
 
 def test_topic_config_keys_are_kafkas_names() -> None:
     assert "retention.ms" in TOPIC_CONFIG_KEYS and "cleanup.policy" in TOPIC_CONFIG_KEYS
-    assert len(TOPIC_CONFIG_KEYS) == 15
+    assert len(TOPIC_CONFIG_KEYS) == 17  # with the two replication throttle lists (issue 17)
 
 
 def test_properties_round_trip_over_defaults() -> None:
