@@ -20,6 +20,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from headwater import errors
 from headwater.client import connection, offsets
+from headwater.client.admin_rebalance import AdminRebalance
 from headwater.client.group.admin import (
     ConsumerGroupDescription,
     ConsumerGroupListing,
@@ -104,7 +105,7 @@ OffsetSpec = int | str
 _SPECS = {"earliest": -2, "latest": -1, "max_timestamp": -3}
 
 
-class Admin:
+class Admin(AdminRebalance):
     """Administers a cluster; thread-safe."""
 
     def __init__(
