@@ -37,6 +37,7 @@ def test_crds_are_valid_and_structural() -> None:
     crds = crd.load_crds()
     assert {c["metadata"]["name"] for c in crds} == {
         "topics.headwater.io",
+        "users.headwater.io",
         "kopfpeerings.kopf.dev",
         "clusterkopfpeerings.kopf.dev",
     }
