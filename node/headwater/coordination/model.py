@@ -44,6 +44,12 @@ class BrokerRegistration:
     ``epoch`` is the registration znode's ``czxid``: it changes every time the
     broker registers again (a restart or a session expiry), which is how the
     controller notices a bounce even when it missed the deletion.
+
+    ``host``/``port`` are where other brokers reach this one (its inter-broker
+    listener).  ``endpoints`` are every advertised listener as Kafka writes them
+    (``CLIENT://host:9092``), with ``security_protocol_map`` naming each one's
+    protocol; both are empty for a broker registered by a version without named
+    listeners, which is one ``PLAINTEXT://host:port``.
     """
 
     broker_id: int
@@ -53,10 +59,26 @@ class BrokerRegistration:
     version: str = ""
     protocol_version: str = ""
     epoch: int = -1
+    endpoints: tuple[str, ...] = ()
+    security_protocol_map: tuple[tuple[str, str], ...] = ()
 
     @property
     def listeners(self) -> list[str]:
-        return [f"PLAINTEXT://{self.host}:{self.port}"]
+        return list(self.endpoints) or [f"PLAINTEXT://{self.host}:{self.port}"]
+
+    def endpoint_for(self, listener: str) -> tuple[str, int] | None:
+        """``(host, port)`` of the named listener, or None when the broker has none.
+
+        A broker without named endpoints answers for any listener (a classic setup).
+        """
+        if not self.endpoints:
+            return (self.host, self.port)
+        prefix = f"{listener}://"
+        for endpoint in self.endpoints:
+            if endpoint.startswith(prefix):
+                host, _, port = endpoint[len(prefix) :].rpartition(":")
+                return (host, int(port))
+        return None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -167,6 +189,9 @@ def encode_broker(reg: BrokerRegistration) -> bytes:
             "port": reg.port,
             "rack": reg.rack,
             "listeners": reg.listeners,
+            "endpoints": reg.listeners,
+            "listener_security_protocol_map": dict(reg.security_protocol_map)
+            or {"PLAINTEXT": "PLAINTEXT"},
             "software_version": reg.version,
             "protocol_version": reg.protocol_version,
             "jmx_port": -1,
@@ -176,14 +201,24 @@ def encode_broker(reg: BrokerRegistration) -> bytes:
 
 def decode_broker(broker_id: int, data: bytes, *, epoch: int) -> BrokerRegistration:
     v = _loads(data, "broker registration")
+    host, port = str(v["host"]), int(v["port"])
+    endpoints = tuple(str(e) for e in v.get("endpoints") or ())
+    protocols = dict(v.get("listener_security_protocol_map") or {})
+    protocol_map = tuple(sorted((str(k), str(p)) for k, p in protocols.items()))
+    if endpoints == (f"PLAINTEXT://{host}:{port}",) and protocol_map == (
+        ("PLAINTEXT", "PLAINTEXT"),
+    ):
+        endpoints, protocol_map = (), ()  # a classic single-listener broker
     return BrokerRegistration(
         broker_id=broker_id,
-        host=str(v["host"]),
-        port=int(v["port"]),
+        host=host,
+        port=port,
         rack=v.get("rack"),
         version=str(v.get("software_version", "")),
         protocol_version=str(v.get("protocol_version", "")),
         epoch=epoch,
+        endpoints=endpoints,
+        security_protocol_map=protocol_map,
     )
 
 
