@@ -14,7 +14,7 @@ before anything moves.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from headwater import errors
 from headwater.client.reassignment.layout import Layout
@@ -22,10 +22,13 @@ from headwater.client.reassignment.model import Assignment, BrokerInfo, Rebalanc
 from headwater.values import TopicPartition
 
 
-def move_off_non_targets(layout: Layout) -> None:
-    """Move each replica held by a non-target broker onto a target (see the module)."""
+def move_off_non_targets(layout: Layout, *, only: Collection[int] | None = None) -> None:
+    """Move each replica held by a non-target broker (of ``only``, if given) onto a target."""
     stranded = [
-        (tp, b) for tp, ids in layout.replicas.items() for b in ids if b not in layout.target_set
+        (tp, b)
+        for tp, ids in layout.replicas.items()
+        for b in ids
+        if b not in layout.target_set and (only is None or b in only)
     ]
     stranded.sort(key=lambda e: (-layout.sizes[e[0]], e[0].topic, e[0].partition, e[1]))
     for tp, source in stranded:
@@ -60,8 +63,9 @@ def plan_drain(
     """Move every replica off the ``drain`` brokers onto the rest of ``brokers``.
 
     ``brokers`` are the live brokers (with racks); ``sizes`` the bytes of each
-    partition (missing: 0).  Nothing else moves; the answer is empty if the
-    drained brokers hold nothing.
+    partition (missing: 0).  Nothing else moves (replicas on other brokers
+    that are not in ``brokers``, e.g. one down for a restart, stay); the answer
+    is empty if the drained brokers hold nothing.
     """
     leaving = set(drain)
     targets = [b for b in brokers if b.broker_id not in leaving]
@@ -73,5 +77,5 @@ def plan_drain(
         racks={b.broker_id: b.rack for b in brokers},
         sizes=sizes or {},
     )
-    move_off_non_targets(layout)
+    move_off_non_targets(layout, only=leaving)
     return layout.finish()

@@ -81,3 +81,10 @@ def test_any_drain_keeps_the_invariants(
     rest = [b for b in brokers if b.broker_id != victim]
     check_invariants(plan, targets=rest, racks={b.broker_id: b.rack for b in brokers})
     assert all(m.source == victim for m in plan.moves)
+
+
+def test_replicas_of_other_brokers_that_are_down_stay() -> None:
+    live = [BrokerInfo(0), BrokerInfo(1), BrokerInfo(2)]  # broker 3 is down, not drained
+    plan = plan_drain({TP("a", 0): (2, 3), TP("a", 1): (3, 0)}, brokers=live, drain=[2])
+    assert plan.proposed[TP("a", 1)] == (3, 0)
+    assert 2 not in plan.proposed[TP("a", 0)] and 3 in plan.proposed[TP("a", 0)]
