@@ -19,6 +19,9 @@ import threading
 from kazoo.client import KazooClient
 from kazoo.protocol.states import KazooState
 
+from headwater.coordination import zk_security
+from headwater.coordination.zk_security import ZkAuth
+
 DEFAULT_CHROOT = "/headwater"
 
 
@@ -54,15 +57,19 @@ def connect(
     session_timeout_ms: int = 18000,
     connection_timeout_ms: int = 15000,
     default_chroot: str = DEFAULT_CHROOT,
+    auth: ZkAuth | None = None,
 ) -> KazooClient:
     """Start a KazooClient on ``zookeeper.connect``'s chroot (created if missing).
 
     Kazoo retries lost connections forever on its own (``connection_retry``);
-    the caller watches states with ``client.add_listener``.
+    the caller watches states with ``client.add_listener``.  ``auth`` adds the
+    digest identity and, with ``set_acl``, Kafka's znode ACLs
+    (:mod:`headwater.coordination.zk_security`).
     """
     parsed = ZkConnectString.parse(connect_string, default_chroot=default_chroot)
-    client = KazooClient(
+    client = zk_security.client_class(auth)(
         hosts=parsed.hosts,
+        **zk_security.client_kwargs(auth),
         timeout=session_timeout_ms / 1000.0,
         connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 1.0},
         command_retry={"max_tries": 3, "delay": 0.1, "max_delay": 1.0},

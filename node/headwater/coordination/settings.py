@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
+from headwater.coordination.zk_security import ZkAuth
+
 
 @dataclasses.dataclass(frozen=True)
 class CoordinationSettings:
@@ -26,6 +28,23 @@ class CoordinationSettings:
     """``leader.imbalance.check.interval.seconds``."""
     delete_topic_enable: bool = True
     """``delete.topic.enable``."""
+    zookeeper_set_acl: bool = False
+    """``zookeeper.set.acl``: create znodes with Kafka's ACLs (needs the digest identity)."""
+    zookeeper_digest_username: str = ""
+    """``zookeeper.digest.username``: the brokers' identity in ZooKeeper's digest scheme."""
+    zookeeper_digest_password: str = dataclasses.field(default="", repr=False)
+    """``zookeeper.digest.password`` (sensitive)."""
+
+    @property
+    def zk_auth(self) -> ZkAuth | None:
+        """The digest identity, or None when no ``zookeeper.digest.username`` is set."""
+        if not self.zookeeper_digest_username:
+            return None
+        return ZkAuth(
+            self.zookeeper_digest_username,
+            self.zookeeper_digest_password,
+            set_acl=self.zookeeper_set_acl,
+        )
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> CoordinationSettings:
@@ -63,4 +82,7 @@ class CoordinationSettings:
                 )
             ),
             delete_topic_enable=flag("delete.topic.enable", d.delete_topic_enable),
+            zookeeper_set_acl=flag("zookeeper.set.acl", d.zookeeper_set_acl),
+            zookeeper_digest_username=get("zookeeper.digest.username", ""),
+            zookeeper_digest_password=get("zookeeper.digest.password", ""),
         )
