@@ -69,7 +69,8 @@ SAMPLE_RECORDS = 100
 class _Admin(Protocol):
     """What this mixin uses of ``Admin`` and its other mixins."""
 
-    bootstrap_servers: Sequence[str]
+    @property
+    def bootstrap_servers(self) -> Sequence[str]: ...
 
     def describe_cluster(self) -> ClusterDescription: ...
 

@@ -30,7 +30,9 @@ class _Ongoing(NamedTuple):
 
 
 class FakeAdmin(AdminRebalance):
-    def __init__(self, layout: dict[TopicPartition, tuple[int, ...]], live: Sequence[int]) -> None:
+    def __init__(
+        self, layout: Mapping[TopicPartition, tuple[int, ...]], live: Sequence[int]
+    ) -> None:
         self.bootstrap_servers = ["127.0.0.1:1"]
         self.layout = dict(layout)
         self.live = list(live)
@@ -105,7 +107,11 @@ class FakeAdmin(AdminRebalance):
         return {tp: o for tp, o in self.ongoing.items() if partitions is None or tp in partitions}
 
 
-LAYOUT = {TP("a", 0): (0, 1), TP("a", 1): (1, 2), TP("b", 0): (2, 0)}
+LAYOUT: dict[TopicPartition, tuple[int, ...]] = {
+    TP("a", 0): (0, 1),
+    TP("a", 1): (1, 2),
+    TP("b", 0): (2, 0),
+}
 
 
 def test_a_bad_plan_changes_nothing() -> None:
