@@ -45,6 +45,13 @@ class OperatorConfig:
     """How often the broker StatefulSet is checked for pods needing a restart."""
     request_timeout_ms: int = 30000
     """The Admin client's request timeout."""
+    auto_rebalance: bool = True
+    """After a scale-up, rebalance onto the new brokers (``HEADWATER_AUTO_REBALANCE``)."""
+    rebalance_throttle_bytes_per_s: int = 10 * 1024 * 1024
+    """Replication throttle of the operator's rebalances and drains, bytes/s per broker
+    (``HEADWATER_REBALANCE_THROTTLE_BYTES_PER_S``; 0: unthrottled)."""
+    scaling_check_interval_s: float = 10.0
+    """How often a scaling in progress (or refused) is looked at again."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> OperatorConfig:
@@ -60,6 +67,14 @@ class OperatorConfig:
                 raise ValueError(f"{key} must be >= 0, not {raw!r}")
             return value
 
+        def flag(key: str, default: bool) -> bool:
+            raw = env.get(key, "").strip().lower()
+            if not raw:
+                return default
+            if raw not in ("true", "false"):
+                raise ValueError(f"{key} must be true or false, not {raw!r}")
+            return raw == "true"
+
         return cls(
             bootstrap=env.get("HEADWATER_BOOTSTRAP", cls.bootstrap) or cls.bootstrap,
             namespace=env.get("POD_NAMESPACE", cls.namespace) or cls.namespace,
@@ -69,6 +84,13 @@ class OperatorConfig:
             resync_interval_s=num("HEADWATER_RESYNC_INTERVAL_S", cls.resync_interval_s),
             operation_timeout_s=num("HEADWATER_OPERATION_TIMEOUT_S", cls.operation_timeout_s),
             roll_check_interval_s=num("HEADWATER_ROLL_CHECK_INTERVAL_S", cls.roll_check_interval_s),
+            auto_rebalance=flag("HEADWATER_AUTO_REBALANCE", cls.auto_rebalance),
+            rebalance_throttle_bytes_per_s=int(
+                num("HEADWATER_REBALANCE_THROTTLE_BYTES_PER_S", cls.rebalance_throttle_bytes_per_s)
+            ),
+            scaling_check_interval_s=num(
+                "HEADWATER_SCALING_CHECK_INTERVAL_S", cls.scaling_check_interval_s
+            ),
         )
 
 

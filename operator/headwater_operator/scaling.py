@@ -78,8 +78,10 @@ TRANSITIONS: Mapping[ScalingPhase, frozenset[ScalingPhase]] = {
 reassignment (REBALANCING, DRAINING) is never abandoned for a new goal: it
 completes first, then the goal is looked at again."""
 
-ACTIVE_PHASES = frozenset({_P.SCALING_UP, _P.REBALANCING, _P.DRAINING, _P.SCALING_DOWN})
-"""Phases during which no roll may start (one roll or scaling at a time)."""
+MOVING_PHASES = frozenset({_P.REBALANCING, _P.DRAINING})
+"""Phases in which replicas move: no roll starts then.  (Rolls and scaling steps also
+never run at the same instant; a reassignment waits for pending restarts, and a roll
+waits for a reassignment, so the two never overlap.)"""
 
 
 class IllegalScalingTransition(ValueError):

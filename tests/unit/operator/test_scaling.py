@@ -97,7 +97,7 @@ def test_a_running_reassignment_is_never_abandoned() -> None:
 
 
 def test_no_roll_while_the_cluster_changes_shape() -> None:
-    assert {P.SCALING_UP, P.REBALANCING, P.DRAINING, P.SCALING_DOWN} == scaling.ACTIVE_PHASES
+    assert {P.REBALANCING, P.DRAINING} == scaling.MOVING_PHASES
 
 
 # -- STEADY ---------------------------------------------------------------------------------
