@@ -146,6 +146,12 @@ class BrokerConfig:
     sasl_enabled_mechanisms: str = _key(
         "sasl.enabled.mechanisms", "SCRAM-SHA-512", "SASL mechanisms of SASL_* listeners."
     )
+    connections_max_reauth_ms: int = _key(
+        "connections.max.reauth.ms",
+        0,
+        "Lifetime of a SASL session (KIP-368): the client authenticates again after this; "
+        "0: sessions last until the broker restarts or the credential is deleted.",
+    )
     listener_name_settings: tuple[tuple[str, str], ...] = _key(
         "listener.name.*",
         (),
@@ -613,6 +619,7 @@ class BrokerConfig:
             *self._consumer_group_checks(),
             ("log.cleaner.backoff.ms", self.log_cleaner_backoff_ms > 0, "must be > 0"),
             ("zookeeper.connect", bool(self.zookeeper_hosts.strip()), "must name a host"),
+            ("connections.max.reauth.ms", self.connections_max_reauth_ms >= 0, "must be >= 0"),
         ]
         for key, ok, why in checks:
             if not ok:
