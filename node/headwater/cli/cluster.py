@@ -24,7 +24,7 @@ from collections.abc import Callable, MutableMapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from headwater.cli import dev
+from headwater.cli import dev, partitions
 from headwater.cli._common import add_output_option, print_json
 from headwater.cli.topics import add_bootstrap_option, admin_for, client_errors
 from headwater.roll import engine, local, probe
@@ -50,6 +50,7 @@ def register(sub: Any) -> None:
     )
     add_output_option(r)
     r.set_defaults(func=_roll)
+    partitions.register_cluster_actions(csub)  # rebalance, drain
 
 
 def _describe(args: argparse.Namespace) -> int:

@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "headwater.cli.broker",
     "headwater.cli.dev",
     "headwater.cli.topics",
+    "headwater.cli.partitions",
     "headwater.cli.produce",
     "headwater.cli.consume",
     "headwater.cli.groups",
