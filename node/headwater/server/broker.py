@@ -32,6 +32,7 @@ because registering makes the controller send this broker LeaderAndIsr.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import signal
 import time
@@ -43,6 +44,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 
 from headwater import __version__, clock, runtime
+from headwater.coordination import reassignment_admin
 from headwater.coordination.broker import BrokerCoordinator
 from headwater.coordination.model import BrokerRegistration
 from headwater.coordination.settings import CoordinationSettings
@@ -205,6 +207,12 @@ class BrokerServer:
         try:
             if not await self._start_coordinator_unless_stopped(port):
                 return 0
+            if self.coordinator is not None:  # dynamic replication throttles (issue 17)
+                await replicas.quotas.watch(
+                    functools.partial(
+                        reassignment_admin.watch_broker_config, self.coordinator.store
+                    )
+                )
             await self._on_control_applied("registered", -1)
             log.info(
                 "broker %d started; ready once the controller's metadata arrives", config.broker_id
@@ -232,6 +240,7 @@ class BrokerServer:
             # Release delayed produces and long polls, then stop serving (so no
             # LeaderAndIsr can start a fetcher any more), then stop the fetchers.
             replicas.shutdown()
+            replicas.quotas.shutdown()
             await process.bounded("stopping the gRPC server", server.stop(grace=1.0), 3.0)
             await process.bounded("stopping the replica fetchers", fetchers.shutdown(), 3.0)
             await process.bounded("closing the logs", run_blocking(log_manager.shutdown), 15.0)

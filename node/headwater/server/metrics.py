@@ -158,6 +158,13 @@ class BrokerMetrics:
         self.bytes_out = prometheus_client.Counter(
             "headwater_broker_topic_bytes_out", "Bytes returned by fetches.", ["topic"], registry=r
         )
+        self.replication_throttled_bytes = prometheus_client.Counter(
+            "headwater_replication_throttled_bytes",
+            "Replication bytes counted against leader.replication.throttled.rate (side=leader)"
+            " or follower.replication.throttled.rate (side=follower).",
+            ["side"],
+            registry=r,
+        )
         self.messages_in = prometheus_client.Counter(
             "headwater_broker_topic_messages_in", "Records appended.", ["topic"], registry=r
         )

@@ -185,11 +185,25 @@ class ReplicaFetcher:
             ),
         )
 
+    def _follower_throttled(self, tp: TopicPartition) -> bool:
+        """Kafka's ``shouldFollowerThrottle`` without the "exceeded" half."""
+        hosted = self._manager.partitions.get(tp)
+        if hosted is None:
+            return False
+        return self._manager.quotas.follower_throttled(
+            hosted.log.config,
+            partition=tp.partition,
+            in_sync=self._broker_id in hosted.state.isr,
+        )
+
     async def _fetch_once(self, ready: Mapping[TopicPartition, FollowerFetchState]) -> None:
         specs = []
+        quota = self._manager.quotas.follower
+        throttled = {tp for tp in ready if self._follower_throttled(tp)}
+        held_back = bool(throttled) and quota.is_exceeded(monotonic_ms())
         for tp, st in ready.items():
             local = self._local(tp, st)
-            if local is None:
+            if local is None or (held_back and tp in throttled):
                 continue
             specs.append(
                 broker_pb2.FetchPartition(
@@ -203,6 +217,11 @@ class ReplicaFetcher:
                 )
             )
         if not specs:
+            if held_back:  # every ready partition is throttled: wait for the quota, or a change
+                self._changed.clear()
+                delay_s = min(quota.delay_ms(monotonic_ms()), 1000.0) / 1000.0
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._changed.wait(), delay_s)
             return
         request = broker_pb2.FetchRequest(
             replica_id=self._broker_id,
@@ -233,6 +252,9 @@ class ReplicaFetcher:
             tp = TopicPartition(part.topic, part.partition)
             current = self.partitions.get(tp)
             if current is not None and tp in ready:
+                if tp in throttled and part.records:
+                    quota.record(len(part.records), monotonic_ms())
+                    self._manager.record_follower_throttled(len(part.records))
                 self._handle(tp, current, part)
 
     async def _call_fetch(self, request: broker_pb2.FetchRequest) -> broker_pb2.FetchResponse:

@@ -51,6 +51,7 @@ from headwater.server.runtime.hosted import (
 )
 from headwater.server.runtime.isr_store import IsrStore
 from headwater.server.runtime.offload import run_blocking
+from headwater.server.runtime.replication_quotas import ReplicationQuotas
 from headwater.server.runtime.topic_configs import TopicConfigs
 from headwater.storage import LogConfig, LogManager
 from headwater.storage.cleaner import CleanerStats, LogCleaner
@@ -93,6 +94,8 @@ class ReplicaManager:
             default_properties=default_log_properties,
             on_change=self._apply_log_config,
         )
+        self.quotas = ReplicationQuotas(broker_id=broker_id, clock=clock_ms)
+        """Replication throttles (issue 17); the fetcher uses the follower half."""
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -306,11 +309,28 @@ class ReplicaManager:
                 self._spawn(self._write_isr(hosted, outcome.isr_change))
         limit = min(spec.partition_max_bytes if spec.partition_max_bytes > 0 else budget, budget)
         max_offset = None if replica_id >= 0 else state.high_watermark
-        return hosted.read_for_fetch(
+        throttled = replica_id >= 0 and self.quotas.leader_throttled(
+            hosted.log.config, partition=tp.partition, in_sync=replica_id in state.isr
+        )
+        if throttled:  # Kafka's shouldLeaderThrottle: an out-of-sync follower, a listed replica
+            now = self._clock_ms()
+            if self.quotas.leader.is_exceeded(now):
+                limit, min_one_batch = 0, False
+            else:
+                limit = min(limit, max(self.quotas.leader.allowance(now), 1))
+        result = hosted.read_for_fetch(
             spec, limit=limit, max_offset=max_offset, min_one_batch=min_one_batch
         )
+        if throttled and result.records:
+            self.quotas.leader.record(len(result.records), self._clock_ms())
+            self._metrics.replication_throttled_bytes.labels("leader").inc(len(result.records))
+        return result
 
     # -- follower side (the replica fetcher's operations) ----------------------------------
+
+    def record_follower_throttled(self, nbytes: int) -> None:
+        """Count bytes fetched for throttled partitions (the fetcher records the quota)."""
+        self._metrics.replication_throttled_bytes.labels("follower").inc(nbytes)
 
     def local_log(self, tp: TopicPartition) -> LocalLog | None:
         """Where the local replica of ``tp`` stands, or None if it is not hosted here."""

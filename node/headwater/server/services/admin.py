@@ -14,14 +14,17 @@ import contextlib
 from collections.abc import Callable
 
 from headwater import errors
+from headwater.coordination import reassignment_admin
 from headwater.coordination.admin import NewTopic
 from headwater.coordination.broker import BrokerCoordinator
 from headwater.errors import ErrorCode
+from headwater.replication import quota
 from headwater.server.config import BrokerConfig
 from headwater.server.convert import Context, broker_to_proto, pb_error
 from headwater.server.metrics import BrokerMetrics, Timer
 from headwater.server.runtime.metadata_cache import MetadataCache
 from headwater.server.runtime.offload import run_blocking
+from headwater.server.runtime.replication_quotas import DEFAULT_ENTITY
 from headwater.storage import LogConfig
 from headwater.v1 import admin_pb2, admin_pb2_grpc, common_pb2
 from headwater.values import TopicPartition
@@ -232,6 +235,9 @@ class AdminService(admin_pb2_grpc.AdminServicer):
                 raise errors.InvalidRequestError(
                     f"broker {res.name} is not this broker ({self._config.broker_id})"
                 )
+            entries += await self._describe_dynamic(res.name, keys)
+            if res.name == "":
+                return entries
             for key, value in sorted(self._config.to_properties().items()):
                 if not keys or key in keys:
                     entries.append(
@@ -246,6 +252,54 @@ class AdminService(admin_pb2_grpc.AdminServicer):
             raise errors.InvalidRequestError(f"unsupported resource type {res.type}")
         return entries
 
+    async def _describe_dynamic(self, name: str, keys: set[str]) -> list[admin_pb2.ConfigEntry]:
+        """The dynamic broker configs (replication throttles) of broker ``name`` ("": default)."""
+        coordinator = self._coord()
+        default = await run_blocking(coordinator.store.get_broker_config, DEFAULT_ENTITY)
+        own = await run_blocking(coordinator.store.get_broker_config, name) if name else {}
+        entries = []
+        for key in sorted(quota.BROKER_DYNAMIC_KEYS):
+            if keys and key not in keys:
+                continue
+            if key in own:
+                value, source = own[key], admin_pb2.DYNAMIC_BROKER_CONFIG
+            elif key in default:
+                value, source = default[key], admin_pb2.DYNAMIC_DEFAULT_BROKER_CONFIG
+            elif name:
+                value, source = str(quota.UNLIMITED), admin_pb2.DEFAULT_CONFIG
+            else:
+                continue
+            entries.append(admin_pb2.ConfigEntry(name=key, value=value, source=source))
+        return entries
+
+    async def _alter_broker(
+        self, name: str, set_: dict[str, str], delete: list[str], *, validate_only: bool
+    ) -> None:
+        """Dynamic broker configs in ``/config/brokers/<id>`` or ``<default>`` (name "")."""
+        if name and not name.isdigit():
+            raise errors.InvalidRequestError(f"broker id {name!r} is not a number")
+        static = sorted(k for k in (*set_, *delete) if k not in quota.BROKER_DYNAMIC_KEYS)
+        if static:
+            raise errors.InvalidRequestError(
+                f"Cannot update these configs dynamically: {static}"
+                f" (dynamic broker configs: {sorted(quota.BROKER_DYNAMIC_KEYS)})"
+            )
+        for key, value in set_.items():
+            try:
+                quota.parse_rate(value)
+            except ValueError as exc:
+                raise errors.InvalidRequestError(
+                    f"invalid value {value!r} for {key}: {exc}"
+                ) from None
+        if not validate_only:
+            await run_blocking(
+                reassignment_admin.alter_broker_config,
+                self._coord().store,
+                name or DEFAULT_ENTITY,
+                set_=set_,
+                delete=delete,
+            )
+
     async def AlterConfigs(
         self, request: admin_pb2.AlterConfigsRequest, context: Context
     ) -> admin_pb2.AlterConfigsResponse:
@@ -253,10 +307,20 @@ class AdminService(admin_pb2_grpc.AdminServicer):
         results = []
         for res in request.resources:
             try:
-                if res.type != admin_pb2.TOPIC:
-                    raise errors.InvalidRequestError("only topic configs can be altered")
                 set_ = {c.name: c.value for c in res.configs if c.op == admin_pb2.SET}
                 delete = [c.name for c in res.configs if c.op == admin_pb2.DELETE]
+                if res.type == admin_pb2.BROKER:
+                    await self._alter_broker(
+                        res.name, set_, delete, validate_only=request.validate_only
+                    )
+                    results.append(
+                        admin_pb2.AlterConfigsResult(
+                            error=pb_error(ErrorCode.NONE), type=res.type, name=res.name
+                        )
+                    )
+                    continue
+                if res.type != admin_pb2.TOPIC:
+                    raise errors.InvalidRequestError("only topic and broker configs can be altered")
                 coordinator = self._coord()
                 if request.validate_only:
                     LogConfig.from_properties(set_)
@@ -318,4 +382,74 @@ class AdminService(admin_pb2_grpc.AdminServicer):
                 common_pb2.PartitionError(topic=t, partition=p, error=pb_error(code))
                 for (t, p), code in sorted(outcome.items())
             ]
+        )
+
+    async def AlterPartitionReassignments(
+        self, request: admin_pb2.AlterPartitionReassignmentsRequest, context: Context
+    ) -> admin_pb2.AlterPartitionReassignmentsResponse:
+        """KIP-455 on the controller; any other broker answers NOT_CONTROLLER per partition."""
+        timer = Timer(self._metrics, "AlterPartitionReassignments")
+        wanted: dict[TopicPartition, tuple[int, ...] | None] = {}
+        answers: dict[TopicPartition, errors.HeadwaterError | None] = {}
+        for p in request.partitions:
+            tp = TopicPartition(p.topic, p.partition)
+            if tp in wanted or tp in answers:
+                answers[tp] = errors.InvalidRequestError(f"partition {tp} is listed twice")
+                wanted.pop(tp, None)
+                continue
+            wanted[tp] = None if p.cancel else tuple(p.replicas)
+        timeout_s = (request.timeout_ms or DEFAULT_TIMEOUT_MS) / 1000.0
+        if wanted:
+            try:
+                answers.update(
+                    await run_blocking(
+                        reassignment_admin.alter_partition_reassignments,
+                        self._coord(),
+                        wanted,
+                        timeout_s=timeout_s,
+                    )
+                )
+            except errors.HeadwaterError as exc:
+                answers.update({tp: exc for tp in wanted})
+        timer.done()
+        return admin_pb2.AlterPartitionReassignmentsResponse(
+            results=[
+                common_pb2.PartitionError(
+                    topic=tp.topic,
+                    partition=tp.partition,
+                    error=pb_error(error.code if error is not None else ErrorCode.NONE),
+                    error_message=str(error) if error is not None else "",
+                )
+                for tp, error in answers.items()
+            ]
+        )
+
+    async def ListPartitionReassignments(
+        self, request: admin_pb2.ListPartitionReassignmentsRequest, context: Context
+    ) -> admin_pb2.ListPartitionReassignmentsResponse:
+        """The moves in progress, from ZooKeeper's assignment znodes (any broker answers)."""
+        timer = Timer(self._metrics, "ListPartitionReassignments")
+        wanted = [TopicPartition(p.topic, p.partition) for p in request.partitions] or None
+        try:
+            moving = await run_blocking(
+                reassignment_admin.list_partition_reassignments, self._coord().store, wanted
+            )
+        except errors.HeadwaterError as exc:
+            timer.done("error")
+            return admin_pb2.ListPartitionReassignmentsResponse(
+                error=pb_error(exc.code), error_message=str(exc)
+            )
+        timer.done()
+        return admin_pb2.ListPartitionReassignmentsResponse(
+            error=pb_error(ErrorCode.NONE),
+            reassignments=[
+                admin_pb2.OngoingPartitionReassignment(
+                    topic=tp.topic,
+                    partition=tp.partition,
+                    replicas=list(m.replicas),
+                    adding_replicas=list(m.adding_replicas),
+                    removing_replicas=list(m.removing_replicas),
+                )
+                for tp, m in moving.items()
+            ],
         )
