@@ -1,9 +1,11 @@
 """``headwater perf produce|consume``: throughput and latency figures, like Kafka's
-``kafka-producer-perf-test`` / ``kafka-consumer-perf-test``.
+``kafka-producer-perf-test`` / ``kafka-consumer-perf-test`` (``perf end-to-end``,
+Kafka's ``EndToEndLatency``, is in :mod:`headwater.cli.perf_e2e`).
 
 ``perf produce`` sends ``--num-records`` records of ``--record-size`` bytes as
 fast as the producer accepts them and measures each record's latency from
-``send`` to acknowledgement.  ``perf consume`` reads ``--messages`` records from
+``send`` to acknowledgement, in whole milliseconds from the record's create
+timestamp, as Kafka's tool does.  ``perf consume`` reads ``--messages`` records from
 the beginning of every partition and measures, per record, the time from its
 timestamp to its arrival.  Both print a progress line every
 ``--reporting-interval-ms`` on stderr and a summary (records/s, MB/s, latency
@@ -28,7 +30,7 @@ from headwater.client.types import RecordMetadata, TopicPartition
 
 
 def register(sub: Any) -> None:
-    perf = sub.add_parser("perf", help="measure producer and consumer throughput")
+    perf = sub.add_parser("perf", help="measure producer and consumer throughput and latency")
     psub = perf.add_subparsers(dest="perf_command", metavar="ACTION", required=True)
 
     p = psub.add_parser("produce", help="producer throughput and latency")
@@ -54,6 +56,10 @@ def register(sub: Any) -> None:
     add_bootstrap_option(p)
     add_output_option(p)
     p.set_defaults(func=_consume)
+
+    from headwater.cli import perf_e2e  # it imports percentiles() from here
+
+    perf_e2e.register(psub)
 
 
 def percentiles(latencies_ms: Sequence[float]) -> dict[str, float]:

@@ -1,9 +1,9 @@
 """The ``headwater`` command end to end through subprocesses against a real cluster:
 topics create/list/describe/alter/delete (text and ``--output json``), produce from
 stdin with keys, consume with ``--output json``/``--print-key``/``--partition --offset``,
-cluster describe, quick ``perf produce``/``perf consume`` runs, the HEADWATER_BOOTSTRAP
-default, and bad arguments, unknown topics and an unreachable bootstrap each giving
-one line on stderr and a non-zero exit."""
+cluster describe, quick ``perf produce``/``perf consume``/``perf end-to-end`` runs, the
+HEADWATER_BOOTSTRAP default, and bad arguments, unknown topics and an unreachable
+bootstrap each giving one line on stderr and a non-zero exit."""
 
 from __future__ import annotations
 
@@ -150,6 +150,29 @@ def test_perf_quick_runs(cluster: Cluster) -> None:
     consumed = run("perf", "consume", "--topic", name, "--messages", "3000", *boot)
     assert consumed.returncode == 0, consumed.stderr
     assert "3000 records" in consumed.stdout and "records/s" in consumed.stdout
+
+
+def test_perf_end_to_end_one_at_a_time_and_at_a_rate(cluster: Cluster) -> None:
+    name = f"perf-e2e-{uuid.uuid4().hex[:8]}"
+    boot = ["--bootstrap", cluster.bootstrap]
+    create = ("topics", "create", name, "--partitions", "2", "--replication-factor", "3")
+    assert run(*create, *boot).returncode == 0
+    base = ("perf", "end-to-end", "--topic", name, "--warmup-records", "5", *boot)
+    one = run(*base, "--num-records", "50", "--acks", "all", "-o", "json")
+    assert one.returncode == 0, one.stderr
+    doc = json.loads(one.stdout)
+    assert doc["mode"] == "one-at-a-time" and doc["records"] == 50
+    assert list(doc["latency_ms"]) == ["avg", "p50", "p95", "p99", "p999", "max"]
+    assert 0 < doc["latency_ms"]["p50"] <= doc["latency_ms"]["p99"] <= doc["latency_ms"]["max"]
+    paced = run(*base, "--num-records", "200", "--throughput", "100", "-o", "json")
+    assert paced.returncode == 0, paced.stderr
+    doc = json.loads(paced.stdout)
+    assert doc["mode"] == "throughput" and doc["records"] == 200
+    assert doc["target_records_per_s"] == 100.0 and doc["latency_ms"]["p999"] > 0
+    text = run(*base, "--num-records", "20")
+    assert text.returncode == 0 and text.stdout.startswith("20 records end to end")
+    one_line_error(run(*base, "--acks", "0"), "synchronous acknowledgement")
+    one_line_error(run("perf", "end-to-end", "--topic", "no-such-topic", *boot))
 
 
 def test_bad_arguments_and_unreachable_bootstrap_fail_in_one_line(cluster: Cluster) -> None:
