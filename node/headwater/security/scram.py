@@ -465,6 +465,11 @@ class ScramServer:
         self._server_first: ServerFirstMessage | None = None
         self._credential: ScramCredential | None = None
 
+    @property
+    def attempted_user(self) -> str | None:
+        """The user name the client-first message claimed (for logs), once received."""
+        return self._first.username if self._first is not None else None
+
     def _transition_to(self, target: ServerState) -> None:
         if target not in SERVER_TRANSITIONS[self.state]:
             raise errors.IllegalSaslStateError(
