@@ -1,9 +1,10 @@
-"""``headwater dev up|status|down|restart``: a local cluster of detached processes.
+"""``headwater dev up|status|down|restart|add-broker|remove-broker``: a local dev cluster.
 
 ``dev up`` starts ZooKeeper (unless ``--zookeeper`` names one) and N brokers
 on 127.0.0.1, each in its own process group so they outlive the command,
 records them in ``DIR/state.json`` and returns once every broker is healthy.
-The other commands read that state file.  Progress goes to stderr; stdout
+The other commands read that state file (``add-broker`` and ``remove-broker``
+live in :mod:`headwater.cli.dev_scale`).  Progress goes to stderr; stdout
 carries only the result (text, or JSON with ``--output json``).
 """
 
@@ -59,6 +60,10 @@ def register(subparsers: Any) -> None:
     restart.add_argument("--timeout", type=float, default=90.0)
     _common(restart)
     restart.set_defaults(func=cmd_restart)
+
+    from headwater.cli import dev_scale  # add-broker, remove-broker (it imports this module)
+
+    dev_scale.register(sub)
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
