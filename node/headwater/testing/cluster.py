@@ -261,6 +261,32 @@ class Cluster:
         if wait:
             self.wait_until_ready(broker_id)
 
+    def add_broker(self, *, wait: bool = True) -> int:
+        """Start one more broker (the next id) with the cluster's settings; return its id.
+
+        It holds no replica until something moves some there (a rebalance).
+        """
+        broker_id = max(self.brokers, default=-1) + 1
+        self.brokers[broker_id] = BrokerProcess(
+            broker_id, port=free_port(), data_dir=self.data_dir / f"broker-{broker_id}"
+        )
+        self.start_broker(broker_id, wait=wait)
+        return broker_id
+
+    def remove_broker(self, broker_id: int, *, timeout_s: float = 60.0) -> None:
+        """Stop the broker gracefully, wait until its registration is gone, and forget it.
+
+        Decommissioning: drain it first (``Admin.plan_drain`` then
+        ``execute_reassignment``), or its replicas are left on a missing broker.
+        """
+        self.stop(broker_id, timeout_s=timeout_s)
+        _wait(
+            lambda: self.zk.get_broker(broker_id) is None,
+            timeout_s=timeout_s,
+            what=f"broker {broker_id} to deregister",
+        )
+        del self.brokers[broker_id]
+
     def wait_until_ready(self, broker_id: int, *, progress: bool = False) -> None:
         """Wait until the broker is registered in ZooKeeper and its health is SERVING."""
         broker = self.brokers[broker_id]
