@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Headwater vs real Apache Kafka 3.9.1 (ZooKeeper mode), same machine, same run, same workloads,
+# each measured with its own perf tools (Kafka's ProducerPerformance/ConsumerPerformance/
+# EndToEndLatency, `headwater perf produce|consume|end-to-end`). Run from the project checkout
+# (needs its .venv):
+#   bash bench/kafka_side_by_side.sh [quick]      quick: smaller record counts
+# Prints one table line per workload: kafka figure, headwater figure, ratio headwater/kafka
+# (for latency rows: kafka/headwater of the average, so > 1 means headwater is faster too).
+# Copied from ../shared/anchors/kafka-side-by-side.sh (issue 16) and extended with the
+# end-to-end latency rows; the Kafka jars come from Maven Central through bench/kafka-pom.xml.
+# End-to-end latency: Kafka's EndToEndLatency sends one 100 B record, waits for the ack, polls
+# it back and times the round trip, one at a time (it has no fixed-rate mode); `headwater perf
+# end-to-end` does the same by default. Kafka's tool prints p50/p99 in whole ms (truncated),
+# its average to 0.1 us. A last row, headwater only, times each record send->poll at a fixed
+# rate (--throughput $E2E_RATE records/s), which Kafka 3.9.1 ships no tool for.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd); proj=$(pwd); work=${KAFKA_ANCHOR_DIR:-${TMPDIR:-/tmp}/kafka-anchor}
+HW="$proj/.venv/bin/headwater"
+[ -x "$HW" ] || { echo "run from the project checkout after its make test"; exit 2; }
+if [ ! -d "$work/lib" ]; then (cd "$here" && mvn -q -f kafka-pom.xml dependency:copy-dependencies -DoutputDirectory="$work/lib" -DincludeScope=runtime); fi
+CP="$work/lib/*"
+N100=${N100:-2000000}; N1K=${N1K:-500000}; NRF=${NRF:-300000}; NE2E=${NE2E:-10000}; E2E_RATE=${E2E_RATE:-1000}
+[ "${1:-}" = quick ] && { N100=500000; N1K=150000; NRF=100000; NE2E=2000; }
+results="$work/results.txt"; : > "$results"
+
+zk_start() {
+  mkdir -p "$work/zk"; rm -rf "$work/zk/data"
+  printf 'tickTime=2000\ndataDir=%s/zk/data\nclientPort=2191\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\n' "$work" > "$work/zk/zoo.cfg"
+  ZOOCFGDIR="$work/zk" ZOO_LOG_DIR="$work/zk" /usr/share/zookeeper/bin/zkServer.sh start "$work/zk/zoo.cfg" >/dev/null
+}
+zk_stop() { ZOOCFGDIR="$work/zk" /usr/share/zookeeper/bin/zkServer.sh stop "$work/zk/zoo.cfg" >/dev/null 2>&1; }
+kpids=()
+kafka_up() {  # $1 = broker count
+  zk_start
+  for i in $(seq 0 $(($1 - 1))); do
+    rm -rf "$work/kafka-logs-$i"
+    printf 'broker.id=%s\nlisteners=PLAINTEXT://127.0.0.1:%s\nlog.dirs=%s/kafka-logs-%s\nzookeeper.connect=127.0.0.1:2191/kafka\nnum.partitions=1\noffsets.topic.replication.factor=1\nauto.create.topics.enable=false\n' \
+      "$i" $((9192 + i)) "$work" "$i" > "$work/server-$i.properties"
+    java -Xmx1g -cp "$CP" kafka.Kafka "$work/server-$i.properties" >"$work/kafka-$i.log" 2>&1 & kpids+=($!)
+  done
+  for i in $(seq 0 $(($1 - 1))); do
+    for _ in $(seq 90); do grep -q "started (kafka.server.KafkaServer)" "$work/kafka-$i.log" && break; sleep 1; done
+  done
+}
+kafka_down() { for p in "${kpids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; kpids=(); zk_stop; }
+ktopic() { java -cp "$CP" org.apache.kafka.tools.TopicCommand --bootstrap-server 127.0.0.1:9192 --create --topic "$1" --partitions 1 --replication-factor "$2" ${3:+--config $3} >/dev/null || { echo "kafka: topic $1 not created"; exit 1; }; }
+kprod() {  # topic n size acks -> records/s
+  java -cp "$CP" org.apache.kafka.tools.ProducerPerformance --topic "$1" --num-records "$2" --record-size "$3" --throughput -1 \
+    --producer-props bootstrap.servers=127.0.0.1:9192 acks="$4" batch.size=1048576 linger.ms=5 max.request.size=2097152 | tail -1 |
+    sed -E 's/.* ([0-9.]+) records\/sec \(([0-9.]+) MB\/sec\), ([0-9.]+) ms avg latency, ([0-9.]+) ms max latency.*/\1 \2/'
+}
+kcons() {  # topic n -> records/s MB/s
+  java -cp "$CP" org.apache.kafka.tools.ConsumerPerformance --bootstrap-server 127.0.0.1:9192 --topic "$1" --messages "$2" 2>/dev/null | tail -1 |
+    awk -F', *' '{print $10, $9}'   # fetch.nMsg.sec fetch.MB.sec: group join time left out
+}
+ke2e() {  # topic n -> avg p50 p99 (ms; p50/p99 whole ms, as the tool prints them)
+  java -cp "$CP" org.apache.kafka.tools.EndToEndLatency 127.0.0.1:9192 "$1" "$2" 1 100 2>/dev/null |
+    awk '/^Avg latency:/ {avg=$3} /^Percentiles:/ {gsub(",", ""); p50=$4; p99=$7} END {print avg, p50, p99}'
+}
+hw_up() { rm -rf "$work/hw"; "$HW" dev up --brokers "$1" --data-dir "$work/hw" --output json > "$work/hw-up.json"; export HEADWATER_BOOTSTRAP=$(python3 -c 'import json,sys;print(json.load(open(sys.argv[1]))["bootstrap"])' "$work/hw-up.json"); }
+hw_down() { "$HW" dev down --data-dir "$work/hw" >/dev/null 2>&1; }
+htopic() { "$HW" topics create "$1" --partitions 1 --replication-factor "$2" ${3:+--config $3} >/dev/null || { echo "headwater: topic $1 not created"; exit 1; }; }
+hprod() { "$HW" perf produce --topic "$1" --num-records "$2" --record-size "$3" --acks "$4" --batch-size 1048576 --linger-ms 5 --output json | tail -1 |
+  python3 -c 'import json,sys; d=json.loads(sys.stdin.read()); print(d["records_per_s"], d["mb_per_s"])'; }
+hcons() { "$HW" perf consume --topic "$1" --messages "$2" --output json | tail -1 |
+  python3 -c 'import json,sys; d=json.loads(sys.stdin.read()); print(d["records_per_s"], d["mb_per_s"])'; }
+he2e() {  # topic n [records/s] -> avg p50 p99 (ms)
+  "$HW" perf end-to-end --topic "$1" --num-records "$2" --record-size 100 --acks 1 ${3:+--throughput $3} --output json | tail -1 |
+  python3 -c 'import json,sys; d=json.loads(sys.stdin.read())["latency_ms"]; print(d["avg"], d["p50"], d["p99"])'; }
+lrow() { # name kafka(avg p50 p99) headwater(avg p50 p99), ms
+  python3 - "$@" <<'PY' | tee -a "$results"
+import sys
+name, ka, k50, k99, ha, h50, h99 = (sys.argv[1:] + [""] * 7)[:7]
+f = lambda x: float(x) if x not in ("", "None", "-") else float("nan")
+kafka = f"kafka avg {f(ka):6.2f} p50 {f(k50):5.1f} p99 {f(k99):5.1f} ms" if ka != "-" else f"kafka {'(no such tool)':>32s}"
+ratio = f"ratio {f(ka)/f(ha):.2f} (kafka/headwater avg)" if ka != "-" else ""
+print(f"{name:34s} {kafka} | headwater avg {f(ha):6.2f} p50 {f(h50):5.2f} p99 {f(h99):5.2f} ms | {ratio}")
+PY
+}
+row() { # name kafka(rec/s MB/s) headwater(rec/s MB/s)
+  python3 - "$@" <<'PY' | tee -a "$results"
+import sys
+name, kr, km, hr, hm = sys.argv[1:6]
+f = lambda x: float(x) if x not in ("", "None") else float("nan")
+print(f"{name:34s} kafka {f(kr):>10,.0f} rec/s {f(km):7.1f} MB/s | headwater {f(hr):>10,.0f} rec/s {f(hm):7.1f} MB/s | ratio {f(hr)/f(kr):.2f}")
+PY
+}
+
+trap 'kafka_down; hw_down' EXIT
+# 1 broker, acks=1
+kafka_up 1; ktopic a100 1; ktopic a1k 1; ktopic warm 1; ktopic e2e 1
+kprod warm 1000000 100 1 >/dev/null   # JIT warm-up of the broker before anything is timed
+k1=$(kprod a100 "$N100" 100 1); k2=$(kcons a100 "$N100"); k3=$(kprod a1k "$N1K" 1024 1); k4=$(kcons a1k "$N1K")
+ke=$(ke2e e2e "$NE2E")
+kafka_down
+hw_up 1; htopic a100 1; htopic a1k 1; htopic warm 1; htopic e2e 1; htopic e2erate 1
+hprod warm 200000 100 1 >/dev/null
+h1=$(hprod a100 "$N100" 100 1); h2=$(hcons a100 "$N100"); h3=$(hprod a1k "$N1K" 1024 1); h4=$(hcons a1k "$N1K")
+he=$(he2e e2e "$NE2E"); hr=$(he2e e2erate "$NE2E" "$E2E_RATE")
+hw_down
+row "produce 100 B, 1 broker, acks=1" $k1 $h1
+row "consume 100 B, 1 broker" $k2 $h2
+row "produce 1 KiB, 1 broker, acks=1" $k3 $h3
+row "consume 1 KiB, 1 broker" $k4 $h4
+lrow "end-to-end 100 B, one at a time" $ke $he
+lrow "end-to-end 100 B, ${E2E_RATE}/s (hw only)" - - - $hr
+# 3 brokers, RF=3, acks=all, min.insync.replicas=2
+kafka_up 3; ktopic rf3 3 min.insync.replicas=2; ktopic warm3 3 min.insync.replicas=2
+kprod warm3 200000 1024 all >/dev/null
+k5=$(kprod rf3 "$NRF" 1024 all)
+kafka_down
+hw_up 3; htopic rf3 3 min.insync.replicas=2; htopic warm3 3 min.insync.replicas=2
+hprod warm3 100000 1024 all >/dev/null
+h5=$(hprod rf3 "$NRF" 1024 all)
+hw_down
+row "produce 1 KiB, 3 brokers RF=3 acks=all" $k5 $h5
