@@ -15,6 +15,11 @@ and this module is tested by running the real operator against kmock.
 * Rolls: watching the broker StatefulSet and its pods (event handlers, which
   need no finalizer, unlike kopf timers and daemons) pokes a
   :class:`RollRunner`, which runs at most one roll at a time in a thread.
+* Scaling: the same watches poke a :class:`scaling_kube.ScalingRunner`, which
+  steps :mod:`scaling` until the brokers are as many as
+  ``headwater.io/desired-brokers`` asks.  A roll holds ``ops`` for its whole
+  length and a scaling step holds it while it runs, so the two never overlap,
+  and a roll is deferred while replicas move (a rebalance or drain).
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import kopf
 from headwater.client import Admin
@@ -39,7 +44,7 @@ from headwater.roll.engine import (
 )
 from headwater.roll.probe import AdminProbe
 
-from headwater_operator import conditions, metrics
+from headwater_operator import conditions, metrics, scaling, scaling_kube
 from headwater_operator.config import (
     MANAGED_ANNOTATION,
     MANUAL_ROLL_ANNOTATION,
@@ -48,7 +53,7 @@ from headwater_operator.config import (
     OperatorConfig,
     peering_priority,
 )
-from headwater_operator.roll_kube import ClientKubeApi, KubeApi, KubeBackend
+from headwater_operator.roll_kube import KubeApi, KubeBackend
 from headwater_operator.topic_reconciler import (
     AdminTopics,
     Outcome,
@@ -150,6 +155,7 @@ def register(
     topic_admin: Callable[[], TopicAdmin] | None = None,
     kube_api: Callable[[], KubeApi] | None = None,
     cluster_probe: Callable[[], ClusterProbe] | None = None,
+    scaling_admin: Callable[[], scaling_kube.ReassignmentAdmin] | None = None,
 ) -> None:
     """Register every handler on ``registry``; the factories let tests swap the clients."""
     state: dict[str, Any] = {}
@@ -246,7 +252,13 @@ def register(
             _post(body, event.type, event.reason, event.message)
 
     if config.broker_statefulset:
-        _register_roll(registry, config, kube_api=kube_api, cluster_probe=cluster_probe)
+        _register_roll(
+            registry,
+            config,
+            kube_api=kube_api,
+            cluster_probe=cluster_probe,
+            scaling_admin=scaling_admin,
+        )
 
 
 def _register_roll(
@@ -255,17 +267,26 @@ def _register_roll(
     *,
     kube_api: Callable[[], KubeApi] | None,
     cluster_probe: Callable[[], ClusterProbe] | None,
+    scaling_admin: Callable[[], scaling_kube.ReassignmentAdmin] | None = None,
 ) -> None:
     sts_name = config.broker_statefulset
     holder: dict[str, KubeApi] = {}
+    ops = threading.Lock()  # one roll or scaling step at a time
 
     def api() -> KubeApi:
         if "api" not in holder:
-            holder["api"] = kube_api() if kube_api else ClientKubeApi()
+            holder["api"] = kube_api() if kube_api else scaling_kube.ClientScalingKubeApi()
         return holder["api"]
 
     def run_roll(sts: Mapping[str, Any]) -> RollResult:
+        with ops:
+            return _run_roll(sts)
+
+    def _run_roll(sts: Mapping[str, Any]) -> RollResult:
         backend = KubeBackend(api(), namespace=config.namespace, statefulset=sts_name)
+        phase = scaling_kube.phase_of(api().read_statefulset(config.namespace, sts_name))
+        if phase in scaling.MOVING_PHASES:
+            return RollResult(RollState.NOTHING_TO_DO, (), f"roll deferred: scaling is {phase}")
 
         def notify(event: RollEvent) -> None:
             _post(sts, event.type, event.reason, event.message)
@@ -294,6 +315,11 @@ def _register_roll(
 
     runner = RollRunner(run_roll, cooldown_s=config.operation_timeout_s)
     latest: dict[str, Mapping[str, Any]] = {}
+    scaler = _scaling_runner(config, api=api, ops=ops, admin=scaling_admin, probe=cluster_probe)
+
+    @kopf.on.cleanup(registry=registry)
+    def stop_scaling(**_: Any) -> None:
+        scaler.stop()
 
     def is_broker_sts(**kw: Any) -> bool:
         return bool(kw["name"] == sts_name and kw["namespace"] == config.namespace)
@@ -314,15 +340,57 @@ def _register_roll(
             return
         latest["sts"] = body
         runner.poke(trigger_key(body), body)
+        scaler.poke()
 
     @kopf.on.event("", "v1", "pods", when=is_broker_pod, registry=registry)
     def broker_pod_changed(**kw: Any) -> None:
         body: Mapping[str, Any] = kw["body"]
         sts = latest.get("sts")
         ann = (body.get("metadata") or {}).get("annotations") or {}
+        scaler.poke()  # readiness of a new broker, or a removed pod gone
         if (
             kw.get("type") != "DELETED"
             and sts is not None
             and ann.get(MANUAL_ROLL_ANNOTATION) == "true"
         ):
             runner.poke(f"pod|{body['metadata'].get('uid')}", sts)
+
+
+def _scaling_runner(
+    config: OperatorConfig,
+    *,
+    api: Callable[[], KubeApi],
+    ops: threading.Lock,
+    admin: Callable[[], scaling_kube.ReassignmentAdmin] | None,
+    probe: Callable[[], ClusterProbe] | None,
+) -> scaling_kube.ScalingRunner:
+    """The broker-scaling loop; its Admin client is made on first use and kept."""
+    held: dict[str, scaling_kube.Scaler] = {}
+
+    def step() -> scaling.Decision:
+        if "scaler" not in held:
+            real = (
+                None
+                if admin is not None
+                else Admin(config.bootstrap, request_timeout_ms=config.request_timeout_ms)
+            )
+            client = admin() if admin is not None else cast(scaling_kube.ReassignmentAdmin, real)
+            kube: Any = api()  # a ScalingKubeApi: ClientScalingKubeApi, or a test's
+            held["scaler"] = scaling_kube.Scaler(
+                kube,
+                client,
+                probe() if probe is not None else AdminProbe(cast(Any, real or client)),
+                namespace=config.namespace,
+                statefulset=config.broker_statefulset,
+                auto_rebalance=config.auto_rebalance,
+                throttle_bytes_per_s=config.rebalance_throttle_bytes_per_s,
+                notify=lambda type_, reason, message: _post(
+                    api().read_statefulset(config.namespace, config.broker_statefulset),
+                    type_,
+                    reason,
+                    message,
+                ),
+            )
+        return held["scaler"].step()
+
+    return scaling_kube.ScalingRunner(step, interval_s=config.scaling_check_interval_s, ops=ops)

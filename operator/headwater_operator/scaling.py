@@ -124,6 +124,15 @@ class Observed(NamedTuple):
     """A pod awaits a roll restart: no reassignment starts before the roll."""
 
 
+def is_quiet(*, phase: ScalingPhase, desired: int, spec_replicas: int) -> bool:
+    """Nothing to do whatever the cluster says: the adapter need not ask the cluster.
+
+    (STEADY with the StatefulSet at the desired count: :func:`decide` then holds
+    for every registered/hosted/reassigning value.)
+    """
+    return phase is _P.STEADY and desired == spec_replicas
+
+
 # -- what the adapter does ----------------------------------------------------------------
 
 

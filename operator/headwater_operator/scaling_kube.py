@@ -29,8 +29,10 @@ roll's :class:`~headwater.roll.engine.ClusterProbe`.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -50,6 +52,7 @@ from headwater_operator.roll_kube import ClientKubeApi, KubeApi, ordinal, pod_re
 from headwater_operator.scaling import (
     Decision,
     FinishReassignment,
+    Hold,
     Observed,
     Refuse,
     ScalingPhase,
@@ -221,16 +224,22 @@ class Scaler:
             if pod_ready(pod):
                 ready.add(ordinal(name))
             pending = pending or restart_reason(pod, sts) is not None
-        registered, hosted = replicas_per_broker(self.probe)
+        phase, desired, spec = phase_of(sts), desired_brokers(sts), spec_replicas(sts)
+        registered: frozenset[int] = frozenset()
+        hosted: dict[int, int] = {}
+        reassigning = 0
+        if not scaling.is_quiet(phase=phase, desired=desired, spec_replicas=spec):
+            registered, hosted = replicas_per_broker(self.probe)
+            reassigning = len(self.admin.list_partition_reassignments())
         return Observed(
-            phase=phase_of(sts),
-            desired=desired_brokers(sts),
-            spec_replicas=spec_replicas(sts),
+            phase=phase,
+            desired=desired,
+            spec_replicas=spec,
             pods_present=frozenset(present),
             pods_ready=frozenset(ready),
             registered=registered,
             hosted=hosted,
-            reassigning=len(self.admin.list_partition_reassignments()),
+            reassigning=reassigning,
             auto_rebalance=self.auto_rebalance,
             drain_on_scale_down=drain_on_scale_down(sts),
             restarts_pending=pending,
@@ -365,3 +374,83 @@ class Scaler:
             elif observed.phase is ScalingPhase.DRAINING and decision.phase is ScalingPhase.STEADY:
                 reason = "DrainFinished"
             self.notify("Normal", reason, decision.message)
+
+
+class ScalingRunner:
+    """Runs :meth:`Scaler.step` in a thread, every ``interval_s``, until the cluster is
+    STEADY at the desired count; :meth:`poke` (any StatefulSet or pod event) starts it again.
+
+    A step runs only while it holds ``ops``, the lock a roll holds for its whole
+    length, so a scaling step and a roll never run at once.  A step that fails
+    (cluster unreachable, API error) is logged and tried again after the interval.
+    """
+
+    def __init__(
+        self,
+        step: Callable[[], Decision],
+        *,
+        interval_s: float,
+        ops: threading.Lock,
+    ) -> None:
+        self._step = step
+        self._interval_s = interval_s
+        self._ops = ops
+        self._lock = threading.Lock()
+        self._running = False
+        self._again = False
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.last: Decision | None = None
+
+    def poke(self) -> bool:
+        """Make sure a loop runs; True if this call started one."""
+        with self._lock:
+            self._again = True
+            if self._running or self._stop.is_set():
+                return False
+            self._running = True
+            ctx = contextvars.copy_context()  # kopf's event posting lives in contextvars
+            self._thread = threading.Thread(
+                target=ctx.run, args=(self._loop,), name="headwater-scaling", daemon=True
+            )
+            self._thread.start()
+            return True
+
+    def _loop(self) -> None:
+        try:
+            while not self._stop.is_set():
+                with self._lock:
+                    self._again = False
+                decision = self._one_step()
+                if (
+                    decision is not None
+                    and decision.phase is ScalingPhase.STEADY
+                    and isinstance(decision.action, Hold)
+                ):
+                    with self._lock:
+                        if not self._again:
+                            self._running = False
+                            return
+                    continue
+                self._stop.wait(self._interval_s)
+        finally:
+            with self._lock:
+                self._running = False
+
+    def _one_step(self) -> Decision | None:
+        if not self._ops.acquire(blocking=False):
+            return None  # a roll runs
+        try:
+            self.last = self._step()
+            return self.last
+        except Exception:
+            log.exception("scaling step failed; trying again in %.0f s", self._interval_s)
+            return None
+        finally:
+            self._ops.release()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stop.set()
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
