@@ -12,15 +12,33 @@ from headwater.coordination.model import BrokerRegistration, LeaderAndIsr, Parti
 from headwater.v1 import common_pb2, control_pb2
 
 
-def broker_to_proto(reg: BrokerRegistration) -> common_pb2.BrokerInfo:
+def broker_to_proto(
+    reg: BrokerRegistration, *, address: tuple[str, int] | None = None
+) -> common_pb2.BrokerInfo:
+    """The registration (``address`` replacing its host and port when given)."""
+    host, port = address or (reg.host, reg.port)
     return common_pb2.BrokerInfo(
         id=reg.broker_id,
-        host=reg.host,
-        port=reg.port,
+        host=host,
+        port=port,
         rack=reg.rack or "",
         version=reg.version or __version__,
         protocol_version=reg.protocol_version,
+        endpoints=reg.endpoints,
+        listener_security_protocol_map=dict(reg.security_protocol_map),
     )
+
+
+def brokers_to_proto(
+    regs: Iterable[BrokerRegistration], *, listener: str
+) -> list[common_pb2.BrokerInfo]:
+    """The brokers as a client of ``listener`` must reach them: Kafka answers Metadata with
+    the endpoints of the listener the request came in on, leaving out brokers without it."""
+    return [
+        broker_to_proto(reg, address=address)
+        for reg in regs
+        if (address := reg.endpoint_for(listener)) is not None
+    ]
 
 
 def broker_from_proto(info: common_pb2.BrokerInfo) -> BrokerRegistration:
@@ -31,6 +49,8 @@ def broker_from_proto(info: common_pb2.BrokerInfo) -> BrokerRegistration:
         rack=info.rack or None,
         version=info.version,
         protocol_version=info.protocol_version,
+        endpoints=tuple(info.endpoints),
+        security_protocol_map=tuple(sorted(info.listener_security_protocol_map.items())),
     )
 
 

@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 
 import grpc
 
+from headwater.server.runtime import channels
 from headwater.v1 import broker_pb2, broker_pb2_grpc
 from headwater.values import TopicPartition
 
@@ -85,7 +86,7 @@ def list_latest(timeout_s: float) -> Ask:
                 broker_pb2.ListOffsetsPartition(topic=t, partition=p, timestamp=-1) for t, p in tps
             ],
         )
-        async with grpc.aio.insecure_channel(address) as channel:
+        async with channels.aio_channel(address) as channel:
             resp = await broker_pb2_grpc.BrokerStub(channel).ListOffsets(request, timeout=timeout_s)
         return {
             TopicPartition(p.topic, p.partition): p.offset

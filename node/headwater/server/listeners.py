@@ -50,7 +50,7 @@ class SecurityProtocol(enum.Enum):
 
 DEFAULT_PROTOCOL_MAP = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
 CLIENT_AUTH = ("required", "requested", "none")
-SASL_MECHANISMS = ("SCRAM-SHA-512",)
+SASL_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 
 SSL_KEYS = (
     "ssl.keystore.type",

@@ -3,8 +3,10 @@
 isort:skip_file
 Shared messages: Kafka's error codes and broker identities."""
 
+from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
+from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 import builtins as _builtins
 import sys
@@ -194,12 +196,34 @@ Global___ErrorCode: _TypeAlias = ErrorCode  # noqa: Y015
 class BrokerInfo(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
+    @_typing.final
+    class ListenerSecurityProtocolMapEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     ID_FIELD_NUMBER: _builtins.int
     HOST_FIELD_NUMBER: _builtins.int
     PORT_FIELD_NUMBER: _builtins.int
     RACK_FIELD_NUMBER: _builtins.int
     VERSION_FIELD_NUMBER: _builtins.int
     PROTOCOL_VERSION_FIELD_NUMBER: _builtins.int
+    ENDPOINTS_FIELD_NUMBER: _builtins.int
+    LISTENER_SECURITY_PROTOCOL_MAP_FIELD_NUMBER: _builtins.int
     id: _builtins.int
     host: _builtins.str
     port: _builtins.int
@@ -209,6 +233,14 @@ class BrokerInfo(_message.Message):
     """software version the broker runs"""
     protocol_version: _builtins.str
     """inter.broker.protocol.version in force"""
+    @_builtins.property
+    def endpoints(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Every advertised listener, Kafka's "NAME://host:port" (empty: one PLAINTEXT listener at
+        host:port); host/port above are the broker's inter-broker endpoint.
+        """
+
+    @_builtins.property
+    def listener_security_protocol_map(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
     def __init__(
         self,
         *,
@@ -218,10 +250,12 @@ class BrokerInfo(_message.Message):
         rack: _builtins.str = ...,
         version: _builtins.str = ...,
         protocol_version: _builtins.str = ...,
+        endpoints: _abc.Iterable[_builtins.str] | None = ...,
+        listener_security_protocol_map: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["host", b"host", "id", b"id", "port", b"port", "protocol_version", b"protocol_version", "rack", b"rack", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["endpoints", b"endpoints", "host", b"host", "id", b"id", "listener_security_protocol_map", b"listener_security_protocol_map", "port", b"port", "protocol_version", b"protocol_version", "rack", b"rack", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

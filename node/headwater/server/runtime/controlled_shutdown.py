@@ -23,11 +23,10 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-import grpc
-
 from headwater import errors
 from headwater.coordination.broker import BrokerCoordinator
 from headwater.errors import ErrorCode
+from headwater.server.runtime import channels
 from headwater.server.runtime.offload import run_blocking
 from headwater.v1 import control_pb2, control_pb2_grpc
 
@@ -90,7 +89,8 @@ def ask_controller(coordinator: BrokerCoordinator, *, broker_id: int, timeout_ms
         target = next((b for b in brokers if b.broker_id == controller_id), None)
         if target is None:
             raise errors.NotControllerError(f"controller {controller_id} is not registered")
-        async with grpc.aio.insecure_channel(f"{target.host}:{target.port}") as channel:
+        address = channels.control_plane_address(target)
+        async with channels.aio_channel(address, control_plane=True) as channel:
             response = await control_pb2_grpc.ControlStub(channel).ControlledShutdown(
                 control_pb2.ControlledShutdownRequest(broker_id=broker_id, broker_epoch=epoch),
                 timeout=timeout_s,

@@ -17,6 +17,7 @@ from headwater import errors
 from headwater.coordination.model import BrokerRegistration, PartitionState
 from headwater.errors import ErrorCode
 from headwater.server.convert import broker_to_proto, partition_state_to_proto
+from headwater.server.runtime import channels
 from headwater.server.runtime.channels import channel_options
 from headwater.v1 import control_pb2, control_pb2_grpc
 
@@ -50,13 +51,12 @@ class GrpcControllerChannel:
         ] = {}
 
     def _stub(self, broker: BrokerRegistration) -> control_pb2_grpc.ControlStub:
+        address = channels.control_plane_address(broker)
         key = (broker.host, broker.port)
         with self._lock:
             entry = self._channels.get(key)
             if entry is None:
-                channel = grpc.insecure_channel(
-                    f"{broker.host}:{broker.port}", options=self._options
-                )
+                channel = channels.sync_channel(address, options=self._options, control_plane=True)
                 entry = (channel, control_pb2_grpc.ControlStub(channel))
                 self._channels[key] = entry
             return entry[1]

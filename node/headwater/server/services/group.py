@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from typing import TypeVar
 
 from headwater.coordination.admin import NewTopic
 from headwater.coordination.broker import BrokerCoordinator
@@ -28,6 +29,10 @@ from headwater.groups.placement import (
     offsets_topic_replication_factor,
 )
 from headwater.groups.runtime import GroupCoordinatorRuntime
+from headwater.security.acls import AclOperation as Op
+from headwater.security.acls import ResourceType
+from headwater.server.auth.authorization import ALLOW_ALL, RequestAuthorizer, denial
+from headwater.server.auth.identity import current_identity
 from headwater.server.convert import Context, pb_error
 from headwater.server.runtime.metadata_cache import MetadataCache
 from headwater.server.runtime.offload import run_blocking
@@ -35,6 +40,14 @@ from headwater.v1 import common_pb2, group_pb2, group_pb2_grpc
 from headwater.values import TopicPartition
 
 log = logging.getLogger(__name__)
+
+R = TypeVar("R")
+
+
+def _group_denied(response: Callable[..., R], op: Op, group_id: str) -> R:
+    """The whole-request refusal of a group RPC: GROUP_AUTHORIZATION_FAILED."""
+    d = denial(op, ResourceType.GROUP, group_id)
+    return response(error_code=pb_error(d.code), error_message=d.message)
 
 
 def _opt(s: str) -> str | None:
@@ -75,8 +88,11 @@ class GroupService(group_pb2_grpc.GroupServicer):
         metadata: MetadataCache,
         coordinator: Callable[[], BrokerCoordinator | None],
         offsets_topic_replication_factor: int = 3,
+        authz: RequestAuthorizer = ALLOW_ALL,
     ) -> None:
+        """``authz`` answers Kafka's ACL checks (docs/security.md), one line per RPC."""
         self._runtime = runtime
+        self._authz = authz
         self._metadata = metadata
         self._coordinator = coordinator
         self._replication_factor = offsets_topic_replication_factor
@@ -96,6 +112,9 @@ class GroupService(group_pb2_grpc.GroupServicer):
             return error(ErrorCode.INVALID_REQUEST, "only group coordinators (key_type 0)")
         if not request.key:
             return error(ErrorCode.INVALID_GROUP_ID, "group id must not be empty")
+        if not self._authz.group(context, Op.DESCRIBE, request.key):
+            d = denial(Op.DESCRIBE, ResourceType.GROUP, request.key)
+            return error(d.code, d.message)
         parts = self._metadata.topics.get(OFFSETS_TOPIC)
         if not parts:
             self._ensure_offsets_topic()
@@ -105,8 +124,14 @@ class GroupService(group_pb2_grpc.GroupServicer):
         broker = self._metadata.brokers.get(leader)
         if broker is None:
             return error(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the coordinator has no leader")
+        listener = current_identity(context).listener
+        address = broker.endpoint_for(listener)  # Kafka: the listener the request came in on
+        if address is None:
+            return error(
+                ErrorCode.COORDINATOR_NOT_AVAILABLE, f"the coordinator has no listener {listener}"
+            )
         return group_pb2.FindCoordinatorResponse(
-            error_code=pb_error(ErrorCode.NONE), node_id=leader, host=broker.host, port=broker.port
+            error_code=pb_error(ErrorCode.NONE), node_id=leader, host=address[0], port=address[1]
         )
 
     def _ensure_offsets_topic(self) -> None:
@@ -137,6 +162,8 @@ class GroupService(group_pb2_grpc.GroupServicer):
     async def JoinGroup(
         self, request: group_pb2.JoinGroupRequest, context: Context
     ) -> group_pb2.JoinGroupResponse:
+        if not self._authz.group(context, Op.READ, request.group_id):
+            return _group_denied(group_pb2.JoinGroupResponse, Op.READ, request.group_id)
         host = request.client_host or (context.peer() or "").rsplit(":", 1)[0]
         r = await self._runtime.join_group(
             gv.JoinGroupRequest(
@@ -174,6 +201,8 @@ class GroupService(group_pb2_grpc.GroupServicer):
     async def SyncGroup(
         self, request: group_pb2.SyncGroupRequest, context: Context
     ) -> group_pb2.SyncGroupResponse:
+        if not self._authz.group(context, Op.READ, request.group_id):
+            return _group_denied(group_pb2.SyncGroupResponse, Op.READ, request.group_id)
         r = await self._runtime.sync_group(
             gv.SyncGroupRequest(
                 group_id=request.group_id,
@@ -196,6 +225,8 @@ class GroupService(group_pb2_grpc.GroupServicer):
     async def Heartbeat(
         self, request: group_pb2.HeartbeatRequest, context: Context
     ) -> group_pb2.HeartbeatResponse:
+        if not self._authz.group(context, Op.READ, request.group_id):
+            return _group_denied(group_pb2.HeartbeatResponse, Op.READ, request.group_id)
         r = await self._runtime.heartbeat(
             gv.HeartbeatRequest(
                 request.group_id,
@@ -209,6 +240,8 @@ class GroupService(group_pb2_grpc.GroupServicer):
     async def LeaveGroup(
         self, request: group_pb2.LeaveGroupRequest, context: Context
     ) -> group_pb2.LeaveGroupResponse:
+        if not self._authz.group(context, Op.READ, request.group_id):
+            return _group_denied(group_pb2.LeaveGroupResponse, Op.READ, request.group_id)
         r = await self._runtime.leave_group(
             gv.LeaveGroupRequest(
                 request.group_id,
@@ -233,6 +266,11 @@ class GroupService(group_pb2_grpc.GroupServicer):
     async def ConsumerGroupHeartbeat(
         self, request: group_pb2.ConsumerGroupHeartbeatRequest, context: Context
     ) -> group_pb2.ConsumerGroupHeartbeatResponse:
+        if not self._authz.group(context, Op.READ, request.group_id):
+            return _group_denied(
+                group_pb2.ConsumerGroupHeartbeatResponse, Op.READ, request.group_id
+            )
+
         def opt(field: str) -> str | None:
             return getattr(request, field) if request.HasField(field) else None  # type: ignore[arg-type]
 
@@ -275,6 +313,10 @@ class GroupService(group_pb2_grpc.GroupServicer):
     async def OffsetCommit(
         self, request: group_pb2.OffsetCommitRequest, context: Context
     ) -> group_pb2.OffsetCommitResponse:
+        authz = self._authz
+        if not authz.group(context, Op.READ, request.group_id):
+            return _group_denied(group_pb2.OffsetCommitResponse, Op.READ, request.group_id)
+        refused = authz.topics(context, Op.READ, (p.topic for p in request.partitions)) or ()
         r = await self._runtime.commit_offsets(
             gv.OffsetCommitRequest(
                 group_id=request.group_id,
@@ -287,6 +329,7 @@ class GroupService(group_pb2_grpc.GroupServicer):
                         p.committed_metadata,
                     )
                     for p in request.partitions
+                    if p.topic not in refused
                 ),
                 generation_id=request.generation_id,
                 member_id=request.member_id,
@@ -300,12 +343,24 @@ class GroupService(group_pb2_grpc.GroupServicer):
                     topic=tp.topic, partition_index=tp.partition, error_code=pb_error(code)
                 )
                 for tp, code in r.partitions
+            ]
+            + [
+                group_pb2.OffsetCommitResponsePartition(
+                    topic=p.topic,
+                    partition_index=p.partition_index,
+                    error_code=pb_error(ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+                )
+                for p in request.partitions
+                if p.topic in refused
             ],
         )
 
     async def OffsetFetch(
         self, request: group_pb2.OffsetFetchRequest, context: Context
     ) -> group_pb2.OffsetFetchResponse:
+        authz = self._authz
+        if not authz.group(context, Op.DESCRIBE, request.group_id):
+            return _group_denied(group_pb2.OffsetFetchResponse, Op.DESCRIBE, request.group_id)
         wanted = [TopicPartition(p.topic, p.partition) for p in request.partitions]
         r = self._runtime.fetch_offsets(
             request.group_id,
@@ -313,9 +368,22 @@ class GroupService(group_pb2_grpc.GroupServicer):
             member_id=_opt(request.member_id),
             member_epoch=request.member_epoch,
         )
+        offsets = sorted(r.offsets.items())
+        refused = authz.topics(context, Op.DESCRIBE, (tp.topic for tp, _ in offsets)) or ()
         return group_pb2.OffsetFetchResponse(
             error_code=pb_error(r.error_code),
             partitions=[
+                group_pb2.OffsetFetchResponsePartition(
+                    topic=tp.topic,
+                    partition_index=tp.partition,
+                    committed_offset=-1,
+                    committed_leader_epoch=-1,
+                    error_code=pb_error(ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+                )
+                for tp, _ in offsets
+                if wanted and tp.topic in refused  # asked for: refused; all: hidden (Kafka)
+            ]
+            + [
                 group_pb2.OffsetFetchResponsePartition(
                     topic=tp.topic,
                     partition_index=tp.partition,
@@ -323,7 +391,8 @@ class GroupService(group_pb2_grpc.GroupServicer):
                     committed_leader_epoch=off.leader_epoch if off is not None else -1,
                     metadata=off.metadata if off is not None else "",
                 )
-                for tp, off in sorted(r.offsets.items())
+                for tp, off in offsets
+                if tp.topic not in refused
             ],
         )
 
@@ -334,6 +403,10 @@ class GroupService(group_pb2_grpc.GroupServicer):
     ) -> group_pb2.DescribeGroupsResponse:
         out = []
         for gid in request.groups:
+            if not self._authz.group(context, Op.DESCRIBE, gid):
+                out.append(_group_denied(group_pb2.DescribedGroup, Op.DESCRIBE, gid))
+                out[-1].group_id = gid
+                continue
             d = self._runtime.describe_group(gid)
             out.append(
                 group_pb2.DescribedGroup(
@@ -370,6 +443,8 @@ class GroupService(group_pb2_grpc.GroupServicer):
     async def ListGroups(
         self, request: group_pb2.ListGroupsRequest, context: Context
     ) -> group_pb2.ListGroupsResponse:
+        authz = self._authz
+        every = authz.cluster(context, Op.DESCRIBE)  # else only the groups one may describe
         return group_pb2.ListGroupsResponse(
             error_code=pb_error(ErrorCode.NONE),
             groups=[
@@ -377,16 +452,20 @@ class GroupService(group_pb2_grpc.GroupServicer):
                     group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state
                 )
                 for g in self._runtime.list_groups(request.states_filter)
+                if every or authz.group(context, Op.DESCRIBE, g.group_id)
             ],
         )
 
     async def DeleteGroups(
         self, request: group_pb2.DeleteGroupsRequest, context: Context
     ) -> group_pb2.DeleteGroupsResponse:
-        results = await self._runtime.delete_groups(request.groups_names)
+        names = list(request.groups_names)
+        refused = [g for g in names if not self._authz.group(context, Op.DELETE, g)]
+        results = await self._runtime.delete_groups([g for g in names if g not in refused])
+        denied = [(g, ErrorCode.GROUP_AUTHORIZATION_FAILED) for g in refused]
         return group_pb2.DeleteGroupsResponse(
             results=[
                 group_pb2.DeletableGroupResult(group_id=gid, error_code=pb_error(code))
-                for gid, code in results
+                for gid, code in [*results, *denied]
             ]
         )

@@ -1,0 +1,199 @@
+"""TLS material of SSL and SASL_SSL listeners: PEM files to gRPC credentials, reloaded live.
+
+Kafka's PEM keystore (``ssl.keystore.type=PEM``) is one file holding the private key
+and the certificate chain, or the two inline (``ssl.keystore.key``,
+``ssl.keystore.certificate.chain``); the truststore is a PEM file or inline list of CA
+certificates.  :func:`split_pem_keystore` is the pure part.
+
+Certificate reload without a restart (Kafka's dynamic listener SSL update): the
+server credentials are gRPC's *dynamic* SSL credentials, whose fetch callback gRPC
+calls before each new TLS handshake.  :class:`ReloadingServerCredentials` answers it by
+comparing the files' modification times and sizes with the last load: unchanged files
+cost two ``stat`` calls; changed ones are read again and, when they parse, become the
+configuration of every *new* connection (established ones keep theirs, as in Kafka).
+A file caught half-written, or a key that does not parse, keeps the previous
+material and is logged, once per change, without its contents.
+
+Never logged or put in an exception message: key material, inline PEM values.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+from collections.abc import Callable
+from typing import NamedTuple
+
+import grpc
+
+from headwater.server.listeners import SslConfig
+
+log = logging.getLogger(__name__)
+
+_CERT = re.compile(rb"-----BEGIN CERTIFICATE-----.+?-----END CERTIFICATE-----", re.S)
+_KEY = re.compile(
+    rb"-----BEGIN ((?:RSA |EC |ENCRYPTED )?PRIVATE KEY)-----.+?-----END \1-----", re.S
+)
+
+
+class TlsMaterialError(ValueError):
+    """A keystore or truststore that cannot be used; the message names the file, never
+    its contents."""
+
+
+class PemKeystore(NamedTuple):
+    private_key: bytes
+    certificate_chain: bytes
+
+
+def split_pem_keystore(data: bytes, *, where: str) -> PemKeystore:
+    """One private key and at least one certificate out of a PEM keystore."""
+    keys = [m.group(0) for m in _KEY.finditer(data)]
+    certs = [m.group(0) for m in _CERT.finditer(data)]
+    if len(keys) != 1:
+        raise TlsMaterialError(f"{where}: expected one PEM private key, found {len(keys)}")
+    if keys[0].startswith(b"-----BEGIN ENCRYPTED") or b"Proc-Type: 4,ENCRYPTED" in keys[0]:
+        raise TlsMaterialError(f"{where}: the private key is encrypted; use an unencrypted key")
+    if not certs:
+        raise TlsMaterialError(f"{where}: no PEM certificate found")
+    return PemKeystore(keys[0] + b"\n", b"\n".join(certs) + b"\n")
+
+
+def _read(path: str, what: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as exc:
+        raise TlsMaterialError(f"{what} {path}: {exc.strerror or exc}") from None
+
+
+def load_keystore(ssl: SslConfig) -> PemKeystore:
+    if ssl.keystore_location:
+        return split_pem_keystore(
+            _read(ssl.keystore_location, "ssl.keystore.location"),
+            where=f"ssl.keystore.location {ssl.keystore_location}",
+        )
+    key = split_pem_keystore(
+        ssl.keystore_key.encode() + b"\n" + ssl.keystore_certificate_chain.encode(),
+        where="ssl.keystore.key / ssl.keystore.certificate.chain",
+    )
+    return key
+
+
+def load_truststore(ssl: SslConfig) -> bytes | None:
+    """The trusted CA certificates, or None (no truststore: the system's roots)."""
+    if ssl.truststore_location:
+        data = _read(ssl.truststore_location, "ssl.truststore.location")
+        where = f"ssl.truststore.location {ssl.truststore_location}"
+    elif ssl.truststore_certificates:
+        data, where = ssl.truststore_certificates.encode(), "ssl.truststore.certificates"
+    else:
+        return None
+    certs = _CERT.findall(data)
+    if not certs:
+        raise TlsMaterialError(f"{where}: no PEM certificate found")
+    return b"\n".join(certs) + b"\n"
+
+
+def _stamp(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
+
+
+class ReloadingServerCredentials:
+    """A listener's gRPC server credentials that pick up rewritten PEM files.
+
+    ``fetch`` is called by gRPC's threads (before handshakes); ``reloads`` counts the
+    successful reloads (for tests and metrics).  Thread-safe.
+    """
+
+    def __init__(self, ssl: SslConfig, *, listener: str) -> None:
+        self._ssl = ssl
+        self._listener = listener
+        self._lock = threading.Lock()
+        self._files = tuple(p for p in (ssl.keystore_location, ssl.truststore_location) if p)
+        self._stamps = self._current_stamps()
+        self._failed_stamps: tuple[tuple[int, int] | None, ...] | None = None
+        self.reloads = 0
+        self._initial = self._configuration()
+
+    def _current_stamps(self) -> tuple[tuple[int, int] | None, ...]:
+        return tuple(_stamp(p) for p in self._files)
+
+    def _configuration(self) -> grpc.ServerCertificateConfiguration:
+        keystore = load_keystore(self._ssl)
+        return grpc.ssl_server_certificate_configuration(
+            [(keystore.private_key, keystore.certificate_chain)],
+            root_certificates=load_truststore(self._ssl),
+        )
+
+    def credentials(self) -> grpc.ServerCredentials:
+        return grpc.dynamic_ssl_server_credentials(
+            self._initial,
+            self.fetch,  # type: ignore[arg-type]  # gRPC documents None as "unchanged"
+            require_client_authentication=self._ssl.client_auth == "required",
+        )
+
+    def fetch(self) -> grpc.ServerCertificateConfiguration | None:
+        """gRPC's fetch callback: a new configuration when the files changed, else None."""
+        if not self._files:
+            return None
+        stamps = self._current_stamps()
+        with self._lock:
+            if stamps == self._stamps or stamps == self._failed_stamps:
+                return None
+            try:
+                config = self._configuration()
+            except TlsMaterialError as exc:
+                self._failed_stamps = stamps
+                log.warning(
+                    "listener %s: keeping the previous TLS material: %s", self._listener, exc
+                )
+                return None
+            self._stamps, self._failed_stamps = stamps, None
+            self.reloads += 1
+        log.info("listener %s: reloaded its TLS keystore/truststore", self._listener)
+        return config
+
+
+def server_credentials(ssl: SslConfig, *, listener: str) -> grpc.ServerCredentials:
+    """Credentials for a TLS listener; TlsMaterialError when the files are unusable."""
+    return ReloadingServerCredentials(ssl, listener=listener).credentials()
+
+
+def channel_credentials(ssl: SslConfig) -> grpc.ChannelCredentials:
+    """A broker's client credentials towards another broker's TLS listener: its own
+    keystore as the client certificate (mTLS), its truststore to check the peer."""
+    keystore = load_keystore(ssl) if ssl.has_keystore else None
+    return grpc.ssl_channel_credentials(
+        root_certificates=load_truststore(ssl),
+        private_key=keystore.private_key if keystore else None,
+        certificate_chain=keystore.certificate_chain if keystore else None,
+    )
+
+
+ChannelFactory = Callable[[str], grpc.aio.Channel]
+"""``address -> channel``: how the broker opens a channel to another broker."""
+
+
+def aio_channel_factory(ssl: SslConfig | None, *, options: list[tuple[str, int]]) -> ChannelFactory:
+    """Channels to other brokers' inter-broker (or control plane) listener."""
+    if ssl is None:
+        return lambda address: grpc.aio.insecure_channel(address, options=options)
+    credentials = channel_credentials(ssl)
+    return lambda address: grpc.aio.secure_channel(address, credentials, options=options)
+
+
+def sync_channel_factory(
+    ssl: SslConfig | None, *, options: list[tuple[str, int]]
+) -> Callable[[str], grpc.Channel]:
+    """Blocking channels (the controller's threads) to other brokers."""
+    if ssl is None:
+        return lambda address: grpc.insecure_channel(address, options=options)
+    credentials = channel_credentials(ssl)
+    return lambda address: grpc.secure_channel(address, credentials, options=options)
