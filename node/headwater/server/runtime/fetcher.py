@@ -41,6 +41,7 @@ from headwater.replication.follower import (
     StartAt,
     TruncateTo,
 )
+from headwater.server.runtime import channels
 from headwater.server.runtime.channels import channel_options
 from headwater.server.runtime.replica_manager import ReplicaManager
 from headwater.v1 import broker_pb2, broker_pb2_grpc
@@ -70,7 +71,7 @@ class ReplicaFetcher:
         self._max_bytes = max_bytes
         self._max_wait_ms = max_wait_ms
         self._backoff_ms = backoff_ms
-        self._channel = grpc.aio.insecure_channel(
+        self._channel = channels.aio_channel(
             f"{leader.host}:{leader.port}", options=channel_options(max_message_bytes)
         )
         self._stub = broker_pb2_grpc.BrokerStub(self._channel)
