@@ -136,25 +136,26 @@ def test_authenticate_returns_a_session(broker: Broker) -> None:
 def test_bad_credentials_raise_sasl_authentication_failed(
     broker: Broker, user: str, password: str
 ) -> None:
-    with grpc.insecure_channel(broker.address) as raw:
-        with pytest.raises(errors.SaslAuthenticationFailedError) as info:
-            sasl.authenticate(raw, mechanism="SCRAM-SHA-512", username=user, password=password)
+    with (
+        grpc.insecure_channel(broker.address) as raw,
+        pytest.raises(errors.SaslAuthenticationFailedError) as info,
+    ):
+        sasl.authenticate(raw, mechanism="SCRAM-SHA-512", username=user, password=password)
     assert password not in str(info.value)
     assert len(broker.sessions) == 0
 
 
 def test_unsupported_mechanism(broker: Broker) -> None:
-    with grpc.insecure_channel(broker.address) as raw:
-        with pytest.raises(errors.UnsupportedSaslMechanismError):
-            sasl.authenticate(raw, mechanism="SCRAM-SHA-256", username="alice", password="x")
+    with (
+        grpc.insecure_channel(broker.address) as raw,
+        pytest.raises(errors.UnsupportedSaslMechanismError),
+    ):
+        sasl.authenticate(raw, mechanism="SCRAM-SHA-256", username="alice", password="x")
 
 
 def test_unreachable_broker_is_a_network_error() -> None:
-    with grpc.insecure_channel("127.0.0.1:1") as raw:
-        with pytest.raises(errors.NetworkError):
-            sasl.authenticate(
-                raw, mechanism="SCRAM-SHA-512", username="a", password="b", timeout_s=2
-            )
+    with grpc.insecure_channel("127.0.0.1:1") as raw, pytest.raises(errors.NetworkError):
+        sasl.authenticate(raw, mechanism="SCRAM-SHA-512", username="a", password="b", timeout_s=2)
 
 
 def test_interceptor_authenticates_once_and_carries_the_session(broker: Broker) -> None:
