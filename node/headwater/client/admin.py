@@ -22,6 +22,7 @@ from headwater import errors
 from headwater.client import connection, offsets
 from headwater.client.admin_reassignments import AdminReassignments
 from headwater.client.admin_rebalance import AdminRebalance
+from headwater.client.admin_scram import AdminScram
 from headwater.client.group.admin import (
     ConsumerGroupDescription,
     ConsumerGroupListing,
@@ -106,7 +107,7 @@ OffsetSpec = int | str
 _SPECS = {"earliest": -2, "latest": -1, "max_timestamp": -3}
 
 
-class Admin(AdminRebalance, AdminReassignments):
+class Admin(AdminRebalance, AdminReassignments, AdminScram):
     """Administers a cluster; thread-safe."""
 
     def __init__(

@@ -1,0 +1,205 @@
+"""SCRAM credential administration of :class:`~headwater.client.admin.Admin` (Kafka's KIP-554).
+
+``describe_user_scram_credentials`` and ``alter_user_scram_credentials`` as Kafka's
+``Admin`` has them.  As in Kafka, the password never leaves the client: an upsertion
+is sent as a random salt, the iteration count and the salted password
+``Hi(password, salt, iterations)``; the broker derives the stored and server keys
+from it.  Describe shows mechanisms and iteration counts only.
+
+Every request goes to any live broker (each writes ZooKeeper; every broker's cache
+follows the change notification), retried on another after a lost connection.
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from headwater import errors
+from headwater.client import connection
+from headwater.security import scram
+from headwater.security.scram import ScramMechanism
+from headwater.v1 import sasl_pb2, sasl_pb2_grpc
+
+if TYPE_CHECKING:
+    from headwater.client.metadata import MetadataManager
+    from headwater.retry import RetryPolicy
+
+DEFAULT_ITERATIONS = 4096
+SALT_BYTES = 32
+
+_TO_PROTO = {
+    "SCRAM-SHA-256": sasl_pb2.SCRAM_SHA_256,
+    "SCRAM-SHA-512": sasl_pb2.SCRAM_SHA_512,
+}
+_FROM_PROTO = {int(v): k for k, v in _TO_PROTO.items()}
+
+
+class ScramUpsertion(NamedTuple):
+    """Set ``user``'s credential for ``mechanism`` (Kafka's ``UserScramCredentialUpsertion``)."""
+
+    user: str
+    mechanism: str
+    iterations: int
+    password: str
+
+    def __repr__(self) -> str:
+        return (
+            f"ScramUpsertion({self.user!r}, {self.mechanism!r}, {self.iterations}, "
+            "password=<hidden>)"
+        )
+
+
+class ScramDeletion(NamedTuple):
+    """Delete ``user``'s credential for ``mechanism`` (``UserScramCredentialDeletion``)."""
+
+    user: str
+    mechanism: str
+
+
+class ScramCredentialInfo(NamedTuple):
+    mechanism: str
+    iterations: int
+
+
+class UserScramCredentialsDescription(NamedTuple):
+    user: str
+    credential_infos: tuple[ScramCredentialInfo, ...]
+
+
+def upsertion_to_proto(
+    upsertion: ScramUpsertion, *, salt: Callable[[int], bytes] = secrets.token_bytes
+) -> sasl_pb2.ScramCredentialUpsertion:
+    """Salt and hash the password here; only the salted password is sent.
+
+    A mechanism or iteration count the broker will refuse is sent without hashing
+    (hashing 10**9 iterations would hang the client); the broker answers with
+    UNSUPPORTED_SASL_MECHANISM or UNACCEPTABLE_CREDENTIAL.
+    """
+    iterations = DEFAULT_ITERATIONS if upsertion.iterations == -1 else upsertion.iterations
+    msg = sasl_pb2.ScramCredentialUpsertion(
+        name=upsertion.user,
+        mechanism=_TO_PROTO.get(upsertion.mechanism, sasl_pb2.SCRAM_UNKNOWN),
+        iterations=iterations,
+    )
+    if upsertion.mechanism not in _TO_PROTO:
+        return msg
+    try:
+        scram.check_iterations(iterations)
+    except ValueError:
+        return msg
+    mechanism = ScramMechanism.from_name(upsertion.mechanism)
+    msg.salt = salt(SALT_BYTES)
+    msg.salted_password = mechanism.salted_password(upsertion.password, msg.salt, iterations)
+    return msg
+
+
+class AdminScram:
+    """SCRAM credential methods of :class:`~headwater.client.admin.Admin`."""
+
+    if TYPE_CHECKING:
+        _channels: connection.Channels
+        _metadata: MetadataManager
+        _retry: RetryPolicy
+        bootstrap_servers: tuple[str, ...]
+        request_timeout_ms: int
+        default_api_timeout_ms: int
+
+    def _scram_call(self, rpc: str, request: Any) -> Any:
+        """Send ``request`` to any broker's ScramAdmin service, retrying on another."""
+
+        def attempt() -> Any:
+            brokers = [b.address for b in self._metadata.current.brokers.values()]
+            random.shuffle(brokers)
+            candidates = brokers + [a for a in self.bootstrap_servers if a not in brokers]
+            last: errors.HeadwaterError | None = None
+            for address in candidates:
+                stub = sasl_pb2_grpc.ScramAdminStub(self._channels.channel(address))
+                try:
+                    return connection.call(
+                        getattr(stub, rpc),
+                        request,
+                        address=address,
+                        timeout_ms=self.request_timeout_ms,
+                    )
+                except errors.NetworkError as exc:
+                    last = exc
+            raise errors.NetworkError(
+                f"cannot reach any broker (tried {', '.join(candidates)})"
+                + (f"; last error: {last.message}" if last is not None else "")
+            )
+
+        return self._retry.call(
+            attempt,
+            timeout_ms=self.default_api_timeout_ms,
+            on_retry=lambda _e: self._metadata.maybe_refresh(),
+        )
+
+    def describe_user_scram_credentials(
+        self, users: Iterable[str] | None = None, *, raise_on_error: bool = True
+    ) -> dict[str, UserScramCredentialsDescription | errors.HeadwaterError]:
+        """Each user's mechanisms and iteration counts (``None``: every user with one).
+
+        A named user without credentials is RESOURCE_NOT_FOUND: raised unless
+        ``raise_on_error=False``, in which case it is that user's value.
+        """
+        response = self._scram_call(
+            "DescribeUserScramCredentials",
+            sasl_pb2.DescribeUserScramCredentialsRequest(users=list(users or ())),
+        )
+        if response.error:
+            raise errors.for_code(response.error, response.error_message)
+        out: dict[str, UserScramCredentialsDescription | errors.HeadwaterError] = {}
+        for r in response.results:
+            if r.error:
+                error = errors.for_code(r.error, r.error_message)
+                if raise_on_error:
+                    raise error
+                out[r.user] = error
+                continue
+            out[r.user] = UserScramCredentialsDescription(
+                user=r.user,
+                credential_infos=tuple(
+                    ScramCredentialInfo(
+                        _FROM_PROTO.get(c.mechanism, f"UNKNOWN({c.mechanism})"), c.iterations
+                    )
+                    for c in r.credential_infos
+                ),
+            )
+        return out
+
+    def alter_user_scram_credentials(
+        self,
+        upsertions: Iterable[ScramUpsertion] = (),
+        deletions: Iterable[ScramDeletion] = (),
+        *,
+        raise_on_error: bool = True,
+    ) -> dict[str, errors.HeadwaterError | None]:
+        """Set and delete credentials; each user's error (None: done).
+
+        Raises the first user's error unless ``raise_on_error=False``.  Kafka's
+        refusals: UNACCEPTABLE_CREDENTIAL (empty user, fewer than 4096 or more than
+        16384 iterations), UNSUPPORTED_SASL_MECHANISM, DUPLICATE_RESOURCE (a user's
+        mechanism altered twice), RESOURCE_NOT_FOUND (deleting what does not exist).
+        """
+        request = sasl_pb2.AlterUserScramCredentialsRequest(
+            upsertions=[upsertion_to_proto(u) for u in upsertions],
+            deletions=[
+                sasl_pb2.ScramCredentialDeletion(
+                    name=d.user, mechanism=_TO_PROTO.get(d.mechanism, sasl_pb2.SCRAM_UNKNOWN)
+                )
+                for d in deletions
+            ],
+        )
+        response = self._scram_call("AlterUserScramCredentials", request)
+        out: dict[str, errors.HeadwaterError | None] = {
+            r.user: errors.for_code(r.error, r.error_message) if r.error else None
+            for r in response.results
+        }
+        if raise_on_error:
+            for error in out.values():
+                if error is not None:
+                    raise error
+        return out
