@@ -68,11 +68,23 @@ def _wait(
 
 
 class BrokerProcess:
-    """One broker process and where it keeps its things."""
+    """One broker process and where it keeps its things.
 
-    def __init__(self, broker_id: int, *, port: int, data_dir: Path) -> None:
+    ``ports`` maps each listener name to its port (named listeners); ``port`` is the first
+    listener's, the one clients and the health probe use.
+    """
+
+    def __init__(
+        self,
+        broker_id: int,
+        *,
+        port: int,
+        data_dir: Path,
+        ports: Mapping[str, int] | None = None,
+    ) -> None:
         self.broker_id = broker_id
         self.port = port
+        self.ports: dict[str, int] = dict(ports or {})
         self.data_dir = data_dir
         self.log_dir = data_dir / "logs"
         self.log_path = data_dir / "broker.log"
@@ -82,6 +94,10 @@ class BrokerProcess:
     @property
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    def address_of(self, listener: str) -> str:
+        """``127.0.0.1:<port>`` of a named listener."""
+        return f"127.0.0.1:{self.ports[listener]}"
 
     @property
     def running(self) -> bool:
@@ -102,13 +118,24 @@ def broker_command(
     log_dir: Path,
     zookeeper_connect: str,
     overrides: Mapping[str, str],
+    listeners: Mapping[str, int] | None = None,
+    protocols: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """The command line of one test broker."""
+    """The command line of one test broker (``listeners``: name -> port, ``protocols``:
+    name -> security protocol; default one PLAINTEXT listener on ``port``)."""
+    named: dict[str, str] = {"listeners": f"PLAINTEXT://127.0.0.1:{port}"}
+    if listeners:
+        named = {
+            "listeners": ",".join(f"{n}://127.0.0.1:{p}" for n, p in listeners.items()),
+            "listener.security.protocol.map": ",".join(
+                f"{n}:{(protocols or {}).get(n, n)}" for n in listeners
+            ),
+        }
     settings = {
         **DEFAULT_OVERRIDES,
         **overrides,
         "broker.id": str(broker_id),
-        "listeners": f"PLAINTEXT://127.0.0.1:{port}",
+        **named,
         "log.dirs": str(log_dir),
         "zookeeper.connect": zookeeper_connect,
     }
@@ -123,10 +150,17 @@ def broker_environment() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("HEADWATER_")}
 
 
-def is_healthy(address: str, *, timeout_s: float = 1.0) -> bool:
-    """True when the broker's gRPC health service reports SERVING."""
+def is_healthy(
+    address: str, *, timeout_s: float = 1.0, credentials: grpc.ChannelCredentials | None = None
+) -> bool:
+    """True when the broker's gRPC health service reports SERVING (over TLS with
+    ``credentials``)."""
     try:
-        with grpc.insecure_channel(address) as channel:
+        with (
+            grpc.secure_channel(address, credentials)
+            if credentials is not None
+            else grpc.insecure_channel(address)
+        ) as channel:
             response = health_pb2_grpc.HealthStub(channel).Check(
                 health_pb2.HealthCheckRequest(service=""), timeout=timeout_s
             )
@@ -139,8 +173,15 @@ class Cluster:
     """ZooKeeper + ``brokers`` broker processes; see the module docstring.
 
     ``overrides`` apply to every broker (Kafka config names, e.g.
-    ``{"min.insync.replicas": "2"}``); pass ``zookeeper="host:port"`` to use an
-    external ensemble (a fresh chroot is used either way).
+    ``{"min.insync.replicas": "2"}``), ``broker_overrides`` to one broker each; pass
+    ``zookeeper="host:port"`` to use an external ensemble (a fresh chroot is used
+    either way).
+
+    Named listeners: ``listeners={"CLIENT": "SSL", "INTERNAL": "SSL"}`` gives every
+    broker one port per listener (the first is the clients' and the health probe's,
+    :attr:`bootstrap`; :meth:`bootstrap_for` names another) and the protocol map; the
+    TLS settings go in ``overrides`` and ``probe_credentials`` are the health probe's
+    (a client certificate when the first listener requires one).
     """
 
     def __init__(
@@ -151,6 +192,9 @@ class Cluster:
         zookeeper: str | None = None,
         overrides: Mapping[str, str] | None = None,
         start_timeout_s: float = 60.0,
+        broker_overrides: Mapping[int, Mapping[str, str]] | None = None,
+        listeners: Mapping[str, str] | None = None,
+        probe_credentials: grpc.ChannelCredentials | None = None,
     ) -> None:
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
@@ -160,14 +204,22 @@ class Cluster:
             data_dir = Path(self._tmp.name)
         self.data_dir = Path(data_dir)
         self.overrides = dict(overrides or {})
+        self.broker_overrides = {b: dict(o) for b, o in (broker_overrides or {}).items()}
+        self.listeners = dict(listeners or {})
+        self.probe_credentials = probe_credentials
         self.start_timeout_s = start_timeout_s
         self._external_zookeeper = zookeeper
         self.zookeeper_server: ZooKeeperServer | None = None
         self.chroot = f"/headwater-test-{uuid.uuid4().hex[:10]}"
-        self.brokers: dict[int, BrokerProcess] = {
-            i: BrokerProcess(i, port=free_port(), data_dir=self.data_dir / f"broker-{i}")
-            for i in range(brokers)
-        }
+        self.brokers: dict[int, BrokerProcess] = {}
+        for i in range(brokers):
+            ports = {name: free_port() for name in self.listeners}
+            self.brokers[i] = BrokerProcess(
+                i,
+                port=next(iter(ports.values())) if ports else free_port(),
+                data_dir=self.data_dir / f"broker-{i}",
+                ports=ports,
+            )
         self._zk: ZkStore | None = None
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -189,6 +241,10 @@ class Cluster:
     def bootstrap(self) -> str:
         """``host:port,...`` of the brokers, for clients."""
         return ",".join(b.address for b in self.brokers.values())
+
+    def bootstrap_for(self, listener: str) -> str:
+        """``host:port,...`` of the brokers' named listener."""
+        return ",".join(b.address_of(listener) for b in self.brokers.values())
 
     def start(self) -> Cluster:
         _LIVE.add(self)
@@ -246,7 +302,9 @@ class Cluster:
             port=broker.port,
             log_dir=broker.log_dir,
             zookeeper_connect=self.zookeeper_connect,
-            overrides=self.overrides,
+            overrides={**self.overrides, **self.broker_overrides.get(broker_id, {})},
+            listeners=broker.ports or None,
+            protocols=self.listeners,
         )
         with open(broker.log_path, "ab") as log:
             broker.process = subprocess.Popen(
@@ -297,7 +355,10 @@ class Cluster:
                 raise RuntimeError(
                     f"broker {broker_id} exited (code {code}); log tail:\n{broker.log_tail()}"
                 )
-            return is_healthy(broker.address) and self.zk.get_broker(broker_id) is not None
+            return (
+                is_healthy(broker.address, credentials=self.probe_credentials)
+                and self.zk.get_broker(broker_id) is not None
+            )
 
         try:
             _wait(
