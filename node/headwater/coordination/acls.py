@@ -278,12 +278,14 @@ class AclWatcher:
         self._seen: dict[str, int] = {LITERAL_CHANGES: -1, EXTENDED_CHANGES: -1}
         self._thread: threading.Thread | None = None
         self._lost = False
+        self._lock = threading.Lock()  # one reader of ZooKeeper at a time updates _acls
         self.loaded = threading.Event()
 
     def start(self) -> None:
         """Load everything synchronously, then follow changes on a daemon thread."""
         self._store.ensure_paths()
-        self._full_reload()
+        with self._lock:
+            self._full_reload()
         self._thread = threading.Thread(target=self._run, name="acl-watcher", daemon=True)
         self._thread.start()
         client = self._store.client
@@ -323,16 +325,33 @@ class AclWatcher:
             if event is None:
                 return
             try:
-                if event == self._FULL:
-                    self._full_reload()
-                else:
-                    self._process(event)
+                with self._lock:
+                    if event == self._FULL:
+                        self._full_reload()
+                    else:
+                        self._process(event)
             except Exception:  # keep following; the next notification or reload catches up
                 log.exception("processing ACL change notifications (%s)", event)
 
     def _latest(self, root: str) -> tuple[list[str], int]:
         children = self._store.client.get_children(root)
         return children, max((change_sequence(c) for c in children), default=-1)
+
+    def refresh(self, patterns: Iterable[ResourcePattern]) -> None:
+        """Re-read these resources now (the writer's own broker need not wait for the watch)."""
+        with self._lock:
+            self._reload(patterns)
+
+    def _reload(self, patterns: Iterable[ResourcePattern]) -> None:
+        acls = dict(self._acls)
+        for pattern in patterns:
+            entries, _ = self._store.get(pattern)
+            if entries:
+                acls[pattern] = entries
+            else:
+                acls.pop(pattern, None)
+        self._acls = acls
+        self._on_change(acls)
 
     def _full_reload(self) -> None:
         for root in self._seen:
@@ -358,12 +377,4 @@ class AclWatcher:
             except (ValueError, KeyError) as exc:
                 log.warning("ignoring an unreadable ACL change notification %s: %r", child, exc)
         self._seen[root] = change_sequence(fresh[-1])
-        acls = dict(self._acls)
-        for pattern in changed:
-            entries, _ = self._store.get(pattern)
-            if entries:
-                acls[pattern] = entries
-            else:
-                acls.pop(pattern, None)
-        self._acls = acls
-        self._on_change(acls)
+        self._reload(changed)

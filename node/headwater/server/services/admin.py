@@ -13,13 +13,17 @@ import asyncio
 import contextlib
 from collections.abc import Callable
 
+import grpc
+
 from headwater import errors
 from headwater.coordination import reassignment_admin
 from headwater.coordination.admin import NewTopic
 from headwater.coordination.broker import BrokerCoordinator
 from headwater.errors import ErrorCode
 from headwater.replication import quota
-from headwater.server.config import BrokerConfig
+from headwater.security.acls import AclOperation as Op
+from headwater.server.auth.authorization import ALLOW_ALL, RequestAuthorizer
+from headwater.server.config import SENSITIVE_KEYS, BrokerConfig
 from headwater.server.convert import Context, broker_to_proto, pb_error
 from headwater.server.metrics import BrokerMetrics, Timer
 from headwater.server.runtime.metadata_cache import MetadataCache
@@ -41,8 +45,11 @@ class AdminService(admin_pb2_grpc.AdminServicer):
         metadata_changed: asyncio.Condition,
         metrics: BrokerMetrics,
         config: BrokerConfig,
+        authz: RequestAuthorizer = ALLOW_ALL,
     ) -> None:
+        """``authz`` answers Kafka's ACL checks (docs/security.md), one line per RPC."""
         self._coordinator = coordinator
+        self._authz = authz
         self._metadata = metadata
         self._changed = metadata_changed
         self._metrics = metrics
@@ -66,6 +73,12 @@ class AdminService(admin_pb2_grpc.AdminServicer):
     ) -> admin_pb2.CreateTopicsResponse:
         timer = Timer(self._metrics, "CreateTopics")
         coordinator = self._coord()
+        may_create_any = self._authz.cluster(context, Op.CREATE)
+        refused = [
+            t.name
+            for t in request.topics
+            if not may_create_any and not self._authz.topic(context, Op.CREATE, t.name)
+        ]
         topics = [
             NewTopic(
                 name=t.name,
@@ -75,6 +88,7 @@ class AdminService(admin_pb2_grpc.AdminServicer):
                 configs=dict(t.configs),
             )
             for t in request.topics
+            if t.name not in refused
         ]
         results = await run_blocking(
             coordinator.create_topics, topics, validate_only=request.validate_only
@@ -95,6 +109,14 @@ class AdminService(admin_pb2_grpc.AdminServicer):
                     replication_factor=r.replication_factor,
                 )
                 for r, error in outcomes
+            ]
+            + [
+                admin_pb2.CreatableTopicResult(
+                    name=name,
+                    error=pb_error(ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+                    error_message=f"not authorized to CREATE TOPIC {name!r}",
+                )
+                for name in refused
             ]
         )
 
@@ -130,6 +152,10 @@ class AdminService(admin_pb2_grpc.AdminServicer):
         deleted = []
         for name in request.topics:
             try:
+                if not self._authz.topic(context, Op.DELETE, name):
+                    raise errors.TopicAuthorizationFailedError(
+                        f"not authorized to DELETE TOPIC {name!r}"
+                    )
                 if name not in await run_blocking(coordinator.get_topics):
                     raise errors.UnknownTopicOrPartitionError(f"Topic '{name}' does not exist.")
                 await run_blocking(coordinator.delete_topic, name)
@@ -157,6 +183,10 @@ class AdminService(admin_pb2_grpc.AdminServicer):
         grown = []
         for t in request.topics:
             try:
+                if not self._authz.topic(context, Op.ALTER, t.name):
+                    raise errors.TopicAuthorizationFailedError(
+                        f"not authorized to ALTER TOPIC {t.name!r}"
+                    )
                 await run_blocking(
                     coordinator.create_partitions,
                     t.name,
@@ -190,6 +220,7 @@ class AdminService(admin_pb2_grpc.AdminServicer):
         results = []
         for res in request.resources:
             try:
+                self._authorize_configs(context, Op.DESCRIBE_CONFIGS, res.type, res.name)
                 entries = await self._describe(res)
                 results.append(
                     admin_pb2.DescribeConfigsResult(
@@ -240,11 +271,13 @@ class AdminService(admin_pb2_grpc.AdminServicer):
                 return entries
             for key, value in sorted(self._config.to_properties().items()):
                 if not keys or key in keys:
+                    sensitive = is_sensitive(key)
                     entries.append(
                         admin_pb2.ConfigEntry(
                             name=key,
-                            value=value,
+                            value="" if sensitive and value else value,
                             read_only=True,
+                            is_sensitive=sensitive,
                             source=admin_pb2.STATIC_BROKER_CONFIG,
                         )
                     )
@@ -309,6 +342,7 @@ class AdminService(admin_pb2_grpc.AdminServicer):
             try:
                 set_ = {c.name: c.value for c in res.configs if c.op == admin_pb2.SET}
                 delete = [c.name for c in res.configs if c.op == admin_pb2.DELETE]
+                self._authorize_configs(context, Op.ALTER_CONFIGS, res.type, res.name)
                 if res.type == admin_pb2.BROKER:
                     await self._alter_broker(
                         res.name, set_, delete, validate_only=request.validate_only
@@ -341,6 +375,12 @@ class AdminService(admin_pb2_grpc.AdminServicer):
         self, request: admin_pb2.DescribeClusterRequest, context: Context
     ) -> admin_pb2.DescribeClusterResponse:
         timer = Timer(self._metrics, "DescribeCluster")
+        if not self._authz.cluster(context, Op.DESCRIBE):
+            timer.done("unauthorized")  # the response has no error field: a gRPC status
+            await context.abort(
+                grpc.StatusCode.PERMISSION_DENIED,
+                "CLUSTER_AUTHORIZATION_FAILED: not authorized to DESCRIBE the cluster",
+            )
         description = await run_blocking(self._coord().describe_cluster)
         timer.done()
         return admin_pb2.DescribeClusterResponse(
@@ -355,6 +395,19 @@ class AdminService(admin_pb2_grpc.AdminServicer):
         self, request: admin_pb2.ElectLeadersRequest, context: Context
     ) -> admin_pb2.ElectLeadersResponse:
         timer = Timer(self._metrics, "ElectLeaders")
+        if not self._authz.cluster(context, Op.ALTER):
+            timer.done("unauthorized")
+            return admin_pb2.ElectLeadersResponse(
+                results=[
+                    common_pb2.PartitionError(
+                        topic=p.topic,
+                        partition=p.partition,
+                        error=pb_error(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+                        error_message="not authorized to ALTER the cluster",
+                    )
+                    for p in request.partitions
+                ]
+            )
         if request.election_type != admin_pb2.PREFERRED:
             timer.done("unsupported")
             return admin_pb2.ElectLeadersResponse(
@@ -399,6 +452,10 @@ class AdminService(admin_pb2_grpc.AdminServicer):
                 continue
             wanted[tp] = None if p.cancel else tuple(p.replicas)
         timeout_s = (request.timeout_ms or DEFAULT_TIMEOUT_MS) / 1000.0
+        if wanted and not self._authz.cluster(context, Op.ALTER):
+            refused = errors.ClusterAuthorizationFailedError("not authorized to ALTER the cluster")
+            answers.update({tp: refused for tp in wanted})
+            wanted = {}
         if wanted:
             try:
                 answers.update(
@@ -431,6 +488,10 @@ class AdminService(admin_pb2_grpc.AdminServicer):
         timer = Timer(self._metrics, "ListPartitionReassignments")
         wanted = [TopicPartition(p.topic, p.partition) for p in request.partitions] or None
         try:
+            if not self._authz.cluster(context, Op.DESCRIBE):
+                raise errors.ClusterAuthorizationFailedError(
+                    "not authorized to DESCRIBE the cluster"
+                )
             moving = await run_blocking(
                 reassignment_admin.list_partition_reassignments, self._coord().store, wanted
             )
@@ -453,3 +514,18 @@ class AdminService(admin_pb2_grpc.AdminServicer):
                 for tp, m in moving.items()
             ],
         )
+
+    def _authorize_configs(self, context: Context, op: Op, resource_type: int, name: str) -> None:
+        """DESCRIBE_CONFIGS / ALTER_CONFIGS on the topic, or on the cluster for a broker."""
+        if resource_type == admin_pb2.TOPIC:
+            if not self._authz.topic(context, op, name):
+                raise errors.TopicAuthorizationFailedError(
+                    f"not authorized to {op.name} of TOPIC {name!r}"
+                )
+        elif not self._authz.cluster(context, op):
+            raise errors.ClusterAuthorizationFailedError(f"not authorized to {op.name} of brokers")
+
+
+def is_sensitive(key: str) -> bool:
+    """Kafka's PASSWORD-type configs and private keys: DescribeConfigs shows no value."""
+    return key in SENSITIVE_KEYS or "password" in key or key.endswith((".key", ".secret"))

@@ -7,12 +7,16 @@ and the replication state machines; this module only converts.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from headwater import errors
 from headwater.coordination import names
 from headwater.errors import ErrorCode
 from headwater.records.allocator import tune_allocator
+from headwater.security.acls import AclOperation as Op
+from headwater.security.acls import ResourceType
+from headwater.server.auth.authorization import ALLOW_ALL, RequestAuthorizer
 from headwater.server.convert import Context, broker_to_proto, pb_error
 from headwater.server.metrics import BrokerMetrics, Timer
 from headwater.server.runtime import hosted
@@ -49,8 +53,11 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         metrics: BrokerMetrics,
         producer_ids: ProducerIdAllocator,
         auto_create: Callable[[str], None] | None = None,
+        authz: RequestAuthorizer = ALLOW_ALL,
     ) -> None:
+        """``authz`` answers Kafka's ACL checks (docs/security.md), one line per RPC."""
         self._replicas = replicas
+        self._authz = authz
         self._metadata = metadata
         self._metrics = metrics
         self._producer_ids = producer_ids
@@ -62,11 +69,16 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
     ) -> broker_pb2.MetadataResponse:
         timer = Timer(self._metrics, "Metadata")
         cache = self._metadata
-        wanted = (
-            sorted(cache.topics) if request.all_topics or not request.topics else request.topics
-        )
+        authz = self._authz
+        listing = request.all_topics or not request.topics
+        wanted = sorted(cache.topics) if listing else request.topics
+        if listing and authz.enabled:  # Kafka hides the topics one may not describe
+            wanted = [n for n in wanted if authz.topic(context, Op.DESCRIBE, n)]
         topics = []
         for name in wanted:
+            if not listing and not authz.topic(context, Op.DESCRIBE, name):
+                topics.append(_topic_denied(name))
+                continue
             parts = cache.topics.get(name)
             if parts is None:
                 code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -75,6 +87,11 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 except errors.InvalidTopicError:
                     code = ErrorCode.INVALID_TOPIC_EXCEPTION
                 if code is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and self._auto_create is not None:
+                    if not (
+                        authz.cluster(context, Op.CREATE) or authz.topic(context, Op.CREATE, name)
+                    ):
+                        topics.append(_topic_denied(name))
+                        continue
                     self._auto_create(name)
                     code = ErrorCode.LEADER_NOT_AVAILABLE
                 topics.append(broker_pb2.TopicMetadata(error=pb_error(code), name=name))
@@ -114,14 +131,29 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         self, request: broker_pb2.ProduceRequest, context: Context
     ) -> broker_pb2.ProduceResponse:
         timer = Timer(self._metrics, "Produce")
+        refused = self._authz.topics(context, Op.WRITE, (p.topic for p in request.partitions))
+        if request.transactional_id and not self._authz.allowed(
+            context, Op.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id
+        ):
+            code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+            refused, denied = frozenset(p.topic for p in request.partitions), code
+        else:
+            denied = ErrorCode.TOPIC_AUTHORIZATION_FAILED
         results = await self._replicas.append_records(
             acks=request.acks,
             timeout_ms=request.timeout_ms,
-            entries=[(TopicPartition(p.topic, p.partition), p.records) for p in request.partitions],
+            entries=[
+                (TopicPartition(p.topic, p.partition), p.records)
+                for p in request.partitions
+                if refused is None or p.topic not in refused
+            ],
         )
         timer.done()
         return broker_pb2.ProduceResponse(
-            partitions=[
+            partitions=_refused(
+                request.partitions, refused, denied, broker_pb2.ProducePartitionResponse
+            )
+            + [
                 broker_pb2.ProducePartitionResponse(
                     topic=r.topic_partition.topic,
                     partition=r.topic_partition.partition,
@@ -139,6 +171,14 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         self, request: broker_pb2.FetchRequest, context: Context
     ) -> broker_pb2.FetchResponse:
         timer = Timer(self._metrics, "Fetch" if request.replica_id < 0 else "FollowerFetch")
+        if request.replica_id >= 0:  # a follower: CLUSTER_ACTION, else all refused (Kafka)
+            refused = (
+                None
+                if self._authz.cluster(context, Op.CLUSTER_ACTION)
+                else frozenset(p.topic for p in request.partitions)
+            )
+        else:
+            refused = self._authz.topics(context, Op.READ, (p.topic for p in request.partitions))
         results = await self._replicas.fetch(
             replica_id=request.replica_id,
             max_wait_ms=request.max_wait_ms,
@@ -152,12 +192,20 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     p.partition_max_bytes,
                 )
                 for p in request.partitions
+                if refused is None or p.topic not in refused
             ],
         )
         timer.done()
         # add() copies each partition's records into the response once; a list of
         # FetchedPartition messages would be deep-copied again (~0.4 ms per MiB).
-        response = broker_pb2.FetchResponse()
+        response = broker_pb2.FetchResponse(
+            partitions=_refused(
+                request.partitions,
+                refused,
+                ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                broker_pb2.FetchedPartition,
+            )
+        )
         add = response.partitions.add
         for r in results:
             add(
@@ -178,8 +226,16 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         self, request: broker_pb2.ListOffsetsRequest, context: Context
     ) -> broker_pb2.ListOffsetsResponse:
         timer = Timer(self._metrics, "ListOffsets")
-        out = []
+        refused = self._authz.topics(context, Op.DESCRIBE, (p.topic for p in request.partitions))
+        out = _refused(
+            request.partitions,
+            refused,
+            ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+            broker_pb2.ListOffsetsPartitionResponse,
+        )
         for p in request.partitions:
+            if refused is not None and p.topic in refused:
+                continue
             r = self._replicas.list_offset(
                 TopicPartition(p.topic, p.partition),
                 timestamp=p.timestamp,
@@ -204,8 +260,21 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         self, request: broker_pb2.OffsetsForLeaderEpochRequest, context: Context
     ) -> broker_pb2.OffsetsForLeaderEpochResponse:
         timer = Timer(self._metrics, "OffsetsForLeaderEpoch")
-        out = []
+        if request.replica_id >= 0 and self._authz.cluster(context, Op.CLUSTER_ACTION):
+            refused = None
+        else:  # Kafka: a follower without CLUSTER_ACTION still may with DESCRIBE on the topic
+            refused = self._authz.topics(
+                context, Op.DESCRIBE, (p.topic for p in request.partitions)
+            )
+        out = _refused(
+            request.partitions,
+            refused,
+            ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+            broker_pb2.EpochEndOffsetResult,
+        )
         for p in request.partitions:
+            if refused is not None and p.topic in refused:
+                continue
             code, epoch, end = self._replicas.offset_for_leader_epoch(
                 TopicPartition(p.topic, p.partition),
                 current_leader_epoch=p.current_leader_epoch,
@@ -227,6 +296,15 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         self, request: broker_pb2.InitProducerIdRequest, context: Context
     ) -> broker_pb2.InitProducerIdResponse:
         timer = Timer(self._metrics, "InitProducerId")
+        denied = self._init_producer_id_denied(request, context)
+        if denied is not None:
+            timer.done("unauthorized")
+            return broker_pb2.InitProducerIdResponse(
+                error=pb_error(denied),
+                error_message=f"{denied.name}: no ACL allows this producer id",
+                producer_id=-1,
+                producer_epoch=-1,
+            )
         if request.producer_id >= 0:
             # Bumping an existing producer's epoch (Kafka KIP-360).
             epoch = request.producer_epoch + 1
@@ -240,3 +318,40 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         return broker_pb2.InitProducerIdResponse(
             error=pb_error(ErrorCode.NONE), producer_id=pid, producer_epoch=epoch
         )
+
+    def _init_producer_id_denied(
+        self, request: broker_pb2.InitProducerIdRequest, context: Context
+    ) -> ErrorCode | None:
+        """Kafka 3.x: a transactional id needs WRITE on it; an idempotent producer
+        IDEMPOTENT_WRITE on the cluster or WRITE on some topic (KIP-679)."""
+        authz = self._authz
+        if not authz.enabled:
+            return None
+        if request.transactional_id:
+            if authz.allowed(
+                context, Op.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id
+            ):
+                return None
+            return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        if authz.cluster(context, Op.IDEMPOTENT_WRITE) or authz.by_resource_type(
+            context, Op.WRITE, ResourceType.TOPIC
+        ):
+            return None
+        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+
+
+def _topic_denied(name: str) -> broker_pb2.TopicMetadata:
+    return broker_pb2.TopicMetadata(error=pb_error(ErrorCode.TOPIC_AUTHORIZATION_FAILED), name=name)
+
+
+def _refused(
+    partitions: Iterable[Any], refused: frozenset[str] | None, code: ErrorCode, message: Any
+) -> list[Any]:
+    """One ``message(topic, partition, error)`` per requested partition of a refused topic."""
+    if refused is None:
+        return []
+    return [
+        message(topic=p.topic, partition=p.partition, error=pb_error(code))
+        for p in partitions
+        if p.topic in refused
+    ]

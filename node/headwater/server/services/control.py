@@ -14,6 +14,8 @@ from headwater import errors
 from headwater.coordination.broker import BrokerCoordinator
 from headwater.coordination.model import BrokerRegistration
 from headwater.errors import ErrorCode
+from headwater.security.acls import AclOperation
+from headwater.server.auth.authorization import ALLOW_ALL, RequestAuthorizer
 from headwater.server.convert import (
     Context,
     broker_from_proto,
@@ -44,6 +46,7 @@ class ControlService(control_pb2_grpc.ControlServicer):
         on_leaders: Callable[[Mapping[int, BrokerRegistration]], None],
         on_role_changes: Callable[[RoleChanges], None],
         on_applied: ControlApplied | None = None,
+        authz: RequestAuthorizer = ALLOW_ALL,
     ) -> None:
         """``on_leaders`` gets a LeaderAndIsr's live leaders before its states are
         applied; ``on_role_changes`` the replica manager's decision right after."""
@@ -55,6 +58,11 @@ class ControlService(control_pb2_grpc.ControlServicer):
         self._on_leaders = on_leaders
         self._on_role_changes = on_role_changes
         self._on_applied = on_applied
+        self._authz = authz
+
+    def _refused(self, context: Context) -> bool:
+        """Every Control RPC needs CLUSTER_ACTION on the cluster (Kafka's inter-broker ACL)."""
+        return not self._authz.cluster(context, AclOperation.CLUSTER_ACTION)
 
     async def _applied(self, rpc: str, broker_epoch: int) -> None:
         if self._on_applied is not None:
@@ -73,6 +81,11 @@ class ControlService(control_pb2_grpc.ControlServicer):
         self, request: control_pb2.LeaderAndIsrRequest, context: Context
     ) -> control_pb2.LeaderAndIsrResponse:
         timer = Timer(self._metrics, "LeaderAndIsr")
+        if self._refused(context):
+            timer.done("unauthorized")
+            return control_pb2.LeaderAndIsrResponse(
+                error=pb_error(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+            )
         if self._stale_broker_epoch(request.broker_epoch):
             timer.done("stale")
             return control_pb2.LeaderAndIsrResponse(error=pb_error(ErrorCode.STALE_BROKER_EPOCH))
@@ -98,6 +111,11 @@ class ControlService(control_pb2_grpc.ControlServicer):
         self, request: control_pb2.StopReplicaRequest, context: Context
     ) -> control_pb2.StopReplicaResponse:
         timer = Timer(self._metrics, "StopReplica")
+        if self._refused(context):
+            timer.done("unauthorized")
+            return control_pb2.StopReplicaResponse(
+                error=pb_error(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+            )
         if self._stale_broker_epoch(request.broker_epoch):
             timer.done("stale")
             return control_pb2.StopReplicaResponse(error=pb_error(ErrorCode.STALE_BROKER_EPOCH))
@@ -122,6 +140,11 @@ class ControlService(control_pb2_grpc.ControlServicer):
         self, request: control_pb2.UpdateMetadataRequest, context: Context
     ) -> control_pb2.UpdateMetadataResponse:
         timer = Timer(self._metrics, "UpdateMetadata")
+        if self._refused(context):
+            timer.done("unauthorized")
+            return control_pb2.UpdateMetadataResponse(
+                error=pb_error(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+            )
         applied = self._metadata.update(
             controller_id=request.controller_id,
             controller_epoch=request.controller_epoch,
@@ -145,6 +168,11 @@ class ControlService(control_pb2_grpc.ControlServicer):
         self, request: control_pb2.ControlledShutdownRequest, context: Context
     ) -> control_pb2.ControlledShutdownResponse:
         timer = Timer(self._metrics, "ControlledShutdown")
+        if self._refused(context):
+            timer.done("unauthorized")
+            return control_pb2.ControlledShutdownResponse(
+                error=pb_error(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+            )
         coordinator = self._coordinator()
         if coordinator is None or not coordinator.is_controller:
             timer.done("not_controller")
