@@ -112,6 +112,9 @@ broker will ever report.
   "zookeeper.connect" (include "headwater.zookeeper.connect" .)
   "metrics.port" (int .Values.metrics.brokerPort)
 -}}
+{{- if .Values.tls.enabled -}}
+{{- $computed = merge (include "headwater.tls.configDict" . | fromYaml) $computed -}}
+{{- end -}}
 {{- merge (deepCopy .Values.brokers.config) $computed | toYaml -}}
 {{- end -}}
 
