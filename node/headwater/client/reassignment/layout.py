@@ -130,7 +130,8 @@ class Layout:
             ]
             if before[0] != after[0]:
                 leader_changes.append(tp)
-        racks = {b: self.racks.get(b) for b in self.targets}
+        listed = {*self.targets, *(b for ids in self.current.values() for b in ids)}
+        racks = {b: self.racks.get(b) for b in sorted(listed)}
         return RebalancePlan(
             current=dict(self.current),
             proposed=proposed,

@@ -47,7 +47,8 @@ class BrokerLoad(NamedTuple):
 class RebalancePlan(NamedTuple):
     """A planner's answer: the moves, and the assignment before and after them.
 
-    Invariants: ``proposed`` has exactly the partitions of ``current``, each
+    ``before`` and ``after`` list the same brokers (the targets and every broker
+    that held a replica).  Invariants: ``proposed`` has exactly the partitions of ``current``, each
     with as many replicas and no broker twice; ``moves`` lists every replica
     that changes broker (a partition only reordered moves no data, and shows in
     ``leader_changes`` only).

@@ -27,6 +27,8 @@ def test_only_the_drained_brokers_replicas_move_evenly() -> None:
         if 3 not in layout[tp]:
             assert ids == layout[tp]
     assert spread(counts(plan.proposed, [0, 1, 2])) <= 1
+    assert [b.broker_id for b in plan.before] == [b.broker_id for b in plan.after] == [0, 1, 2, 3]
+    assert plan.after[3].replicas == 0 and plan.before[3].replicas == held
 
 
 def test_a_drained_replica_stays_in_its_rack() -> None:
