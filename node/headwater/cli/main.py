@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "headwater.cli.consume",
     "headwater.cli.groups",
     "headwater.cli.cluster",
+    "headwater.cli.users",
     "headwater.cli.perf",
     "headwater.cli.operator",
 )
