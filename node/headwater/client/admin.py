@@ -20,6 +20,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from headwater import errors
 from headwater.client import connection, offsets
+from headwater.client.admin_acls import AdminAcls
 from headwater.client.admin_reassignments import AdminReassignments
 from headwater.client.admin_rebalance import AdminRebalance
 from headwater.client.admin_scram import AdminScram
@@ -107,7 +108,7 @@ OffsetSpec = int | str
 _SPECS = {"earliest": -2, "latest": -1, "max_timestamp": -3}
 
 
-class Admin(AdminRebalance, AdminReassignments, AdminScram):
+class Admin(AdminRebalance, AdminReassignments, AdminScram, AdminAcls):
     """Administers a cluster; thread-safe."""
 
     def __init__(

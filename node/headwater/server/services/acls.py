@@ -17,17 +17,13 @@ from collections.abc import Callable, Iterable
 from headwater import errors
 from headwater.coordination.acls import AclZkStore
 from headwater.errors import ErrorCode
+from headwater.security.acl_proto import binding_from_pb, binding_to_pb, filter_from_pb
 from headwater.security.acls import (
     AccessControlEntry,
-    AccessControlEntryFilter,
     AclBinding,
     AclBindingFilter,
     AclOperation,
-    AclPermissionType,
-    PatternType,
     ResourcePattern,
-    ResourcePatternFilter,
-    ResourceType,
 )
 from headwater.server.auth.authorization import RequestAuthorizer
 from headwater.server.convert import Context, pb_error
@@ -37,49 +33,6 @@ from headwater.v1 import acls_pb2, acls_pb2_grpc
 
 Refresh = Callable[[Iterable[ResourcePattern]], None]
 """Re-read these resources into this broker's authorizer now (blocking)."""
-
-
-def binding_from_pb(b: acls_pb2.AclBinding) -> AclBinding:
-    """A validated binding; ValueError naming the problem."""
-    return AclBinding(
-        ResourcePattern(
-            ResourceType(b.resource_type), b.resource_name, PatternType(b.pattern_type)
-        ),
-        AccessControlEntry(
-            b.principal, b.host, AclOperation(b.operation), AclPermissionType(b.permission_type)
-        ),
-    )
-
-
-def binding_to_pb(b: AclBinding) -> acls_pb2.AclBinding:
-    return acls_pb2.AclBinding(
-        resource_type=b.pattern.resource_type,
-        resource_name=b.pattern.name,
-        pattern_type=b.pattern.pattern_type,
-        principal=b.entry.principal,
-        host=b.entry.host,
-        operation=b.entry.operation,
-        permission_type=b.entry.permission_type,
-    )
-
-
-def filter_from_pb(f: acls_pb2.AclBindingFilter) -> AclBindingFilter:
-    """A validated filter; ValueError naming the problem (an unknown code included)."""
-
-    def opt(field: str) -> str | None:
-        return getattr(f, field) if f.HasField(field) else None  # type: ignore[arg-type]
-
-    return AclBindingFilter(
-        ResourcePatternFilter(
-            ResourceType(f.resource_type), opt("resource_name"), PatternType(f.pattern_type)
-        ),
-        AccessControlEntryFilter(
-            opt("principal"),
-            opt("host"),
-            AclOperation(f.operation),
-            AclPermissionType(f.permission_type),
-        ),
-    )
 
 
 class AclService(acls_pb2_grpc.AclServiceServicer):
