@@ -38,10 +38,12 @@ def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
 
 
 def _name(common_name: str, organization: str, unit: str = "") -> x509.Name:
-    attrs = [x509.NameAttribute(NameOID.COMMON_NAME, common_name)]
+    """Encoded most significant first (O, OU, CN), as CAs do: its RFC 2253 form, what
+    gRPC reports and ``ssl.principal.mapping.rules`` see, is ``CN=..,OU=..,O=..``."""
+    attrs = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, organization)]
     if unit:
         attrs.append(x509.NameAttribute(NameOID.ORGANIZATIONAL_UNIT_NAME, unit))
-    attrs.append(x509.NameAttribute(NameOID.ORGANIZATION_NAME, organization))
+    attrs.append(x509.NameAttribute(NameOID.COMMON_NAME, common_name))
     return x509.Name(attrs)
 
 
