@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from headwater import errors
 from headwater.client import connection
-from headwater.security.acl_proto import binding_from_pb, binding_to_pb, filter_to_pb
+from headwater.client.acl_proto import binding_from_pb, binding_to_pb, filter_to_pb
 from headwater.security.acls import AclBinding, AclBindingFilter
 from headwater.v1 import acls_pb2, acls_pb2_grpc
 

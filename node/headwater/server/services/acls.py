@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from headwater import errors
+from headwater.client.acl_proto import binding_from_pb, binding_to_pb, filter_from_pb
 from headwater.coordination.acls import AclZkStore
 from headwater.errors import ErrorCode
-from headwater.security.acl_proto import binding_from_pb, binding_to_pb, filter_from_pb
 from headwater.security.acls import (
     AccessControlEntry,
     AclBinding,

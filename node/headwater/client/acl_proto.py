@@ -1,6 +1,8 @@
 """ACL values to and from the AclService's protobuf messages (Kafka's numeric codes).
 
-Shared by the broker's servicer and the Admin client.  Decoding validates: a bad
+Shared by the Admin client and the broker's AclService servicer (which imports it
+from here rather than keep a second copy: ``headwater.security`` may not import the
+generated protocol, and the client never imports the server).  Decoding validates: a bad
 code or value raises ``ValueError`` naming it (the servicer answers INVALID_REQUEST).
 """
 
