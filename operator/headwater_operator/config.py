@@ -16,8 +16,12 @@ from __future__ import annotations
 import dataclasses
 import zlib
 from collections.abc import Mapping
+from typing import Any
+
+from headwater_operator.security_config import ClientSecurity
 
 TOPIC_FINALIZER = "headwater.io/topic"
+USER_FINALIZER = "headwater.io/user"
 MANAGED_ANNOTATION = "headwater.io/managed"
 MANUAL_ROLL_ANNOTATION = "headwater.io/manual-rolling-update"
 PERSISTENCE_PREFIX = "headwater.io"
@@ -52,6 +56,12 @@ class OperatorConfig:
     (``HEADWATER_REBALANCE_THROTTLE_BYTES_PER_S``; 0: unthrottled)."""
     scaling_check_interval_s: float = 10.0
     """How often a scaling in progress (or refused) is looked at again."""
+    security: ClientSecurity = dataclasses.field(default_factory=ClientSecurity)
+    """How every Admin authenticates, and the Users' CA (:mod:`security_config`)."""
+
+    def admin_options(self) -> dict[str, Any]:
+        """Keyword arguments of every :class:`headwater.Admin` the operator builds."""
+        return {"request_timeout_ms": self.request_timeout_ms, **self.security.admin_options()}
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> OperatorConfig:
@@ -91,6 +101,7 @@ class OperatorConfig:
             scaling_check_interval_s=num(
                 "HEADWATER_SCALING_CHECK_INTERVAL_S", cls.scaling_check_interval_s
             ),
+            security=ClientSecurity.from_env(env),
         )
 
 

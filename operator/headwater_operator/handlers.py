@@ -165,9 +165,7 @@ def register(
             admin = (
                 topic_admin()
                 if topic_admin
-                else AdminTopics(
-                    Admin(config.bootstrap, request_timeout_ms=config.request_timeout_ms)
-                )
+                else AdminTopics(Admin(config.bootstrap, **config.admin_options()))
             )
             state["reconciler"] = TopicReconciler(admin)
         rec: TopicReconciler = state["reconciler"]
@@ -300,9 +298,7 @@ def _register_roll(
             if cluster_probe is not None:
                 probe = cluster_probe()
             else:
-                admin = stack.enter_context(
-                    Admin(config.bootstrap, request_timeout_ms=config.request_timeout_ms)
-                )
+                admin = stack.enter_context(Admin(config.bootstrap, **config.admin_options()))
                 probe = AdminProbe(admin)
             roller = Roller(
                 backend,
@@ -369,11 +365,7 @@ def _scaling_runner(
 
     def step() -> scaling.Decision:
         if "scaler" not in held:
-            real = (
-                None
-                if admin is not None
-                else Admin(config.bootstrap, request_timeout_ms=config.request_timeout_ms)
-            )
+            real = None if admin is not None else Admin(config.bootstrap, **config.admin_options())
             client = admin() if admin is not None else cast(scaling_kube.ReassignmentAdmin, real)
             kube: Any = api()  # a ScalingKubeApi: ClientScalingKubeApi, or a test's
             held["scaler"] = scaling_kube.Scaler(
