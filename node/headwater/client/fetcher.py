@@ -72,8 +72,6 @@ fetched again once ``poll`` took it, as without pipelining: sending a fetch cost
 process about 0.2 ms of GIL that ``poll``'s thread would otherwise wait for, and the
 fetch would only wait at the broker for new records anyway."""
 
-_new = tuple.__new__
-
 
 def next_offset_after(batches: Sequence[records.Batch], fetch_offset: int) -> int:
     """The offset after the last of ``batches`` (``fetch_offset`` when there are none)."""
@@ -86,23 +84,23 @@ def decode_batches(
     """The records of ``batches`` at or after ``fetch_offset``, control batches skipped.
 
     Only a batch that starts before ``fetch_offset`` (the first of an answer)
-    is filtered record by record.  Each codec record ``(offset, timestamp_ms,
-    key, value, headers)`` becomes a ``ConsumerRecord`` as ``tp + record``:
-    one tuple concatenation and one ``tuple.__new__``, not the NamedTuple
-    constructor's keyword handling (about 0.25 us a record less).
+    is filtered record by record.  The codec makes each ``ConsumerRecord``
+    itself, ``tp``'s topic and partition followed by the record's fields
+    (:meth:`~headwater.records.Batch.record_list_as`): one object per record.
+    Building them here from the codec's records (``tp + record``, re-typed)
+    cost more than the native decoding (issue 16, docs/performance.md).
     """
     out: list[ConsumerRecord] = []
-    new = _new
     cls = ConsumerRecord
     for batch in batches:
         header = batch.header
         if header.is_control or header.next_offset <= fetch_offset:
             continue
-        decoded = batch.record_list()
+        decoded = batch.record_list_as(cls, tp)
         if header.base_offset >= fetch_offset:
-            out += [new(cls, tp + r) for r in decoded]
+            out += decoded
         else:
-            out += [new(cls, tp + r) for r in decoded if r[0] >= fetch_offset]
+            out += [r for r in decoded if r.offset >= fetch_offset]
     return out
 
 

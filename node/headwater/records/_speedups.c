@@ -7,7 +7,8 @@
  * object per varint or slice:
  *
  *   encode(records, default_timestamp_ms) -> (bytes, base_ts, max_ts)
- *   decode(data, count, base_offset, base_timestamp, log_append_time) -> list
+ *   decode(data, count, base_offset, base_timestamp, log_append_time[, prefix, cls])
+ *       -> list
  *   RecordsBuilder(capacity)  .append(key, value, headers, ts) -> index
  *                             .records() / .batch(header_tail) when full
  *
@@ -521,11 +522,35 @@ error:
     return NULL;
 }
 
+/*
+ * decode(data, count, base_offset, base_timestamp, log_append_time[, prefix, cls]):
+ * with prefix (a tuple) and cls (a tuple subclass), each record is a cls of
+ * prefix's items followed by the five ConsumedRecord fields -- the consumer's
+ * ConsumerRecord (topic, partition, ...) made in one allocation, not a
+ * ConsumedRecord concatenated to (topic, partition) and re-typed in Python
+ * (which cost more than decoding the record: docs/performance.md, issue 16).
+ */
 static PyObject *codec_decode(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError,
-                        "decode(data, count, base_offset, base_timestamp, log_append_time)");
+    if (nargs != 5 && nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "decode(data, count, base_offset, base_timestamp, "
+                                         "log_append_time[, prefix, cls])");
         return NULL;
+    }
+    PyTypeObject *cls = ConsumedRecordType;
+    PyObject *prefix = NULL;
+    Py_ssize_t plen = 0;
+    if (nargs == 7) {
+        if (!PyTuple_Check(args[5])) {
+            PyErr_SetString(PyExc_TypeError, "prefix must be a tuple");
+            return NULL;
+        }
+        if (!PyType_Check(args[6]) || !PyType_IsSubtype((PyTypeObject *)args[6], &PyTuple_Type)) {
+            PyErr_SetString(PyExc_TypeError, "cls must be a tuple subclass");
+            return NULL;
+        }
+        prefix = args[5];
+        plen = PyTuple_GET_SIZE(prefix);
+        cls = (PyTypeObject *)args[6];
     }
     int64_t count, base_offset, base_timestamp;
     PyObject *log_append_time = args[4];
@@ -638,7 +663,7 @@ static PyObject *codec_decode(PyObject *module, PyObject *const *args, Py_ssize_
         offset = sum_int64(base_offset, offset_delta);
         timestamp = log_append_time == Py_None ? sum_int64(base_timestamp, ts_delta)
                                                : Py_NewRef(log_append_time);
-        rec = ConsumedRecordType->tp_alloc(ConsumedRecordType, 5);
+        rec = cls->tp_alloc(cls, 5 + plen);
         if (offset == NULL || timestamp == NULL || rec == NULL) {
             Py_XDECREF(offset);
             Py_XDECREF(timestamp);
@@ -648,11 +673,13 @@ static PyObject *codec_decode(PyObject *module, PyObject *const *args, Py_ssize_
             Py_DECREF(headers);
             goto error;
         }
-        PyTuple_SET_ITEM(rec, 0, offset);
-        PyTuple_SET_ITEM(rec, 1, timestamp);
-        PyTuple_SET_ITEM(rec, 2, key);
-        PyTuple_SET_ITEM(rec, 3, value);
-        PyTuple_SET_ITEM(rec, 4, headers);
+        for (Py_ssize_t i = 0; i < plen; i++)
+            PyTuple_SET_ITEM(rec, i, Py_NewRef(PyTuple_GET_ITEM(prefix, i)));
+        PyTuple_SET_ITEM(rec, plen, offset);
+        PyTuple_SET_ITEM(rec, plen + 1, timestamp);
+        PyTuple_SET_ITEM(rec, plen + 2, key);
+        PyTuple_SET_ITEM(rec, plen + 3, value);
+        PyTuple_SET_ITEM(rec, plen + 4, headers);
         PyList_SET_ITEM(out, index, rec);
     }
     if (p != end) {
@@ -993,7 +1020,7 @@ static PyMethodDef module_methods[] = {
     {"encode", (PyCFunction)(void (*)(void))codec_encode, METH_FASTCALL,
      "encode(records, default_timestamp_ms) -> (data, base_timestamp, max_timestamp)"},
     {"decode", (PyCFunction)(void (*)(void))codec_decode, METH_FASTCALL,
-     "decode(data, count, base_offset, base_timestamp, log_append_time) -> list"},
+     "decode(data, count, base_offset, base_timestamp, log_append_time[, prefix, cls]) -> list"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,11 +1,16 @@
 """Type stubs of the C extension (see _speedups.c and headwater.records.native)."""
 
 from collections.abc import Sequence
+from typing import Any, TypeVar, overload
 
 from headwater.records.header import Buffer
 from headwater.records.record import ConsumedRecord, Header, Record
 
 def encode(records: Sequence[Record], default_timestamp_ms: int, /) -> tuple[bytes, int, int]: ...
+
+_T = TypeVar("_T", bound=tuple[Any, ...])
+
+@overload
 def decode(
     data: Buffer,
     count: int,
@@ -14,6 +19,17 @@ def decode(
     log_append_time: int | None,
     /,
 ) -> list[ConsumedRecord]: ...
+@overload
+def decode(
+    data: Buffer,
+    count: int,
+    base_offset: int,
+    base_timestamp: int,
+    log_append_time: int | None,
+    prefix: tuple[Any, ...],
+    cls: type[_T],
+    /,
+) -> list[_T]: ...
 
 class RecordsBuilder:
     def __init__(self, *, capacity: int = 4096) -> None: ...

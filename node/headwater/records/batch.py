@@ -14,6 +14,7 @@ so a 1 MiB batch is never copied just to checksum it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, overload
 
 from crc32c import crc32c
 
@@ -36,7 +37,7 @@ from headwater.records.header import (
 )
 from headwater.records.native import default_record_codec
 from headwater.records.record import ConsumedRecord, Record
-from headwater.records.record_codec import RecordCodec, RecordsBuilder
+from headwater.records.record_codec import RecordCodec, RecordsBuilder, T
 
 __all__ = [
     "Batch",
@@ -311,10 +312,25 @@ class Batch:
 
     def record_list(self) -> list[ConsumedRecord]:
         """Like :meth:`records` but as a list (what it decodes into anyway)."""
+        return self._decode(None, ())
+
+    def record_list_as(self, record_type: type[T], prefix: tuple[Any, ...]) -> list[T]:
+        """:meth:`record_list` with each record a ``record_type`` of ``prefix``'s items
+        and the five :class:`ConsumedRecord` fields (see :meth:`RecordCodec.decode_as`)."""
+        return self._decode(record_type, prefix)
+
+    @overload
+    def _decode(self, record_type: None, prefix: tuple[()]) -> list[ConsumedRecord]: ...
+    @overload
+    def _decode(self, record_type: type[T], prefix: tuple[Any, ...]) -> list[T]: ...
+    def _decode(
+        self, record_type: type[T] | None, prefix: tuple[Any, ...]
+    ) -> list[ConsumedRecord] | list[T]:
         h = self.header
         start = self._pos + HEADER_SIZE
         end = self._pos + h.size_in_bytes
         codec_id = h.compression
+        log_append_time = h.max_timestamp if h.attributes & TIMESTAMP_TYPE_MASK else None
         with memoryview(self._buf) as view, view[start:end] as section:
             data: Buffer = section  # uncompressed: decoded in place, not copied
             if codec_id is not Compression.NONE:
@@ -322,12 +338,22 @@ class Batch:
                     codec_id, section, where=f"batch at offset {h.base_offset}"
                 )
             try:
-                return _codec.decode(
+                if record_type is None:
+                    return _codec.decode(
+                        data,
+                        count=h.records_count,
+                        base_offset=h.base_offset,
+                        base_timestamp=h.base_timestamp,
+                        log_append_time=log_append_time,
+                    )
+                return _codec.decode_as(
                     data,
                     count=h.records_count,
                     base_offset=h.base_offset,
                     base_timestamp=h.base_timestamp,
-                    log_append_time=h.max_timestamp if h.attributes & TIMESTAMP_TYPE_MASK else None,
+                    log_append_time=log_append_time,
+                    record_type=record_type,
+                    prefix=prefix,
                 )
             except CorruptRecordError as e:
                 raise CorruptRecordError(f"batch at offset {h.base_offset}: {e.message}") from None

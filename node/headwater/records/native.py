@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
+from typing import Any
 
 from headwater.records.header import Buffer
 from headwater.records.record import ConsumedRecord, Record
@@ -23,6 +24,7 @@ from headwater.records.record_codec import (
     PythonRecordCodec,
     RecordCodec,
     RecordsBuilder,
+    T,
 )
 
 try:
@@ -84,6 +86,21 @@ class NativeRecordCodec:
         log_append_time: int | None,
     ) -> list[ConsumedRecord]:
         return self._decode(data, count, base_offset, base_timestamp, log_append_time)
+
+    def decode_as(
+        self,
+        data: Buffer,
+        *,
+        count: int,
+        base_offset: int,
+        base_timestamp: int,
+        log_append_time: int | None,
+        record_type: type[T],
+        prefix: tuple[Any, ...],
+    ) -> list[T]:
+        return self._decode(
+            data, count, base_offset, base_timestamp, log_append_time, prefix, record_type
+        )
 
 
 def default_record_codec() -> RecordCodec:

@@ -39,7 +39,7 @@ producer can do.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 from crc32c import crc32c
 
@@ -67,6 +67,10 @@ __all__ = [
     "RecordCodec",
     "RecordsBuilder",
 ]
+
+
+T = TypeVar("T", bound=tuple[Any, ...])
+"""A tuple subclass :meth:`RecordCodec.decode_as` builds records as."""
 
 
 class EncodedRecords(NamedTuple):
@@ -169,6 +173,22 @@ class RecordCodec(Protocol):
 
         ``log_append_time``, when not None, replaces every record's timestamp.
         """
+        ...
+
+    def decode_as(
+        self,
+        data: Buffer,
+        *,
+        count: int,
+        base_offset: int,
+        base_timestamp: int,
+        log_append_time: int | None,
+        record_type: type[T],
+        prefix: tuple[Any, ...],
+    ) -> list[T]:
+        """:meth:`decode`, each record a ``record_type`` (a tuple subclass) of
+        ``prefix``'s items followed by the five :class:`ConsumedRecord` fields
+        (the consumer's ``ConsumerRecord`` is ``(topic, partition)`` + those)."""
         ...
 
 
@@ -293,6 +313,27 @@ class PythonRecordCodec:
                 )
             )
         return EncodedRecords(b"".join(parts), base, max_timestamp)
+
+    def decode_as(
+        self,
+        data: Buffer,
+        *,
+        count: int,
+        base_offset: int,
+        base_timestamp: int,
+        log_append_time: int | None,
+        record_type: type[T],
+        prefix: tuple[Any, ...],
+    ) -> list[T]:
+        new = tuple.__new__
+        decoded = self.decode(
+            data,
+            count=count,
+            base_offset=base_offset,
+            base_timestamp=base_timestamp,
+            log_append_time=log_append_time,
+        )
+        return [new(record_type, prefix + r) for r in decoded]
 
     def decode(
         self,

@@ -1,0 +1,104 @@
+"""``decode_as`` / ``Batch.record_list_as`` (issue 16): records built directly as a
+caller's tuple subclass with a prefix (the consumer's ``ConsumerRecord`` is
+``(topic, partition)`` + the record), equal field for field to ``decode`` with the
+prefix in front, for both codecs (the conftest runs this module once per codec),
+LogAppendTime included; corrupt input raises the same error; the native decoder
+refuses a prefix that is not a tuple or a type that is not a tuple subclass."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import pytest
+from headwater.errors import CorruptRecordError
+from headwater.records import (
+    NativeRecordCodec,
+    Record,
+    RecordCodec,
+    RecordsBuilder,
+    finish_batch,
+    native_available,
+    new_records_builder,
+    read_batches,
+)
+
+
+class Prefixed(NamedTuple):
+    topic: str
+    partition: int
+    offset: int
+    timestamp_ms: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...]
+
+
+RECORDS = [
+    Record(b"k", b"v", (), 1000),
+    Record(None, b"w" * 300, (("h", b"x"), ("n", None)), 1007),
+    Record(b"", None, (), 999),
+]
+
+
+def filled() -> RecordsBuilder:
+    builder = new_records_builder(capacity=4096)
+    for r in RECORDS:
+        assert r.timestamp_ms is not None
+        builder.append(r.key, r.value, r.headers, r.timestamp_ms)
+    return builder
+
+
+def section() -> bytes:
+    return bytes(filled().records())
+
+
+@pytest.mark.parametrize("log_append_time", [None, 5555])
+def test_decode_as_is_decode_with_the_prefix(
+    codec: RecordCodec, log_append_time: int | None
+) -> None:
+    kw = {"count": 3, "base_offset": 40, "base_timestamp": 1000}
+    plain = codec.decode(section(), log_append_time=log_append_time, **kw)
+    got = codec.decode_as(
+        section(),
+        log_append_time=log_append_time,
+        record_type=Prefixed,
+        prefix=("orders", 7),
+        **kw,
+    )
+    assert [type(r) for r in got] == [Prefixed] * 3
+    assert got == [Prefixed._make(("orders", 7, *r)) for r in plain]
+    assert [r.offset for r in got] == [40, 41, 42]
+    if log_append_time is not None:
+        assert {r.timestamp_ms for r in got} == {log_append_time}
+
+
+def test_batch_record_list_as_matches_record_list(codec: RecordCodec) -> None:
+    (batch,) = read_batches(finish_batch(filled(), compression="gzip"))
+    prefix = ("t", 0)
+    assert batch.record_list_as(Prefixed, prefix) == [
+        Prefixed._make((*prefix, *r)) for r in batch.record_list()
+    ]
+
+
+def test_corrupt_section_raises_the_same_error(codec: RecordCodec) -> None:
+    data = section()[:-3]
+    with pytest.raises(CorruptRecordError):
+        codec.decode_as(
+            data,
+            count=3,
+            base_offset=0,
+            base_timestamp=1000,
+            log_append_time=None,
+            record_type=Prefixed,
+            prefix=("t", 0),
+        )
+
+
+@pytest.mark.skipif(not native_available(), reason="native record codec not built")
+def test_native_refuses_bad_prefix_or_type() -> None:
+    codec = NativeRecordCodec()
+    kw = {"count": 3, "base_offset": 0, "base_timestamp": 1000, "log_append_time": None}
+    with pytest.raises(TypeError, match="prefix must be a tuple"):
+        codec.decode_as(section(), record_type=Prefixed, prefix=["t", 0], **kw)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="tuple subclass"):
+        codec.decode_as(section(), record_type=dict, prefix=("t", 0), **kw)  # type: ignore[arg-type,type-var]
