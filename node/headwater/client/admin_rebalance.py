@@ -33,13 +33,13 @@ from __future__ import annotations
 
 import contextlib
 import random
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from headwater import errors
 from headwater.client.reassignment import (
     BrokerInfo,
-    PartitionProgress,
     ReassignmentPlan,
     RebalanceGoals,
     RebalancePlan,
@@ -321,29 +321,45 @@ class AdminRebalance:
         return results
 
     def verify_reassignment(
-        self: _Admin, plan: ReassignmentPlan | RebalancePlan, *, preserve_throttles: bool = False
+        self: _Admin,
+        plan: ReassignmentPlan | RebalancePlan,
+        *,
+        preserve_throttles: bool = False,
+        settle_s: float = 2.0,
     ) -> VerifyResult:
-        """Each partition complete, in progress or failed; throttles removed when all complete."""
+        """Each partition complete, in progress or failed; throttles removed when all complete.
+
+        The moves in progress are read from ZooKeeper (ListPartitionReassignments)
+        but the replica lists from a broker's metadata, which can lag a just-finished
+        move by a moment; so a partition that looks failed is read again, for up to
+        ``settle_s``, before it is reported failed.
+        """
         reassignment = as_plan(plan)
         targets = reassignment.targets
         if not targets:
             return VerifyResult(())
-        ongoing = self.list_partition_reassignments(list(targets))
-        current = {
-            TopicPartition(p.topic, p.partition): tuple(p.replicas)
-            for d in self.describe_topics(reassignment.topics).values()
-            for p in d.partitions
-        }
-        progress: list[PartitionProgress] = [
-            classify(
-                tp,
-                target=targets[tp],
-                current=current.get(tp, ()),
-                reassigning=tp in ongoing,
+        deadline = time.monotonic() + settle_s
+        while True:
+            ongoing = self.list_partition_reassignments(list(targets))
+            current = {
+                TopicPartition(p.topic, p.partition): tuple(p.replicas)
+                for d in self.describe_topics(reassignment.topics).values()
+                for p in d.partitions
+            }
+            result = VerifyResult(
+                tuple(
+                    classify(
+                        tp,
+                        target=targets[tp],
+                        current=current.get(tp, ()),
+                        reassigning=tp in ongoing,
+                    )
+                    for tp in targets
+                )
             )
-            for tp in targets
-        ]
-        result = VerifyResult(tuple(progress))
+            if not result.failed or time.monotonic() >= deadline:
+                break
+            time.sleep(0.25)
         if result.complete and not preserve_throttles:
             self._clear_throttles(reassignment.topics)
             result = result._replace(throttles_removed=True)

@@ -11,10 +11,11 @@ each goal kept by the later ones:
    take it.  Each move lowers the spread, so the number of moves is the least
    that evens the counts (the sum of the excess over the ceiling).
 3. **Bytes.**  While a broker's bytes are outside ``mean * (1 ± tolerance)``,
-   take the most and least loaded pair that a single move or a swap of two
-   replicas brings closer, without undoing goal 2, and apply the candidate
-   that leaves the pair's larger side smallest (then moves the fewest bytes).
-   Each step strictly shrinks the pair's gap, so this ends.
+   take the most and least loaded pair that a single move (to a broker with
+   fewer replicas) or a swap of two replicas brings closer, and apply the
+   candidate that leaves the pair's larger side smallest (then moves the
+   fewest bytes).  Each step strictly shrinks the pair's gap, so this ends.
+   Goals 2 and 3 alternate until neither finds a move.
 4. **Preferred leaders.**  Reorder replica lists (no data moves) so that each
    target is the first replica of about as many partitions as any other.
 
@@ -67,10 +68,17 @@ def plan_rebalance(
         current, targets=brokers, racks={b.broker_id: b.rack for b in brokers}, sizes=sizes or {}
     )
     move_off_non_targets(layout)
-    if goals.replicas:
-        _even_counts(layout, max_steps=goals.max_steps)
-    if goals.bytes_tolerance is not None:
-        _even_bytes(layout, tolerance=goals.bytes_tolerance, max_steps=goals.max_steps)
+    # Goals 2 and 3 alternate until neither moves anything, so a second run finds
+    # nothing to do.  This ends: a count move lowers the sum of squared counts, a
+    # bytes move never raises it and lowers the sum of squared bytes.
+    for _ in range(goals.max_steps):
+        moved = goals.replicas and _even_counts(layout, max_steps=goals.max_steps)
+        if goals.bytes_tolerance is not None and _even_bytes(
+            layout, tolerance=goals.bytes_tolerance, max_steps=goals.max_steps
+        ):
+            moved = goals.replicas
+        if not moved:
+            break
     if goals.leaders:
         _even_leaders(layout, max_steps=goals.max_steps)
     return layout.finish()
@@ -85,11 +93,13 @@ def _by_partition(tp: TopicPartition) -> tuple[str, int]:
     return (tp.topic, tp.partition)
 
 
-def _even_counts(layout: Layout, *, max_steps: int) -> None:
+def _even_counts(layout: Layout, *, max_steps: int) -> bool:
+    """Goal 2; True if it moved anything."""
+    moved = False
     for _ in range(max_steps):
         targets = layout.targets
         if _spread(layout.count, targets) <= 1:
-            return
+            return moved
         best: tuple[int, TopicPartition, int, int] | None = None
         for src in sorted(targets, key=lambda b: (-layout.count[b], b)):
             dsts = [d for d in targets if layout.count[d] < layout.count[src] - 1]
@@ -102,9 +112,11 @@ def _even_counts(layout: Layout, *, max_steps: int) -> None:
             if best is not None:
                 break
         if best is None:
-            return
+            return moved
         src, tp, dst, _ = best
         layout.move(tp, src, dst)
+        moved = True
+    return moved
 
 
 class _Candidate(NamedTuple):
@@ -115,15 +127,16 @@ class _Candidate(NamedTuple):
     take: TopicPartition | None
 
 
-def _even_bytes(layout: Layout, *, tolerance: float, max_steps: int) -> None:
+def _even_bytes(layout: Layout, *, tolerance: float, max_steps: int) -> bool:
+    """Goal 3; True if it moved anything."""
     targets = layout.targets
     total = sum(layout.size[b] for b in targets)
+    moved = False
     if total <= 0 or len(targets) < 2:
-        return
+        return moved
     mean = total / len(targets)
     high, low = mean * (1 + tolerance), mean * (1 - tolerance)
     for _ in range(max_steps):
-        count_spread = max(1, _spread(layout.count, targets))
         pairs = [
             (s, d)
             for s, d in itertools.permutations(targets, 2)
@@ -132,24 +145,24 @@ def _even_bytes(layout: Layout, *, tolerance: float, max_steps: int) -> None:
         pairs.sort(key=lambda p: (-(layout.size[p[0]] - layout.size[p[1]]), p))
         step = None
         for src, dst in pairs:
-            step = _best_exchange(layout, src, dst, count_spread=count_spread)
+            step = _best_exchange(layout, src, dst)
             if step is not None:
                 layout.move(step.give, src, dst)
                 if step.take is not None:
                     layout.move(step.take, dst, src)
+                moved = True
                 break
         if step is None:
-            return
+            return moved
+    return moved
 
 
-def _best_exchange(
-    layout: Layout,
-    src: int,
-    dst: int,
-    *,
-    count_spread: int,
-) -> _Candidate | None:
-    """The single move src→dst or swap that best narrows the pair's byte gap."""
+def _best_exchange(layout: Layout, src: int, dst: int) -> _Candidate | None:
+    """The single move src→dst or swap that best narrows the pair's byte gap.
+
+    A single move only goes to a broker with fewer replicas (so it never
+    raises the sum of squared counts); a swap keeps both counts.
+    """
     gap = layout.size[src] - layout.size[dst]
     best: _Candidate | None = None
 
@@ -165,10 +178,7 @@ def _best_exchange(
         if best is None or cand[:3] < best[:3]:
             best = cand
 
-    after = dict(layout.count)
-    after[src] -= 1
-    after[dst] += 1
-    single_ok = _spread(after, layout.targets) <= count_spread
+    single_ok = layout.count[dst] < layout.count[src]
     gives = [tp for tp in layout.held[src] if layout.may_move(tp, src, dst)]
     if single_ok:
         for give in gives:

@@ -187,7 +187,7 @@ def test_verify_reports_progress_and_removes_throttles_when_all_complete() -> No
 
 def test_a_failed_partition_keeps_the_throttles() -> None:
     admin = FakeAdmin(LAYOUT, [0, 1, 2])
-    result = admin.verify_reassignment(ReassignmentPlan.of({TP("a", 0): (2, 1)}))
+    result = admin.verify_reassignment(ReassignmentPlan.of({TP("a", 0): (2, 1)}), settle_s=0)
     assert [p.status for p in result.partitions] == [PartitionStatus.FAILED]
     assert admin.changes == []
 
