@@ -18,7 +18,9 @@ from headwater import errors
 from headwater.coordination.scram_credentials import ScramCredentialStore
 from headwater.errors import ErrorCode
 from headwater.security import scram_alterations
+from headwater.security.acls import AclOperation
 from headwater.security.scram import ScramMechanism
+from headwater.server.auth.authorization import ALLOW_ALL, RequestAuthorizer
 from headwater.server.auth.sasl import SaslExchanges
 from headwater.server.convert import Context, pb_error
 from headwater.server.runtime.offload import run_blocking
@@ -76,8 +78,14 @@ class SaslService(sasl_pb2_grpc.SaslServiceServicer):
 
 
 class ScramAdminService(sasl_pb2_grpc.ScramAdminServicer):
-    def __init__(self, *, store: Callable[[], ScramCredentialStore | None]) -> None:
+    def __init__(
+        self,
+        *,
+        store: Callable[[], ScramCredentialStore | None],
+        authz: RequestAuthorizer = ALLOW_ALL,
+    ) -> None:
         self._store = store
+        self._authz = authz
 
     def _zk(self) -> ScramCredentialStore:
         store = self._store()
@@ -88,6 +96,11 @@ class ScramAdminService(sasl_pb2_grpc.ScramAdminServicer):
     async def DescribeUserScramCredentials(
         self, request: sasl_pb2.DescribeUserScramCredentialsRequest, context: Context
     ) -> sasl_pb2.DescribeUserScramCredentialsResponse:
+        denied = self._authz.check_cluster(context, AclOperation.DESCRIBE)  # Kafka's mapping
+        if denied is not None:
+            return sasl_pb2.DescribeUserScramCredentialsResponse(
+                error=pb_error(denied.code), error_message=denied.message
+            )
         try:
             store = self._zk()
         except errors.HeadwaterError as exc:
@@ -149,10 +162,13 @@ class ScramAdminService(sasl_pb2_grpc.ScramAdminServicer):
                 for d in request.deletions
             ],
         )
+        denied = self._authz.check_cluster(context, AclOperation.ALTER)  # Kafka's mapping
         results = []
         for user, outcome in plans.items():
             error: errors.HeadwaterError | None = None
-            if isinstance(outcome, errors.HeadwaterError):
+            if denied is not None:
+                error = errors.for_code(denied.code, denied.message)
+            elif isinstance(outcome, errors.HeadwaterError):
                 error = outcome
             else:
                 try:
