@@ -244,9 +244,10 @@ class FakeAdminZk(FakeZk):
     def get_assignment_versioned(self, topic: str) -> tuple[TopicAssignment, int] | None:
         if topic not in self.topics:
             return None
-        return TopicAssignment(topic, dict(self.topics[topic])), self.assignment_versions.get(
-            topic, 0
-        )
+        moving = {p: m for (t, p), m in self.reassignments.items() if t == topic}
+        return TopicAssignment(
+            topic, dict(self.topics[topic]), moving
+        ), self.assignment_versions.get(topic, 0)
 
     def set_assignment(self, topic: str, partitions: Any, *, expected_version: int) -> bool:
         if self.assignment_versions.get(topic, 0) != expected_version:
