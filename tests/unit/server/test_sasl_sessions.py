@@ -159,3 +159,28 @@ def test_sessions_are_bounded_oldest_first() -> None:
 def test_malformed_tokens_are_nobody(value: str | bytes) -> None:
     sessions = SaslSessions()
     assert sessions.principal_for(value) is None
+
+
+def test_a_listener_offers_only_its_own_mechanisms() -> None:
+    exchanges, _, _ = setup()
+    with pytest.raises(errors.UnsupportedSaslMechanismError, match="SCRAM-SHA-256"):
+        exchanges.handshake("SCRAM-SHA-512", allowed=["SCRAM-SHA-256"])
+    assert len(exchanges) == 0
+    assert exchanges.handshake("SCRAM-SHA-512", allowed=["SCRAM-SHA-512"])
+
+
+def test_mechanisms_per_listener_from_the_broker_config() -> None:
+    from headwater.server.config import BrokerConfig
+
+    config = BrokerConfig.from_properties(
+        {
+            "broker.id": "0",
+            "listeners": "INTERNAL://127.0.0.1:9091,CLIENT://127.0.0.1:9092",
+            "listener.security.protocol.map": "INTERNAL:PLAINTEXT,CLIENT:SASL_PLAINTEXT",
+            "inter.broker.listener.name": "INTERNAL",
+            "listener.name.client.sasl.enabled.mechanisms": "SCRAM-SHA-256",
+        }
+    )
+    auth = sasl.SaslAuthentication.from_config(config)
+    assert auth.mechanisms_for("CLIENT") == ("SCRAM-SHA-256",)
+    assert auth.mechanisms_for("INTERNAL") == ("SCRAM-SHA-512", "SCRAM-SHA-256")

@@ -29,14 +29,26 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import logging
 import secrets
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from headwater import errors
 from headwater.clock import Clock, monotonic_ms
+from headwater.coordination.broker import BrokerCoordinator
+from headwater.coordination.scram_credentials import ScramCredentialCache, ScramCredentialStore
 from headwater.security.principal import KafkaPrincipal
-from headwater.security.scram import CredentialLookup, ScramMechanism, ScramServer, random_nonce
+from headwater.security.scram import (
+    CredentialLookup,
+    ScramCredential,
+    ScramMechanism,
+    ScramServer,
+    random_nonce,
+)
+from headwater.server.config import BrokerConfig
+
+log = logging.getLogger(__name__)
 
 SESSION_METADATA_KEY = "x-headwater-sasl-session"
 """The gRPC metadata key carrying the session token, as lower-case hex (:func:`encode_token`):
@@ -197,12 +209,14 @@ class SaslExchanges:
     def __len__(self) -> int:
         return len(self._exchanges)
 
-    def handshake(self, mechanism: str) -> bytes:
-        """Open an exchange for ``mechanism``; UNSUPPORTED_SASL_MECHANISM unless enabled."""
-        if mechanism not in self.enabled_mechanisms:
+    def handshake(self, mechanism: str, *, allowed: Sequence[str] | None = None) -> bytes:
+        """Open an exchange for ``mechanism``; UNSUPPORTED_SASL_MECHANISM unless enabled
+        (``allowed``: the mechanisms of the listener the handshake came in on)."""
+        enabled = self.enabled_mechanisms if allowed is None else tuple(allowed)
+        if mechanism not in enabled:
             raise errors.UnsupportedSaslMechanismError(
-                f"unsupported SASL mechanism {mechanism[:40]!r}; this broker enables "
-                f"{', '.join(self.enabled_mechanisms) or 'none'}"
+                f"unsupported SASL mechanism {mechanism[:40]!r}; this listener enables "
+                f"{', '.join(enabled) or 'none'}"
             )
         scram_mechanism = ScramMechanism.from_name(mechanism)
         server = ScramServer(
@@ -258,3 +272,84 @@ class SaslExchanges:
             if oldest.expires_at_ms > now:
                 return
             del self._exchanges[exchange_id]
+
+
+def enabled_mechanisms(raw: str) -> tuple[str, ...]:
+    """``sasl.enabled.mechanisms`` as names (upper case, order kept)."""
+    return tuple(m.strip().upper() for m in raw.split(",") if m.strip())
+
+
+class SaslAuthentication:
+    """The broker's SASL state in one object: the sessions (read by the SASL_*
+    listeners' interceptor), the exchanges (driven by SaslService) and the SCRAM
+    credential cache fed by ZooKeeper.
+
+    Lifecycle: built with the broker; :meth:`start` (blocking, a worker thread) once
+    the ZooKeeper coordinator is up; :meth:`stop` (blocking) before it leaves.  Until
+    started every user is unknown, so every exchange fails like a wrong password.
+    """
+
+    def __init__(
+        self,
+        *,
+        mechanisms: Iterable[str],
+        reauth_ms: int = 0,
+        by_listener: Mapping[str, Sequence[str]] | None = None,
+    ) -> None:
+        self.by_listener = {name: tuple(m) for name, m in (by_listener or {}).items()}
+        """Each SASL listener's ``sasl.enabled.mechanisms`` (per-listener overrides applied)."""
+        self.sessions = SaslSessions(reauth_ms=reauth_ms)
+        self.exchanges = SaslExchanges(
+            enabled_mechanisms=mechanisms, credentials=self._lookup, sessions=self.sessions
+        )
+        self._cache: ScramCredentialCache | None = None
+        self._store: ScramCredentialStore | None = None
+
+    @classmethod
+    def from_config(cls, config: BrokerConfig) -> SaslAuthentication:
+        by_listener = {
+            listener.name: listener.sasl_mechanisms
+            for listener in config.listener_layout.listeners
+            if listener.protocol.uses_sasl
+        }
+        mechanisms = list(enabled_mechanisms(config.sasl_enabled_mechanisms))
+        for names in by_listener.values():
+            mechanisms += [m for m in names if m not in mechanisms]
+        return cls(
+            mechanisms=mechanisms,
+            reauth_ms=config.connections_max_reauth_ms,
+            by_listener=by_listener,
+        )
+
+    def mechanisms_for(self, listener: str) -> tuple[str, ...]:
+        """What a handshake on ``listener`` may ask for: a SASL listener's own mechanisms,
+        else ``sasl.enabled.mechanisms`` (an exchange on a PLAINTEXT or SSL listener opens a
+        session usable on the SASL listeners)."""
+        return self.by_listener.get(listener, self.exchanges.enabled_mechanisms)
+
+    def _lookup(self, user: str, mechanism: ScramMechanism) -> ScramCredential | None:
+        cache = self._cache
+        return cache.get(user, mechanism) if cache is not None else None
+
+    @property
+    def store(self) -> ScramCredentialStore | None:
+        """Where ScramAdmin reads and writes credentials; None before :meth:`start`."""
+        return self._store
+
+    def start(self, coordinator: BrokerCoordinator) -> None:
+        client = coordinator.store.client
+        cache = ScramCredentialCache(client, on_removed=lambda user, m: self._revoke(user, m.value))
+        cache.start()
+        self._cache = cache
+        self._store = ScramCredentialStore(client)
+
+    def _revoke(self, user: str, mechanism: str) -> None:
+        if self.sessions.revoke_user(user, mechanism):
+            log.info(
+                "ended the SASL sessions of user %r: its %s credential is gone", user, mechanism
+            )
+
+    def stop(self) -> None:
+        cache, self._cache, self._store = self._cache, None, None
+        if cache is not None:
+            cache.stop()

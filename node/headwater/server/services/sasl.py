@@ -21,6 +21,7 @@ from headwater.security import scram_alterations
 from headwater.security.acls import AclOperation
 from headwater.security.scram import ScramMechanism
 from headwater.server.auth.authorization import ALLOW_ALL, RequestAuthorizer
+from headwater.server.auth.identity import current_identity
 from headwater.server.auth.sasl import SaslExchanges
 from headwater.server.convert import Context, pb_error
 from headwater.server.runtime.offload import run_blocking
@@ -41,15 +42,23 @@ def mechanism_name(value: int) -> str:
 
 
 class SaslService(sasl_pb2_grpc.SaslServiceServicer):
-    def __init__(self, *, exchanges: SaslExchanges) -> None:
+    def __init__(
+        self,
+        *,
+        exchanges: SaslExchanges,
+        mechanisms_for: Callable[[str], tuple[str, ...]] | None = None,
+    ) -> None:
         self._exchanges = exchanges
+        self._mechanisms_for = mechanisms_for
 
     async def SaslHandshake(
         self, request: sasl_pb2.SaslHandshakeRequest, context: Context
     ) -> sasl_pb2.SaslHandshakeResponse:
         enabled = list(self._exchanges.enabled_mechanisms)
+        if self._mechanisms_for is not None:  # the listener the handshake came in on
+            enabled = list(self._mechanisms_for(current_identity(context).listener))
         try:
-            exchange_id = self._exchanges.handshake(request.mechanism)
+            exchange_id = self._exchanges.handshake(request.mechanism, allowed=enabled)
         except errors.HeadwaterError as exc:
             return sasl_pb2.SaslHandshakeResponse(
                 error=pb_error(exc.code), error_message=str(exc), mechanisms=enabled
