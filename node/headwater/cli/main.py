@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "headwater.cli.groups",
     "headwater.cli.cluster",
     "headwater.cli.users",
+    "headwater.cli.acls",
     "headwater.cli.perf",
     "headwater.cli.operator",
 )
