@@ -20,6 +20,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from headwater import errors
 from headwater.client import connection, offsets
+from headwater.client import security as client_security
 from headwater.client.admin_acls import AdminAcls
 from headwater.client.admin_reassignments import AdminReassignments
 from headwater.client.admin_rebalance import AdminRebalance
@@ -31,6 +32,7 @@ from headwater.client.group.admin import (
 )
 from headwater.client.group.listener import OffsetAndMetadata
 from headwater.client.metadata import MetadataManager
+from headwater.client.security import ClientSecurity
 from headwater.client.settings import parse_bootstrap
 from headwater.client.types import (
     OffsetAndTimestamp,
@@ -119,6 +121,15 @@ class Admin(AdminRebalance, AdminReassignments, AdminScram, AdminAcls):
         default_api_timeout_ms: int = 60000,
         retry_backoff_ms: int = 100,
         retry_backoff_max_ms: int = 1000,
+        security_protocol: str = "PLAINTEXT",
+        ssl_cafile: str | None = None,
+        ssl_certfile: str | None = None,
+        ssl_keyfile: str | None = None,
+        ssl_check_hostname: bool = True,
+        sasl_mechanism: str | None = None,
+        sasl_plain_username: str | None = None,
+        sasl_plain_password: str | None = None,
+        security: ClientSecurity | None = None,
     ) -> None:
         self.bootstrap_servers = parse_bootstrap(bootstrap_servers)
         self.request_timeout_ms = request_timeout_ms
@@ -127,7 +138,19 @@ class Admin(AdminRebalance, AdminReassignments, AdminScram, AdminAcls):
             retry_backoff_ms=retry_backoff_ms,
             retry_backoff_max_ms=max(retry_backoff_ms, retry_backoff_max_ms),
         )
-        self._channels = connection.Channels()
+        self._channels = connection.Channels(
+            security=security
+            or client_security.from_options(
+                security_protocol=security_protocol,
+                ssl_cafile=ssl_cafile,
+                ssl_certfile=ssl_certfile,
+                ssl_keyfile=ssl_keyfile,
+                ssl_check_hostname=ssl_check_hostname,
+                sasl_mechanism=sasl_mechanism,
+                sasl_plain_username=sasl_plain_username,
+                sasl_plain_password=sasl_plain_password,
+            )
+        )
         self._metadata = MetadataManager(
             bootstrap=self.bootstrap_servers,
             channels=self._channels,

@@ -31,6 +31,7 @@ from typing import Any, NamedTuple, TypeVar
 import grpc
 
 from headwater import errors
+from headwater.client.security import PLAINTEXT, ClientSecurity
 from headwater.v1 import admin_pb2_grpc, broker_pb2_grpc
 
 Resp = TypeVar("Resp")
@@ -181,7 +182,13 @@ class Channels:
     """A cache of gRPC channels by address, and the pool that makes background calls
     on them; safe to use from any thread."""
 
-    def __init__(self, *, name: str = "headwater-call") -> None:
+    def __init__(
+        self, *, name: str = "headwater-call", security: ClientSecurity = PLAINTEXT
+    ) -> None:
+        """``security``: how every channel reaches the brokers (TLS and SASL,
+        :mod:`headwater.client.security`); the PEM files are read here, once."""
+        self.security = security
+        self._credentials = security.channel_credentials()
         self._lock = threading.Lock()
         self._channels: dict[str, grpc.Channel] = {}
         self._closed = False
@@ -193,9 +200,26 @@ class Channels:
                 raise errors.NetworkError("client is closed")
             ch = self._channels.get(address)
             if ch is None:
-                ch = grpc.insecure_channel(address, options=_CHANNEL_OPTIONS)
+                ch = self._open(address)
                 self._channels[address] = ch
             return ch
+
+    def _open(self, address: str) -> grpc.Channel:
+        if self._credentials is not None:
+            ch = grpc.secure_channel(address, self._credentials, options=_CHANNEL_OPTIONS)
+        else:
+            ch = grpc.insecure_channel(address, options=_CHANNEL_OPTIONS)
+        security = self.security
+        if security.uses_sasl:
+            from headwater.client import sasl  # imports this module
+
+            credentials = sasl.SaslCredentials(
+                security.sasl_mechanism or "",
+                security.sasl_plain_username or "",
+                security.sasl_plain_password or "",
+            )
+            return sasl.intercept(ch, credentials=credentials, address=address)
+        return ch
 
     def broker(self, address: str) -> broker_pb2_grpc.BrokerStub:
         return broker_pb2_grpc.BrokerStub(self.channel(address))

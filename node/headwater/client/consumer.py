@@ -33,6 +33,7 @@ from types import TracebackType
 
 from headwater import errors, runtime
 from headwater.client import connection, offsets
+from headwater.client import security as client_security
 from headwater.client.fetcher import Fetcher
 from headwater.client.group.assignors import ASSIGNORS
 from headwater.client.group.consumer_coordinator import ConsumerProtocolCoordinator
@@ -40,6 +41,7 @@ from headwater.client.group.coordinator import ConsumerCoordinator
 from headwater.client.group.listener import ConsumerRebalanceListener, OffsetAndMetadata
 from headwater.client.group.offsets import CommitCallback
 from headwater.client.metadata import MetadataManager
+from headwater.client.security import ClientSecurity
 from headwater.client.settings import ConsumerSettings, parse_bootstrap
 from headwater.client.subscription import (
     EARLIEST,
@@ -94,6 +96,15 @@ class Consumer:
         group_protocol: str = "classic",
         group_remote_assignor: str | None = None,
         clock: Clock = monotonic_ms,
+        security_protocol: str = "PLAINTEXT",
+        ssl_cafile: str | None = None,
+        ssl_certfile: str | None = None,
+        ssl_keyfile: str | None = None,
+        ssl_check_hostname: bool = True,
+        sasl_mechanism: str | None = None,
+        sasl_plain_username: str | None = None,
+        sasl_plain_password: str | None = None,
+        security: ClientSecurity | None = None,
     ) -> None:
         tune_allocator()  # MiB fetch responses: see headwater.records.allocator
         runtime.tune_switch_interval()  # background threads: see headwater.runtime
@@ -121,7 +132,19 @@ class Consumer:
         self.consumer_timeout_ms = consumer_timeout_ms
         self.default_api_timeout_ms = default_api_timeout_ms
         self._clock = clock
-        self._channels = connection.Channels()
+        self._channels = connection.Channels(
+            security=security
+            or client_security.from_options(
+                security_protocol=security_protocol,
+                ssl_cafile=ssl_cafile,
+                ssl_certfile=ssl_certfile,
+                ssl_keyfile=ssl_keyfile,
+                ssl_check_hostname=ssl_check_hostname,
+                sasl_mechanism=sasl_mechanism,
+                sasl_plain_username=sasl_plain_username,
+                sasl_plain_password=sasl_plain_password,
+            )
+        )
         self._metadata = MetadataManager(
             bootstrap=s.bootstrap_servers,
             channels=self._channels,

@@ -19,6 +19,7 @@ from types import TracebackType
 
 from headwater import errors, runtime
 from headwater.client import connection
+from headwater.client import security as client_security
 from headwater.client.accumulator import (
     RECORD_OVERHEAD_BYTES,
     RecordAccumulator,
@@ -27,6 +28,7 @@ from headwater.client.accumulator import (
 from headwater.client.futures import RecordCallback, RecordFuture, failed_future
 from headwater.client.metadata import ClusterMetadata, MetadataManager
 from headwater.client.partitioner import DefaultPartitioner, Partitioner
+from headwater.client.security import ClientSecurity
 from headwater.client.sender import Sender
 from headwater.client.settings import ProducerSettings, parse_acks, parse_bootstrap
 from headwater.client.types import TopicPartition
@@ -71,6 +73,15 @@ class Producer:
         metadata_max_age_ms: int = 300000,
         partitioner: Partitioner | None = None,
         clock: Clock = monotonic_ms,
+        security_protocol: str = "PLAINTEXT",
+        ssl_cafile: str | None = None,
+        ssl_certfile: str | None = None,
+        ssl_keyfile: str | None = None,
+        ssl_check_hostname: bool = True,
+        sasl_mechanism: str | None = None,
+        sasl_plain_username: str | None = None,
+        sasl_plain_password: str | None = None,
+        security: ClientSecurity | None = None,
     ) -> None:
         tune_allocator()  # MiB batches: see headwater.records.allocator
         runtime.tune_switch_interval()  # background threads: see headwater.runtime
@@ -103,7 +114,19 @@ class Producer:
         )
         s = self.settings
         self._clock = clock
-        self._channels = connection.Channels()
+        self._channels = connection.Channels(
+            security=security
+            or client_security.from_options(
+                security_protocol=security_protocol,
+                ssl_cafile=ssl_cafile,
+                ssl_certfile=ssl_certfile,
+                ssl_keyfile=ssl_keyfile,
+                ssl_check_hostname=ssl_check_hostname,
+                sasl_mechanism=sasl_mechanism,
+                sasl_plain_username=sasl_plain_username,
+                sasl_plain_password=sasl_plain_password,
+            )
+        )
         self._metadata = MetadataManager(
             bootstrap=s.bootstrap_servers,
             channels=self._channels,
