@@ -17,7 +17,7 @@ import sys
 from typing import Any
 
 from headwater.cli._common import CliError, add_output_option, print_json
-from headwater.cli.topics import add_bootstrap_option, admin_for, client_errors
+from headwater.cli.topics import add_bootstrap_option, admin_for, client_errors, security_for
 from headwater.client.consumer import Consumer
 from headwater.client.types import ConsumerRecord, TopicPartition
 
@@ -82,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
             )
         consumer = Consumer(
             bootstrap_servers=args.bootstrap,
+            security=security_for(args),
             group_id=args.group,
             auto_offset_reset=reset,
             consumer_timeout_ms=args.timeout_ms,

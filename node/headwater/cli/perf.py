@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from headwater.cli._common import CliError, add_output_option, print_json
-from headwater.cli.topics import add_bootstrap_option, admin_for, client_errors
+from headwater.cli.topics import add_bootstrap_option, admin_for, client_errors, security_for
 from headwater.client.consumer import Consumer
 from headwater.client.producer import Producer
 from headwater.client.settings import COMPRESSION_TYPES
@@ -145,6 +145,7 @@ def _produce(args: argparse.Namespace) -> int:
             admin.describe_topics([args.topic])
         producer = Producer(
             args.bootstrap,
+            security=security_for(args),
             acks=args.acks,
             batch_size=args.batch_size,
             linger_ms=args.linger_ms,
@@ -193,6 +194,7 @@ def _consume(args: argparse.Namespace) -> int:
             desc = admin.describe_topics([args.topic])[args.topic]
         consumer = Consumer(
             bootstrap_servers=args.bootstrap,
+            security=security_for(args),
             auto_offset_reset="earliest",
             max_poll_records=10000,
             default_api_timeout_ms=args.request_timeout_ms,

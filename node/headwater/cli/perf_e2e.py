@@ -33,7 +33,7 @@ from typing import Any
 
 from headwater.cli._common import CliError, add_output_option, print_json
 from headwater.cli.perf import percentiles
-from headwater.cli.topics import add_bootstrap_option, admin_for, client_errors
+from headwater.cli.topics import add_bootstrap_option, admin_for, client_errors, security_for
 from headwater.client.consumer import Consumer
 from headwater.client.producer import Producer
 from headwater.client.types import TopicPartition
@@ -95,6 +95,7 @@ def _end_to_end(args: argparse.Namespace) -> int:
         tps = [TopicPartition(args.topic, p.partition) for p in desc.partitions]
         consumer = Consumer(
             bootstrap_servers=args.bootstrap,
+            security=security_for(args),
             auto_offset_reset="latest",
             fetch_max_wait_ms=args.fetch_max_wait_ms,
             default_api_timeout_ms=args.request_timeout_ms,
@@ -103,7 +104,9 @@ def _end_to_end(args: argparse.Namespace) -> int:
             consumer.assign(tps)
             for tp in tps:  # pin the end now: only what is sent from here on is read
                 consumer.position(tp)
-            with Producer(args.bootstrap, acks=args.acks, linger_ms=0) as producer:
+            with Producer(
+                args.bootstrap, acks=args.acks, linger_ms=0, security=security_for(args)
+            ) as producer:
                 if args.throughput > 0:
                     latencies, elapsed = _at_rate(args, producer, consumer)
                 else:

@@ -14,7 +14,7 @@ from typing import Any
 
 from headwater import errors
 from headwater.cli._common import CliError, add_output_option, print_json
-from headwater.cli.topics import add_bootstrap_option, admin_for, client_errors
+from headwater.cli.topics import add_bootstrap_option, admin_for, client_errors, security_for
 from headwater.client.futures import RecordFuture
 from headwater.client.producer import Producer
 from headwater.client.settings import COMPRESSION_TYPES
@@ -49,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
             admin.describe_topics([args.topic])  # a missing topic fails now, in one line
         producer = Producer(
             args.bootstrap,
+            security=security_for(args),
             acks=args.acks,
             compression_type=args.compression,
             linger_ms=args.linger_ms,
