@@ -116,6 +116,7 @@ class BrokerCoordinator:
             self.settings.zookeeper_connect,
             session_timeout_ms=self.settings.zookeeper_session_timeout_ms,
             connection_timeout_ms=self.settings.zookeeper_connection_timeout_ms,
+            auth=self.settings.zk_auth,
         )
         store = ZkStore(client)
         self._store = store
