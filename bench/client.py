@@ -2,7 +2,8 @@
 
     .venv/bin/python bench/client.py [--bootstrap HOST:PORT] [--rounds 3] [--scale 1.0] [--profile]
 
-1. producer records/s for 100 B records (acks=1, batch_size 1 MiB, linger 5 ms)
+1. producer records/s for 100 B records (acks=1, batch_size 1 MiB, linger 5 ms), and
+   the same with a callback per record (what perf tools and most users run, issue 16)
 2. producer MB/s for 1 KiB records (same settings)
 3. consumer records/s for 100 B records (reading what 1. wrote)
 4. end-to-end p99 latency (send -> poll) at 1,000 records/s
@@ -88,16 +89,33 @@ def broker_cpu_s(cluster: Cluster | None) -> float | None:
 
 
 def produce(
-    bootstrap: str, topic: str, count: int, size: int, handle: Cluster | None = None
+    bootstrap: str,
+    topic: str,
+    count: int,
+    size: int,
+    handle: Cluster | None = None,
+    *,
+    callback: bool = False,
 ) -> Figure:
+    """``callback``: every record gets one (a counter, checked below), as in perf tools."""
     value = os.urandom(size)
+    acked = [0]
+
+    def on_done(md: headwater.RecordMetadata | None, exc: BaseException | None) -> None:
+        if md is not None:
+            acked[0] += 1
+
     with headwater.Producer(
         bootstrap, acks=1, batch_size=MIB, linger_ms=5, buffer_memory=256 * MIB
     ) as p:
         broker_before = broker_cpu_s(handle)
         start, cpu = time.perf_counter(), time.process_time()
-        for _ in range(count):
-            p.send(topic, value)
+        if callback:
+            for _ in range(count):
+                p.send(topic, value, callback=on_done)
+        else:
+            for _ in range(count):
+                p.send(topic, value)
         p.flush()
         elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
         broker_after = broker_cpu_s(handle)
@@ -107,8 +125,8 @@ def produce(
     tp = headwater.TopicPartition(topic, 0)
     with headwater.Consumer(bootstrap_servers=bootstrap) as c:
         landed = c.end_offsets([tp])[tp]
-    if landed != count:
-        raise SystemExit(f"only {landed} of {count} records landed in {topic}")
+    if landed != count or (callback and acked[0] != count):
+        raise SystemExit(f"only {landed} of {count} records landed in {topic} ({acked[0]} acked)")
     broker = None
     if broker_before is not None and broker_after is not None:
         broker = (broker_after - broker_before) * 1000 / (count * size / MIB)
@@ -206,8 +224,15 @@ def main() -> None:
     with target(args.bootstrap) as (bootstrap, where, handle):
         print(f"target: {where}")
         run = uuid.uuid4().hex[:6]
-        rows: dict[str, list[float]] = {"p100": [], "p1k": [], "c100": [], "p99": [], "p50": []}
-        cpu: dict[str, list[float]] = {"p100": [], "p1k": [], "c100": [], "p99": []}
+        rows: dict[str, list[float]] = {
+            "p100": [],
+            "p100cb": [],
+            "p1k": [],
+            "c100": [],
+            "p99": [],
+            "p50": [],
+        }
+        cpu: dict[str, list[float]] = {"p100": [], "p100cb": [], "p1k": [], "c100": [], "p99": []}
         broker_ms: list[float] = []
         # Latency first, on a quiet cluster: measured after the throughput rounds it
         # measured what they left behind (hundreds of MB of fresh page cache and
@@ -230,12 +255,15 @@ def main() -> None:
                 flush=True,
             )
         for r in range(args.rounds):
-            small, large = (f"bench-{k}-{run}-{r}" for k in ("small", "large"))
-            for name in (small, large):
+            small, large, withcb = (f"bench-{k}-{run}-{r}" for k in ("small", "large", "callback"))
+            for name in (small, large, withcb):
                 create_topic(bootstrap, name, 1)
             f = produce(bootstrap, small, n_small, 100)
             rows["p100"].append(f.records_per_s)
             cpu["p100"].append(f.cpu_us_per_record)
+            f = produce(bootstrap, withcb, n_small, 100, callback=True)
+            rows["p100cb"].append(f.records_per_s)
+            cpu["p100cb"].append(f.cpu_us_per_record)
             f = produce(bootstrap, large, n_large, 1024, handle)
             if f.broker_cpu_ms_per_mib is not None:
                 broker_ms.append(f.broker_cpu_ms_per_mib)
@@ -246,7 +274,8 @@ def main() -> None:
             cpu["c100"].append(f.cpu_us_per_record)
             print(
                 f"[throughput {r + 1}/{args.rounds}] producer 100 B "
-                f"{rows['p100'][-1]:,.0f} rec/s, 1 KiB {rows['p1k'][-1]:.1f} MB/s"
+                f"{rows['p100'][-1]:,.0f} rec/s (with callbacks {rows['p100cb'][-1]:,.0f}), "
+                f"1 KiB {rows['p1k'][-1]:.1f} MB/s"
                 f" (broker {f'{broker_ms[-1]:.2f}' if broker_ms else '?'} CPU ms/MiB), "
                 f"consumer {rows['c100'][-1]:,.0f} rec/s",
                 file=sys.stderr,
@@ -265,6 +294,10 @@ def main() -> None:
         print(
             f"producer 100 B : {line('p100', '{:,.0f}')} records/s (target >= 300,000); "
             + cpu_us("p100")
+        )
+        print(
+            f"producer 100 B, callback per record: {line('p100cb', '{:,.0f}')} records/s; "
+            + cpu_us("p100cb")
         )
         print(
             f"producer 1 KiB : {line('p1k', '{:.1f}')} MB/s (target >= 200); "

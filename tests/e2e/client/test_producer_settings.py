@@ -5,12 +5,14 @@ the headers, and buffer_memory/max_block_ms blocking then failing ``send``."""
 
 from __future__ import annotations
 
+import time
+
 import headwater
 import pytest
 from headwater import errors
 from headwater.client.accumulator import BufferExhaustedError
 from headwater.client.partitioner import partition_for_key
-from headwater.records import Compression
+from headwater.records import BatchHeader, Compression
 from headwater.testing import Cluster
 
 from tests.e2e.client.conftest import TopicFactory
@@ -118,13 +120,25 @@ def test_idempotent_batches_carry_contiguous_sequences(
         assert h.base_sequence == expected
         expected += h.records_count
     with headwater.Producer(cluster.bootstrap, acks=1) as p:
-        p.send(name, b"numbered").result(30)
+        offset = p.send(name, b"numbered").result(30).offset
     # acks=1 with idempotence left unset: numbered too, so batches can pipeline in order.
-    last = batch_headers(cluster, name)[-1]
+    last = header_at(cluster, name, offset)
     assert last.producer_id >= 0 and last.base_sequence == 0
     with headwater.Producer(cluster.bootstrap, acks=1, enable_idempotence=False) as p:
-        p.send(name, b"plain").result(30)
-    assert batch_headers(cluster, name)[-1].producer_id == -1  # explicitly not numbered
+        offset = p.send(name, b"plain").result(30).offset
+    assert header_at(cluster, name, offset).producer_id == -1  # explicitly not numbered
+
+
+def header_at(cluster: Cluster, name: str, offset: int) -> BatchHeader:
+    """The header of the batch at ``offset``, once the high watermark passed it: acks=1
+    answers before the followers copied the record, and batch_headers reads below the
+    high watermark only (reading at once failed under load)."""
+    for _ in range(200):  # bounded: 200 x 50 ms
+        headers = batch_headers(cluster, name)
+        if headers and headers[-1].base_offset >= offset:
+            return next(h for h in headers if h.base_offset == offset)
+        time.sleep(0.05)
+    raise AssertionError(f"the batch at offset {offset} never went below the high watermark")
 
 
 def test_full_buffer_blocks_send_for_max_block_ms(cluster: Cluster, topic: TopicFactory) -> None:
