@@ -20,6 +20,7 @@ from headwater import errors
 from headwater.client import connection, offsets
 from headwater.client.metadata import MetadataManager
 from headwater.client.retry import RetryPolicy
+from headwater.client.security import PLAINTEXT, ClientSecurity
 from headwater.client.settings import parse_bootstrap
 from headwater.client.types import TopicPartition
 
@@ -45,11 +46,17 @@ class View(Protocol):
 class ClusterView:
     """The driver's connection to the cluster; thread-safe, closed with :meth:`close`."""
 
-    def __init__(self, bootstrap_servers: str, *, timeout_ms: int = _TIMEOUT_MS) -> None:
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        *,
+        timeout_ms: int = _TIMEOUT_MS,
+        security: ClientSecurity = PLAINTEXT,
+    ) -> None:
         self._bootstrap = parse_bootstrap(bootstrap_servers)
         self._timeout_ms = timeout_ms
         self._retry = RetryPolicy()
-        self._channels = connection.Channels()
+        self._channels = connection.Channels(security=security)
         self._metadata = MetadataManager(
             bootstrap=self._bootstrap,
             channels=self._channels,

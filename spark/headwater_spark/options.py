@@ -20,6 +20,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from headwater.client.security import PLAINTEXT, ClientSecurity, from_java_properties
 from headwater.client.settings import COMPRESSION_TYPES, parse_acks
 from headwater.client.types import TopicPartition
 
@@ -99,6 +100,8 @@ class ReadOptions:
     """How long an executor waits for a broker to return data that should exist."""
     group_id: str | None = None
     """Streaming: commit processed offsets to this consumer group after each micro-batch."""
+    security: ClientSecurity = PLAINTEXT
+    """``kafka.security.protocol``, ``kafka.ssl.*``, ``kafka.sasl.*`` (Kafka's client names)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,7 +112,8 @@ class WriteOptions:
     topic: str | None
     """Topic for every row (overrides a ``topic`` column), or None: use the column."""
     producer: Mapping[str, Any]
-    """Keyword arguments for :class:`headwater.Producer` (``acks``, ``linger_ms``, ...)."""
+    """Keyword arguments for :class:`headwater.Producer` (``acks``, ``linger_ms``, ...,
+    ``security``)."""
 
 
 # Read options by lower-cased key -> canonical name.
@@ -325,8 +329,26 @@ def _bound(opts: dict[str, str], *, starting: bool, streaming: bool) -> OffsetBo
     return OffsetBound("offsets", option=name, offsets=offsets)
 
 
+def _split_security(options: Mapping[str, str]) -> tuple[ClientSecurity, dict[str, str]]:
+    """The ``kafka.security.*``, ``kafka.ssl.*`` and ``kafka.sasl.*`` options as a
+    :class:`ClientSecurity`, and the other options."""
+    security: dict[str, str] = {}
+    rest: dict[str, str] = {}
+    for key, value in options.items():
+        lowered = key.lower()
+        if lowered.startswith(("kafka.security.", "kafka.ssl.", "kafka.sasl.")):
+            security[lowered] = value
+        else:
+            rest[key] = value
+    try:
+        return from_java_properties(security, prefix="kafka."), rest
+    except ValueError as exc:
+        raise OptionError(f"option {exc}") from None
+
+
 def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
     """Validate the options of a read; raise :class:`OptionError` naming a bad one."""
+    security, options = _split_security(options)
     opts = _canonical_keys(options, _READ)
     bootstrap = _bootstrap(opts)
     subscription = _subscription(opts)
@@ -378,6 +400,7 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
         max_partition_fetch_bytes=min(partition_bytes, fetch_max_bytes),
         poll_timeout_ms=_int(numbers, "pollTimeoutMs", minimum=1) or 120000,
         group_id=group_id.strip() if group_id is not None else None,
+        security=security,
     )
 
 
@@ -391,6 +414,7 @@ def include_headers(options: Mapping[str, str]) -> bool:
 
 def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
     """Validate the options of a write; producer settings pass through to the Producer."""
+    security, options = _split_security(options)
     known = {n.lower(): n for n in ("bootstrap.servers", "kafka.bootstrap.servers", "topic")}
     for name in _PRODUCER:
         known[name] = name
@@ -405,6 +429,8 @@ def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
     if topic is not None and not topic.strip():
         raise OptionError("option 'topic' must not be empty")
     producer: dict[str, Any] = {"acks": "all"}
+    if security != PLAINTEXT:
+        producer["security"] = security
     for name, (kwarg, kind) in _PRODUCER.items():
         raw = _alias(opts, name, f"kafka.{name}")
         if raw is None:

@@ -28,6 +28,7 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 from headwater.client.range_reader import MissingOffsets, RangeReader
+from headwater.client.security import PLAINTEXT, ClientSecurity
 
 from headwater_spark import arrow
 from headwater_spark.planning import OffsetRange, report_data_loss
@@ -46,14 +47,22 @@ class ReaderSettings:
     poll_timeout_ms: int = 120000
     fail_on_data_loss: bool = True
     include_headers: bool = False
+    security: ClientSecurity = PLAINTEXT
+    """How executors reach the brokers (the ``kafka.security.*``/``ssl.*``/``sasl.*``
+    options); the PEM files must exist at the same paths on the executors."""
 
 
-_clients: dict[tuple[str, int, int], RangeReader] = {}
+_clients: dict[tuple[str, int, int, ClientSecurity], RangeReader] = {}
 _clients_lock = threading.Lock()
 
 
 def _client(settings: ReaderSettings) -> RangeReader:
-    key = (settings.bootstrap_servers, settings.fetch_max_bytes, settings.max_partition_fetch_bytes)
+    key = (
+        settings.bootstrap_servers,
+        settings.fetch_max_bytes,
+        settings.max_partition_fetch_bytes,
+        settings.security,
+    )
     with _clients_lock:
         client = _clients.get(key)
         if client is None:
@@ -63,6 +72,7 @@ def _client(settings: ReaderSettings) -> RangeReader:
                 fetch_max_bytes=settings.fetch_max_bytes,
                 max_partition_fetch_bytes=settings.max_partition_fetch_bytes,
                 request_timeout_ms=_REQUEST_TIMEOUT_MS,
+                security=settings.security,
             )
             _clients[key] = client
         return client

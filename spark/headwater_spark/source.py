@@ -73,6 +73,7 @@ def _reader_settings(opts: ReadOptions) -> ReaderSettings:
         poll_timeout_ms=opts.poll_timeout_ms,
         fail_on_data_loss=opts.fail_on_data_loss,
         include_headers=opts.include_headers,
+        security=opts.security,
     )
 
 
@@ -94,7 +95,7 @@ class HeadwaterBatchReader(DataSourceReader):
         self.settings = _reader_settings(opts)
 
     def partitions(self) -> list[InputPartition]:
-        view = ClusterView(self.opts.bootstrap_servers)
+        view = ClusterView(self.opts.bootstrap_servers, security=self.opts.security)
         try:
             return _partitions(plan_batch(self.opts, view))
         finally:
@@ -120,7 +121,7 @@ class HeadwaterStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     @property
     def planner(self) -> StreamPlanner:
         if self._planner is None:
-            self._view = ClusterView(self.opts.bootstrap_servers)
+            self._view = ClusterView(self.opts.bootstrap_servers, security=self.opts.security)
             self._planner = StreamPlanner(self.opts, self._view)
         return self._planner
 

@@ -54,6 +54,7 @@ from typing import Any, NamedTuple
 from headwater import errors, records
 from headwater.client import connection, offsets
 from headwater.client.metadata import MetadataManager
+from headwater.client.security import PLAINTEXT, ClientSecurity
 from headwater.client.settings import ConsumerSettings, parse_bootstrap
 from headwater.client.types import TopicPartition
 from headwater.clock import Clock, monotonic_ms
@@ -293,6 +294,7 @@ class RangeReader:
         default_api_timeout_ms: int = 60000,
         clock: Clock = monotonic_ms,
         sleep: Callable[[float], None] = time.sleep,
+        security: ClientSecurity = PLAINTEXT,
     ) -> None:
         tune_allocator()  # MiB fetch responses: see headwater.records.allocator
         self.settings = ConsumerSettings(
@@ -310,7 +312,7 @@ class RangeReader:
         self.default_api_timeout_ms = default_api_timeout_ms
         self._clock = clock
         self._sleep = sleep
-        self._channels = connection.Channels(name="headwater-range-reader")
+        self._channels = connection.Channels(name="headwater-range-reader", security=security)
         self._metadata = MetadataManager(
             bootstrap=self.settings.bootstrap_servers,
             channels=self._channels,

@@ -211,12 +211,21 @@ def from_java_properties(props: Mapping[str, str], *, prefix: str = "") -> Clien
         raise ValueError(
             f"{prefix}ssl.endpoint.identification.algorithm: gRPC always checks the host name"
         )
+    protocol = own.get("security.protocol", "PLAINTEXT").upper()
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"{prefix}security.protocol: must be one of {', '.join(PROTOCOLS)}")
+    if protocol.startswith("SASL_") and (own.get("sasl.mechanism") or "").upper() not in (
+        SASL_MECHANISMS
+    ):
+        raise ValueError(f"{prefix}sasl.mechanism: must be one of {', '.join(SASL_MECHANISMS)}")
+    if protocol.startswith("SASL_") and not own.get("sasl.jaas.config"):
+        raise ValueError(f"{prefix}sasl.jaas.config: {protocol} needs the user's credentials")
     keystore = own.get("ssl.keystore.location") or None
     username = password = None
     if own.get("sasl.jaas.config"):
         username, password = parse_jaas_config(own["sasl.jaas.config"])
     return ClientSecurity(
-        security_protocol=own.get("security.protocol", "PLAINTEXT"),
+        security_protocol=protocol,
         ssl_cafile=own.get("ssl.truststore.location") or None,
         ssl_certfile=keystore,
         ssl_keyfile=keystore,

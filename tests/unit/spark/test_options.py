@@ -108,7 +108,7 @@ def test_timestamp_options() -> None:
         ({"bootstrap.servers": "h:1"}, "subscribe"),
         ({**BASE, "assign": '{"t":[0]}'}, "assign"),
         ({**BASE, "startingOffset": "earliest"}, "startingOffset"),
-        ({**BASE, "kafka.security.protocol": "SSL"}, "kafka.security.protocol"),
+        ({**BASE, "kafka.security.protocol": "TLS"}, "kafka.security.protocol"),
         ({**BASE, "startingOffsets": "latest"}, "startingOffsets"),
         ({**BASE, "endingOffsets": "earliest"}, "endingOffsets"),
         ({**BASE, "startingOffsets": '{"orders":{"0":-1}}'}, "startingOffsets"),
