@@ -44,7 +44,7 @@ from headwater.roll.engine import (
 )
 from headwater.roll.probe import AdminProbe
 
-from headwater_operator import conditions, metrics, scaling, scaling_kube
+from headwater_operator import conditions, metrics, scaling, scaling_kube, user_handlers
 from headwater_operator.config import (
     MANAGED_ANNOTATION,
     MANUAL_ROLL_ANNOTATION,
@@ -156,8 +156,10 @@ def register(
     kube_api: Callable[[], KubeApi] | None = None,
     cluster_probe: Callable[[], ClusterProbe] | None = None,
     scaling_admin: Callable[[], scaling_kube.ReassignmentAdmin] | None = None,
+    users: Mapping[str, Any] | None = None,
 ) -> None:
-    """Register every handler on ``registry``; the factories let tests swap the clients."""
+    """Register every handler on ``registry``; the factories let tests swap the clients
+    (``users``: the keyword arguments of :func:`user_handlers.register`)."""
     state: dict[str, Any] = {}
 
     def reconciler() -> TopicReconciler:
@@ -248,6 +250,8 @@ def register(
             ) from exc
         for event in events:
             _post(body, event.type, event.reason, event.message)
+
+    user_handlers.register(registry, config, **(users or {}))
 
     if config.broker_statefulset:
         _register_roll(

@@ -46,6 +46,7 @@ class Reason(enum.StrEnum):
     INVALID_SPEC = "InvalidSpec"
     RESERVED_NAME = "ReservedName"
     NO_CLIENTS_CA = "NoClientsCa"
+    SECRET_CONFLICT = "SecretConflict"
     BROKER_ERROR = "BrokerError"
     KUBERNETES_ERROR = "KubernetesError"
 
