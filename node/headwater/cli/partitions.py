@@ -27,6 +27,7 @@ from headwater.cli.topics import add_bootstrap_option, admin_for, client_errors
 from headwater.client.admin import Admin
 from headwater.client.reassignment import (
     ReassignmentPlan,
+    RebalanceGoals,
     RebalancePlan,
     VerifyResult,
     parse_plan,
@@ -106,6 +107,14 @@ def register_cluster_actions(csub: Any) -> None:
     p.add_argument(
         "--brokers", metavar="0,1,2", help="brokers to spread over (default: every live broker)"
     )
+    p.add_argument(
+        "--bytes-tolerance",
+        type=_tolerance,
+        default=0.10,
+        metavar="FRACTION|off",
+        help="even bytes until each broker is within this fraction of the mean "
+        "(default 0.10; off: only replica counts and leaders, moving the least data)",
+    )
     _move_options(p)
     p.set_defaults(func=_rebalance)
     d = csub.add_parser(
@@ -146,6 +155,18 @@ def _rate(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a number of bytes/s: {text!r}") from None
     if value <= 0:
         raise argparse.ArgumentTypeError("must be a positive number of bytes/s")
+    return value
+
+
+def _tolerance(text: str) -> float | None:
+    if text == "off":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a fraction or 'off': {text!r}") from None
+    if not 0 <= value < 10:
+        raise argparse.ArgumentTypeError("must be a fraction >= 0 (0.10 is 10 %), or off")
     return value
 
 
@@ -329,7 +350,10 @@ def verify_json(result: VerifyResult) -> dict[str, Any]:
 
 def _rebalance(args: argparse.Namespace) -> int:
     brokers = parse_ids(args.brokers, "--brokers") if args.brokers else None
-    return run_planned(args, lambda admin: admin.plan_rebalance(brokers=brokers), "rebalance")
+    goals = RebalanceGoals(bytes_tolerance=args.bytes_tolerance)
+    return run_planned(
+        args, lambda admin: admin.plan_rebalance(brokers=brokers, goals=goals), "rebalance"
+    )
 
 
 def _drain(args: argparse.Namespace) -> int:

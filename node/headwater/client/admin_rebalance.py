@@ -184,10 +184,9 @@ class AdminRebalance:
         for tp, n in counts.items():
             if n and (tp.topic not in fullest or n > counts[fullest[tp.topic]]):
                 fullest[tp.topic] = tp
-        mean = {
-            topic: _sample_record_bytes(self.bootstrap_servers, tp, latest[tp])
-            for topic, tp in fullest.items()
-        }
+        mean = _sample_record_bytes(
+            self.bootstrap_servers, {tp: latest[tp] for tp in fullest.values()}
+        )
         return {tp: n * mean.get(tp.topic, 0) for tp, n in counts.items()}
 
     # -- planning ----------------------------------------------------------------------
@@ -390,27 +389,33 @@ class AdminRebalance:
 
 
 def _sample_record_bytes(
-    bootstrap: Sequence[str], tp: TopicPartition, end: OffsetAndTimestamp | None
-) -> int:
-    """The mean size of the last ``SAMPLE_RECORDS`` records of ``tp`` (0 if unreadable)."""
+    bootstrap: Sequence[str], ends: Mapping[TopicPartition, OffsetAndTimestamp | None]
+) -> dict[str, int]:
+    """Per topic, the mean size of the last ``SAMPLE_RECORDS`` records of its partition
+    in ``ends`` (0 if unreadable); one reader for all of them."""
     from headwater.client.range_reader import RangeReader
 
-    if end is None or end.offset <= 0:
-        return 0
-    total = count = 0
+    out: dict[str, int] = {}
+    if not ends:
+        return out
     with RangeReader(list(bootstrap), default_api_timeout_ms=10000) as reader:
-        try:
-            for chunk in reader.read_range(
-                tp,
-                max(0, end.offset - SAMPLE_RECORDS),
-                end.offset,
-                timeout_ms=5000,
-                on_missing=lambda _m: None,
-            ):
-                for r in chunk.all_records():
-                    total += len(r.key or b"") + len(r.value or b"") + RECORD_OVERHEAD_BYTES
-                    total += sum(len(h[0]) + len(h[1] or b"") for h in r.headers)
-                    count += 1
-        except errors.HeadwaterError:
-            return 0
-    return total // count if count else 0
+        for tp, end in ends.items():
+            total = count = 0
+            if end is not None and end.offset > 0:
+                try:
+                    for chunk in reader.read_range(
+                        tp,
+                        max(0, end.offset - SAMPLE_RECORDS),
+                        end.offset,
+                        timeout_ms=5000,
+                        on_missing=lambda _m: None,
+                    ):
+                        for r in chunk.all_records():
+                            total += len(r.key or b"") + len(r.value or b"")
+                            total += sum(len(h[0]) + len(h[1] or b"") for h in r.headers)
+                            total += RECORD_OVERHEAD_BYTES
+                            count += 1
+                except errors.HeadwaterError:
+                    count = 0
+            out[tp.topic] = total // count if count else 0
+    return out

@@ -64,6 +64,9 @@ def test_throttle_must_be_positive(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 2 and "positive" in err
     code, _, err = run(capsys, "cluster", "rebalance", "--throttle", "fast")
     assert code == 2 and "bytes/s" in err
+    for bad in ("-1", "lots"):
+        code, _, err = run(capsys, "cluster", "rebalance", "--bytes-tolerance", bad)
+        assert code == 2 and "off" in err and _one_line(err)
 
 
 def test_bad_plan_files_are_refused_before_connecting(
