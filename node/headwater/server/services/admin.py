@@ -22,6 +22,7 @@ from headwater.coordination.broker import BrokerCoordinator
 from headwater.errors import ErrorCode
 from headwater.replication import quota
 from headwater.security.acls import AclOperation as Op
+from headwater.server import listeners
 from headwater.server.auth.authorization import ALLOW_ALL, RequestAuthorizer
 from headwater.server.config import SENSITIVE_KEYS, BrokerConfig
 from headwater.server.convert import Context, broker_to_proto, pb_error
@@ -528,4 +529,9 @@ class AdminService(admin_pb2_grpc.AdminServicer):
 
 def is_sensitive(key: str) -> bool:
     """Kafka's PASSWORD-type configs and private keys: DescribeConfigs shows no value."""
-    return key in SENSITIVE_KEYS or "password" in key or key.endswith((".key", ".secret"))
+    return (
+        key in SENSITIVE_KEYS
+        or "password" in key
+        or key.endswith((".key", ".secret"))
+        or listeners.is_sensitive(key)  # ssl.* and sasl.jaas.config, per listener too
+    )
