@@ -62,6 +62,13 @@ def translate_rpc_error(exc: grpc.RpcError, address: str) -> errors.HeadwaterErr
         return errors.UnsupportedVersionError(where)
     if code == grpc.StatusCode.INVALID_ARGUMENT:
         return errors.InvalidRequestError(where)
+    if code == grpc.StatusCode.PERMISSION_DENIED:
+        # An authorizer refusal of an RPC whose response has no error field, e.g.
+        # "CLUSTER_AUTHORIZATION_FAILED: not authorized to DESCRIBE the cluster".
+        name, _, message = (details or "").partition(": ")
+        if name in errors.ErrorCode.__members__:
+            return errors.for_code(errors.ErrorCode[name], message)
+        return errors.ClusterAuthorizationFailedError(where)
     return errors.UnknownServerError(where)
 
 

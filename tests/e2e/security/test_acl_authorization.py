@@ -11,6 +11,8 @@ from pathlib import Path
 
 import grpc
 import pytest
+from headwater import errors
+from headwater.client.admin import Admin
 from headwater.errors import ErrorCode
 from headwater.security.acls import AclOperation as Op
 from headwater.security.acls import AclPermissionType, PatternType, ResourceType
@@ -312,6 +314,11 @@ def test_admin_topic_and_config_rpcs(secured: tuple[Cluster, AclWriter]) -> None
         a.DescribeCluster(admin_pb2.DescribeClusterRequest(), timeout=30)
     assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
     assert "CLUSTER_AUTHORIZATION_FAILED" in (refused.value.details() or "")
+    with (
+        Admin(cluster.bootstrap, default_api_timeout_ms=10000) as client,
+        pytest.raises(errors.ClusterAuthorizationFailedError, match="DESCRIBE the cluster"),
+    ):
+        client.describe_cluster()
     elected = a.ElectLeaders(
         admin_pb2.ElectLeadersRequest(
             election_type=admin_pb2.PREFERRED,
