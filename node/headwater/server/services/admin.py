@@ -24,8 +24,9 @@ from headwater.replication import quota
 from headwater.security.acls import AclOperation as Op
 from headwater.server import listeners
 from headwater.server.auth.authorization import ALLOW_ALL, RequestAuthorizer
+from headwater.server.auth.identity import current_identity
 from headwater.server.config import SENSITIVE_KEYS, BrokerConfig
-from headwater.server.convert import Context, broker_to_proto, pb_error
+from headwater.server.convert import Context, brokers_to_proto, pb_error
 from headwater.server.metrics import BrokerMetrics, Timer
 from headwater.server.runtime.metadata_cache import MetadataCache
 from headwater.server.runtime.offload import run_blocking
@@ -389,7 +390,9 @@ class AdminService(admin_pb2_grpc.AdminServicer):
             controller_id=description.controller_id
             if description.controller_id is not None
             else -1,
-            brokers=[broker_to_proto(b) for b in description.brokers],
+            brokers=brokers_to_proto(
+                description.brokers, listener=current_identity(context).listener
+            ),
         )
 
     async def ElectLeaders(

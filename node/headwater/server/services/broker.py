@@ -17,7 +17,8 @@ from headwater.records.allocator import tune_allocator
 from headwater.security.acls import AclOperation as Op
 from headwater.security.acls import ResourceType
 from headwater.server.auth.authorization import ALLOW_ALL, RequestAuthorizer
-from headwater.server.convert import Context, broker_to_proto, pb_error
+from headwater.server.auth.identity import current_identity
+from headwater.server.convert import Context, brokers_to_proto, pb_error
 from headwater.server.metrics import BrokerMetrics, Timer
 from headwater.server.runtime import hosted
 from headwater.server.runtime import replica_manager as rm
@@ -121,7 +122,10 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             )
         timer.done()
         return broker_pb2.MetadataResponse(
-            brokers=[broker_to_proto(b) for b in cache.brokers.values()],
+            # Kafka: the endpoints of the listener the request came in on.
+            brokers=brokers_to_proto(
+                cache.brokers.values(), listener=current_identity(context).listener
+            ),
             controller_id=cache.controller_id,
             cluster_id=cache.cluster_id,
             topics=topics,
