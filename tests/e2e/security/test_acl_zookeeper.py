@@ -192,3 +192,25 @@ def test_znode_acls_keep_unauthenticated_clients_out(zookeeper: Any, zk_connect:
 
 def test_the_password_is_not_in_reprs() -> None:
     assert "s3cret" not in repr(ZkAuth("headwater", "s3cret", set_acl=True))
+
+
+def test_a_watcher_catches_up_after_its_session_expires(
+    zk_connect: str, client: KazooClient
+) -> None:
+    seen: list[Mapping[Any, Any]] = []
+    other = session.connect(zk_connect)
+    try:
+        writer = AclZkStore(other)
+        writer.ensure_paths()
+        watcher = AclWatcher(AclZkStore(client), seen.append)
+        watcher.start()
+        try:
+            session.expire_session(client)
+            writer.update(ORDERS, lambda es: es | {ALICE_READ})
+            assert wait_until(lambda: seen[-1] == {ORDERS: {ALICE_READ}})
+            writer.update(ORD_PREFIX, lambda es: es | {BOB_DENY})
+            assert wait_until(lambda: seen[-1] == {ORDERS: {ALICE_READ}, ORD_PREFIX: {BOB_DENY}})
+        finally:
+            watcher.stop()
+    finally:
+        session.close(other)
