@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError, NotEmptyError
+from kazoo.exceptions import NoAuthError, NoNodeError, NotEmptyError
 from kazoo.protocol.states import KazooState
 from kazoo.recipe.watchers import ChildrenWatch
 
@@ -68,6 +68,10 @@ ACL_TYPES = (
 )
 
 AclMap = dict[ResourcePattern, frozenset[AccessControlEntry]]
+
+AccessDenied = NoAuthError
+"""What ZooKeeper raises to a client without the brokers' identity on a
+``zookeeper.set.acl`` cluster (so callers outside coordination need not import kazoo)."""
 
 
 # -- the codec (pure) ---------------------------------------------------------------------

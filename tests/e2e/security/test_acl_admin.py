@@ -209,7 +209,12 @@ def test_cli_add_list_remove(
                perm=AclPermissionType.DENY) in writer.all()  # fmt: skip
 
 
-def test_security_disabled_and_zookeeper_acls(zookeeper: ZooKeeperServer, tmp_path: Path) -> None:
+def test_security_disabled_and_zookeeper_acls(
+    zookeeper: ZooKeeperServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     overrides = {
         "zookeeper.set.acl": "true",
         "zookeeper.digest.username": "headwater",
@@ -235,5 +240,17 @@ def test_security_disabled_and_zookeeper_acls(zookeeper: ZooKeeperServer, tmp_pa
                 stranger.create("/admin/delete_topics/zk-acl-topic", b"")
         finally:
             session.close(stranger)
+        # headwater acls --zookeeper needs the brokers' identity on such a cluster.
+        add = ["acls", "add", "--zookeeper", cluster.zookeeper_connect,
+               "--allow-principal", "User:a", "--topic", "zk-acl-topic"]  # fmt: skip
+        assert main(add) == 1
+        assert "--zookeeper-digest-username" in capsys.readouterr().err
+        monkeypatch.setenv("HEADWATER_ZOOKEEPER_DIGEST_PASSWORD", "zk-s3cret")
+        assert main([*add, "--zookeeper-digest-username", "headwater"]) == 0
+        capsys.readouterr()
+        listing = ["acls", "list", "--zookeeper", cluster.zookeeper_connect,
+                   "--zookeeper-digest-username", "headwater", "--output", "json"]  # fmt: skip
+        assert main(listing) == 0
+        assert [a["principal"] for a in json.loads(capsys.readouterr().out)] == ["User:a"]
         log = cluster.brokers[0].log_tail(400)
         assert "zk-s3cret" not in log
