@@ -36,7 +36,7 @@ import functools
 import logging
 import signal
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import grpc
@@ -49,10 +49,13 @@ from headwater.coordination.broker import BrokerCoordinator
 from headwater.coordination.model import BrokerRegistration
 from headwater.coordination.settings import CoordinationSettings
 from headwater.groups.runtime import GroupCoordinatorRuntime
+from headwater.server.auth.acl_runtime import BrokerAuthorization
+from headwater.server.auth.listener_auth import SessionLookup
+from headwater.server.auth.sasl import SaslAuthentication
 from headwater.server.config import BrokerConfig
 from headwater.server.metrics import BrokerMetrics
-from headwater.server.runtime import process
-from headwater.server.runtime.channels import channel_options
+from headwater.server.runtime import channels, listener_servers, process
+from headwater.server.runtime.channels import channel_options, inter_broker_security
 from headwater.server.runtime.controlled_shutdown import (
     ATTEMPT_TIMEOUT_MARGIN_S,
     ask_controller,
@@ -73,13 +76,22 @@ from headwater.server.runtime.offload import run_blocking
 from headwater.server.runtime.replica_manager import ReplicaManager
 from headwater.server.runtime.role_changes import RoleChangeApplier
 from headwater.server.runtime.scheduler import PeriodicScheduler
+from headwater.server.services.acls import AclService
 from headwater.server.services.admin import AdminService
 from headwater.server.services.broker import BrokerService, ProducerIdAllocator
 from headwater.server.services.control import ControlService
 from headwater.server.services.group import GroupService
+from headwater.server.services.sasl import SaslService, ScramAdminService
 from headwater.server.startup import DeferredServices, Readiness
 from headwater.storage import LogConfig, LogManager
-from headwater.v1 import admin_pb2_grpc, broker_pb2_grpc, control_pb2_grpc, group_pb2_grpc
+from headwater.v1 import (
+    acls_pb2_grpc,
+    admin_pb2_grpc,
+    broker_pb2_grpc,
+    control_pb2_grpc,
+    group_pb2_grpc,
+    sasl_pb2_grpc,
+)
 from headwater.values import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -89,6 +101,9 @@ SERVICE_NAMES = (
     "headwater.v1.Admin",
     "headwater.v1.Control",
     "headwater.v1.Group",
+    "headwater.v1.AclService",
+    "headwater.v1.SaslService",
+    "headwater.v1.ScramAdmin",
 )
 
 SHUTDOWN_TIMEOUT_S = 30.0
@@ -111,7 +126,13 @@ class BrokerServer:
         self.readiness = Readiness(config.broker_id)
         self._stop = asyncio.Event()
         self._controller_channel: GrpcControllerChannel | None = None
+        self.authorization = BrokerAuthorization(config)
+        self.sasl_sessions: SessionLookup | None = None
+        """The SASL sessions SASL_* listeners check tokens against (set by the SASL setup)."""
         self._hooks: set[asyncio.Task[None]] = set()
+        self.sasl = SaslAuthentication.from_config(config)
+        """SASL exchanges, sessions and the SCRAM credential cache (issue 18)."""
+        self.sasl_sessions = self.sasl.sessions
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -139,15 +160,22 @@ class BrokerServer:
 
         # Everything is registered before start (gRPC refuses handlers added later); the
         # Headwater services answer UNAVAILABLE until attached below, health NOT_SERVING.
-        server = grpc.aio.server(options=channel_options(config.grpc_max_message_bytes))
-        health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
+        # One gRPC server per listener, all with the same handlers (listener_servers).
         services = DeferredServices(SERVICE_NAMES)
-        server.add_generic_rpc_handlers((services,))
+
+        def register(server: grpc.aio.Server) -> None:
+            health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
+            server.add_generic_rpc_handlers((services,))
+
         await self._set_health(False)
-        listener = config.listener
-        port = server.add_insecure_port(f"{listener.host or '0.0.0.0'}:{listener.port}")
-        await server.start()
-        log.info("broker %d listening on %s:%d", config.broker_id, listener.host, port)
+        layout = config.listener_layout
+        channels.configure_inter_broker(inter_broker_security(layout))
+        listeners = await listener_servers.start_listeners(
+            layout,
+            register=register,
+            options=channel_options(config.grpc_max_message_bytes),
+            sessions=lambda: self.sasl_sessions,
+        )
 
         defaults = LogConfig.from_properties(config.log_config_properties())
         log_manager = self.log_manager = await run_blocking(
@@ -205,7 +233,7 @@ class BrokerServer:
         ):
             scheduler.start(job)
         try:
-            if not await self._start_coordinator_unless_stopped(port):
+            if not await self._start_coordinator_unless_stopped(listeners):
                 return 0
             if self.coordinator is not None:  # dynamic replication throttles (issue 17)
                 await replicas.quotas.watch(
@@ -241,9 +269,17 @@ class BrokerServer:
             # LeaderAndIsr can start a fetcher any more), then stop the fetchers.
             replicas.shutdown()
             replicas.quotas.shutdown()
-            await process.bounded("stopping the gRPC server", server.stop(grace=1.0), 3.0)
+            await process.bounded(
+                "stopping the gRPC servers",
+                listener_servers.stop_listeners(listeners, grace_s=1.0),
+                3.0,
+            )
             await process.bounded("stopping the replica fetchers", fetchers.shutdown(), 3.0)
             await process.bounded("closing the logs", run_blocking(log_manager.shutdown), 15.0)
+            await process.bounded(
+                "stopping the authorizer", run_blocking(self.authorization.stop), 5.0
+            )
+            await process.bounded("stopping the SCRAM cache", run_blocking(self.sasl.stop), 5.0)
             if self.coordinator is not None:
                 # Closing the controller's channels first cancels any send still waiting
                 # on a broker (this one has stopped serving), so resigning does not wait.
@@ -273,6 +309,7 @@ class BrokerServer:
                 metadata=self.metadata,
                 coordinator=lambda: self.coordinator,
                 offsets_topic_replication_factor=config.offsets_topic_replication_factor,
+                authz=self.authorization.authz,
             ),
             server,
         )
@@ -282,6 +319,7 @@ class BrokerServer:
                 metadata=self.metadata,
                 metrics=self.metrics,
                 producer_ids=ProducerIdAllocator(config.broker_id, start_ms=clock.wall_ms()),
+                authz=self.authorization.authz,
             ),
             server,
         )
@@ -295,6 +333,7 @@ class BrokerServer:
                 on_leaders=role_changes.update_leaders,
                 on_role_changes=role_changes.apply,
                 on_applied=self._on_control_applied,
+                authz=self.authorization.authz,
             ),
             server,
         )
@@ -305,7 +344,25 @@ class BrokerServer:
                 metadata_changed=metadata_changed,
                 metrics=self.metrics,
                 config=config,
+                authz=self.authorization.authz,
             ),
+            server,
+        )
+        acls_pb2_grpc.add_AclServiceServicer_to_server(
+            AclService(
+                store=lambda: self.authorization.store,
+                authz=self.authorization.authz,
+                refresh=self.authorization.refresh,
+                metrics=self.metrics,
+            ),
+            server,
+        )
+        sasl_pb2_grpc.add_SaslServiceServicer_to_server(
+            SaslService(exchanges=self.sasl.exchanges, mechanisms_for=self.sasl.mechanisms_for),
+            server,
+        )
+        sasl_pb2_grpc.add_ScramAdminServicer_to_server(
+            ScramAdminService(store=lambda: self.sasl.store, authz=self.authorization.authz),
             server,
         )
 
@@ -331,10 +388,12 @@ class BrokerServer:
         b = self.metadata.brokers.get(leader)
         return f"{b.host}:{b.port}" if b is not None and leader != self.config.broker_id else None
 
-    async def _start_coordinator_unless_stopped(self, port: int) -> bool:
+    async def _start_coordinator_unless_stopped(
+        self, listeners: Sequence[listener_servers.BoundListener]
+    ) -> bool:
         """Start the coordinator; False if a stop was requested first (e.g. while waiting
         for a previous session's registration to expire)."""
-        starting = asyncio.ensure_future(self._start_coordinator(port))
+        starting = asyncio.ensure_future(self._start_coordinator(listeners))
         stopping = asyncio.ensure_future(self._stop.wait())
         await asyncio.wait((starting, stopping), return_when=asyncio.FIRST_COMPLETED)
         stopping.cancel()
@@ -345,9 +404,11 @@ class BrokerServer:
         log.info("broker %d: stop requested during startup", self.config.broker_id)
         return False
 
-    async def _start_coordinator(self, port: int) -> None:
+    async def _start_coordinator(self, listeners: Sequence[listener_servers.BoundListener]) -> None:
         config = self.config
-        advertised = config.advertised_listener
+        inter_broker = config.listener_layout.inter_broker
+        advertised = next(b for b in listeners if b.config.name == inter_broker).advertised
+        endpoints, protocol_map = listener_servers.registered_endpoints(listeners)
         settings = CoordinationSettings.from_properties(
             {
                 **config.to_properties(),
@@ -368,7 +429,9 @@ class BrokerServer:
             broker=BrokerRegistration(
                 broker_id=config.broker_id,
                 host=advertised.host,
-                port=advertised.port or port,
+                port=advertised.port,
+                endpoints=endpoints,
+                security_protocol_map=protocol_map,
                 rack=config.broker_rack or None,
                 version=__version__,
                 protocol_version=config.inter_broker_protocol_version,
@@ -376,9 +439,12 @@ class BrokerServer:
             channel=channel,
             config_validator=_validate_topic_config,
         )
+        # The ACLs are loaded before registering: the controller's first requests are checked.
+        await run_blocking(self.authorization.start, settings)
         await run_blocking(coordinator.start)
         self._controller_channel = channel
         self.coordinator = coordinator
+        await run_blocking(self.sasl.start, coordinator)
 
     def _expire_session_for_tests(self) -> None:
         """SIGUSR1 with test hooks: expire our own ZooKeeper session (headwater.testing)."""
