@@ -10,9 +10,10 @@ records the outcome.  The StatefulSet carries everything:
   ``brokers.replicas``); ``spec.replicas`` is the operator's to move;
 * ``headwater.io/drain-on-scale-down`` — ``"true"``: drain before shrinking;
 * ``headwater.io/scaling-status`` — JSON written by the operator: ``phase``,
-  ``desired``, ``replicas``, ``message``, the running move's ``partitions``
-  (total), ``partitionsMoving``, ``bytes`` (to move, from the plan) and
-  ``throttleBytesPerSecond``, and a Kubernetes-style condition ``Scaled``
+  ``desired``, ``replicas``, ``message``; the running (or last) move's
+  ``partitions``, ``moves`` (replicas copied), ``bytes`` (estimated, from the
+  plan) and ``throttleBytesPerSecond``; ``partitionsMoving`` while it runs;
+  and a Kubernetes-style condition ``Scaled``
   (``False`` with the phase as reason while a scaling runs or is refused);
 * ``headwater.io/scaling-plan`` — Kafka's reassignment JSON of the running
   move, so a restarted operator can still verify it and remove its throttle.
@@ -84,7 +85,9 @@ class ClientScalingKubeApi(ClientKubeApi):
     """:class:`ScalingKubeApi` over the official ``kubernetes`` client."""
 
     def scale_statefulset(self, namespace: str, name: str, replicas: int) -> None:
-        self._apps.patch_namespaced_stateful_set(name, namespace, {"spec": {"replicas": replicas}})
+        self._apps.patch_namespaced_stateful_set(
+            name, namespace, {"spec": {"replicas": replicas}}, _preload_content=False
+        )
 
 
 class ReassignmentAdmin(Protocol):
@@ -250,8 +253,16 @@ class Scaler:
         sts = self.api.read_statefulset(self.namespace, self.statefulset)
         observed = self.observe(sts)
         decision = scaling.decide(observed)
-        extra = self._perform(decision, sts)
-        self._record(sts, observed, decision, extra)
+        if isinstance(decision.action, SetReplicas):
+            # Record first: once spec.replicas moved, the next observation looks quiet
+            # (desired == spec), so a crash before recording would skip the rebalance.
+            # Setting the replicas again after a crash is harmless.
+            self._record(sts, observed, decision, {})
+            self._perform(decision, sts)
+        else:
+            # Act first: a failed action leaves the phase as it was, to be tried again.
+            extra = self._perform(decision, sts)
+            self._record(sts, observed, decision, extra)
         return decision
 
     # -- actions ------------------------------------------------------------------------
@@ -330,7 +341,7 @@ class Scaler:
         status: dict[str, Any] = {
             k: old[k]
             for k in ("partitions", "moves", "bytes", "throttleBytesPerSecond")
-            if k in old and decision.phase in scaling.MOVING_PHASES
+            if k in old  # the last move's figures stay until the next move
         }
         status.update(fields)
         replicas = observed.spec_replicas
