@@ -151,3 +151,22 @@ def test_election_with_nobody_to_lead_leaves_the_partition_leaderless() -> None:
     new = how.decide((4, 1), lai(1, (1, 2)))
     assert new.leader == NO_LEADER
     assert new.isr == (1, 2)  # none of the ISR kept: the old one stays known
+
+
+def test_moving_to_the_current_replicas_is_no_move_and_stops_nobody() -> None:
+    ctx = view(topics=ONE)
+    result, answers = on_alter_reassignments(ctx, {TP: (1, 2, 3)})
+    assert answers == {TP: None}
+    assert result.effects[:2] == (
+        r.SetReassignment(TP, (1, 2, 3), None),
+        r.WriteReassignment(TP, (1, 2, 3), None),
+    )
+    assert not result.of(r.SendStopReplica)
+
+
+def test_reordering_moves_no_data_and_keeps_the_leader() -> None:
+    ctx = view(topics=ONE)
+    result, _ = on_alter_reassignments(ctx, {TP: (2, 1, 3)})
+    assert result.effects[0] == r.SetReassignment(TP, (2, 1, 3), None)
+    (update,) = result.of(r.UpdatePartitionState)
+    assert update.state.leader == 1  # a preferred election moves it later, as in Kafka

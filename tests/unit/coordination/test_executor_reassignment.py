@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from headwater.coordination import model
 from headwater.coordination.model import LeaderAndIsr, ReplicaReassignment
-from headwater.coordination.requests import StopReplicaRequest
+from headwater.coordination.requests import LeaderAndIsrRequest, StopReplicaRequest
 from headwater.values import TopicPartition
 
 from .executor_harness import harness
@@ -64,3 +64,16 @@ def test_assignment_codec_keeps_adding_and_removing_per_partition() -> None:
     assert decoded.reassignments == {0: ReplicaReassignment((4,), (1,))}
     assert b'"adding_replicas":{"0":[4]}' in data
     assert b'"removing_replicas":{"0":[1]}' in data
+
+
+def test_start_sends_leader_and_isr_to_the_arriving_replica() -> None:
+    h = harness(brokers=(1, 2, 3, 4), topics={"orders": {0: (1, 2, 3)}})
+    h.executor.on_failover()
+    before = len(h.sender.sent(LeaderAndIsrRequest))
+    h.executor.alter_reassignments({TP: (4, 2, 3)})
+    sent = h.sender.sent(LeaderAndIsrRequest)[before:]
+    assert {b for b, _ in sent} == {1, 2, 3, 4}
+    for _, request in sent:
+        (state,) = request.states
+        assert state.replicas == (4, 2, 3, 1)
+        assert state.leader_and_isr.leader_epoch == 1
