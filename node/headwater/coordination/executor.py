@@ -106,7 +106,7 @@ class ControllerExecutor:
         self.run(brokers.on_failover(ctx, unclean=self._unclean))
         if ctx.reassignments:
             log.info("resuming reassignments of %s", sorted(ctx.reassignments))
-        self._progress(None)
+            self.run(reassignment.on_failover_resume(ctx))
         self.on_topic_deletion()
         self.on_isr_change()
         if self._store.get_preferred_election(watch=self._watches.preferred) is not None:

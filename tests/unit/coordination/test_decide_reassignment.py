@@ -9,6 +9,7 @@ from headwater.coordination.decisions.reassignment import (
     ReassignmentElection,
     is_complete,
     on_alter_reassignments,
+    on_failover_resume,
     on_reassignment_progress,
     reassign_to,
 )
@@ -170,3 +171,21 @@ def test_reordering_moves_no_data_and_keeps_the_leader() -> None:
     assert result.effects[0] == r.SetReassignment(TP, (2, 1, 3), None)
     (update,) = result.of(r.UpdatePartitionState)
     assert update.state.leader == 1  # a preferred election moves it later, as in Kafka
+
+
+def test_failover_restarts_a_move_not_in_sync_with_a_new_epoch() -> None:
+    ctx = moving_view((1, 2, 3))
+    result = on_failover_resume(ctx)  # type: ignore[arg-type]
+    (update,) = result.of(r.UpdatePartitionState)
+    assert update.state.leader == 1
+    assert update.state.isr == (1, 2, 3)
+    assert update.state.leader_epoch == 2
+    assert result.of(r.Announce) == [r.Announce((TP,))]
+    assert not result.of(r.WriteReassignment)
+
+
+def test_failover_completes_a_move_in_sync() -> None:
+    ctx = moving_view((1, 2, 3, 4))
+    result = on_failover_resume(ctx)  # type: ignore[arg-type]
+    assert result.effects[-1] == r.WriteReassignment(TP, (4, 2, 3), None)
+    assert len(result.of(r.UpdatePartitionState)) == 1

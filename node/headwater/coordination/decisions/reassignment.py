@@ -22,7 +22,7 @@ partition already moving replaces the old one the same way (Kafka's
 ``reassignTo``), stopping added replicas no longer wanted.
 
 The znode is the truth: a new controller loads AR/RR with the assignment
-and resumes (:func:`on_reassignment_progress` on failover).  Completion is
+and resumes (:func:`on_failover_resume`).  Completion is
 idempotent: if a controller dies between the state write and the assignment
 write, its successor completes again.
 
@@ -175,6 +175,28 @@ def on_reassignment_progress(
         list(ctx.reassignments) if tps is None else [tp for tp in tps if tp in ctx.reassignments]
     )
     _complete(plan, sorted(candidates))
+    return plan.result()
+
+
+def on_failover_resume(ctx: ControllerContext) -> r.ControllerResult:
+    """A new controller found moves in ZooKeeper: complete those in sync, restart the others.
+
+    Kafka's failover re-runs ``onPartitionReassignment`` for each: a move not
+    yet in sync gets its leader epoch bumped and LeaderAndIsr sent again to
+    every replica, so a leader that never heard of the new replica set (its
+    controller died between the znode write and the state write) learns it;
+    a leader ignores a LeaderAndIsr of its own epoch.
+    """
+    plan = Plan(ctx)
+    for tp in sorted(ctx.reassignments):
+        view = plan.view
+        if is_complete(view, tp) or tp not in view.states:
+            continue
+        replicas = view.replicas(tp)
+        how = ReassignmentElection(replicas, frozenset(view.eligible_ids()), view.controller_epoch)
+        if plan.elect([tp], how):
+            plan.add(r.Announce((tp,)))
+    _complete(plan, sorted(ctx.reassignments))
     return plan.result()
 
 
