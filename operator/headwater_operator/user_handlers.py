@@ -101,6 +101,11 @@ def register(
                 clients_ca=ca,
                 reserved=config.security.super_users,
                 new_password=users_kube.new_password,
+                ca_pem=(
+                    Path(config.security.ssl_cafile).read_text()
+                    if config.security.ssl_cafile
+                    else ""
+                ),
             )
         return state["r"]
 

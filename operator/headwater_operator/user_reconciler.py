@@ -121,7 +121,11 @@ class UserReconciler:
         clients_ca: ClientsCa | None,
         reserved: tuple[str, ...] = (),
         new_password: Callable[[], str],
+        ca_pem: str = "",
     ) -> None:
+        """``ca_pem``: the CA(s) the brokers' certificates chain to, given to SCRAM users as
+        ``ca.crt`` (TLS users get it from the clients CA)."""
+        self.ca_pem = ca_pem
         self.admin = admin
         self.secrets = secrets
         self.clients_ca = clients_ca
@@ -231,6 +235,8 @@ class UserReconciler:
                 "password": action.password,
                 "sasl.jaas.config": users.jaas_config(action.user, action.password),
             }
+            if self.ca_pem:
+                data["ca.crt"] = self.ca_pem
             self.secrets.write(action.user, data, owner=resource)
         elif isinstance(action, users.UpsertScram):
             self.admin.upsert_scram(action.user, action.password, action.iterations)

@@ -35,6 +35,10 @@ ADDRESS_KEYS = frozenset({"listeners", "advertised.listeners", "metrics.port"})
 PATH_KEYS = frozenset({"log.dirs"})
 """server.properties keys whose paths are remapped to temporary directories."""
 
+TLS_PATH_KEYS = frozenset({"ssl.keystore.location", "ssl.truststore.location"})
+"""With the chart's TLS: the PEM keystore and truststore files, remapped to the test's own
+certificates (the pod's are issued for Kubernetes DNS names, not 127.0.0.1)."""
+
 _LISTENER = re.compile(r"(?P<protocol>[A-Za-z_]+)://(?P<host>[^:/]*):(?P<port>\d+)")
 
 
@@ -48,6 +52,18 @@ def localize_listener(value: str, *, port: int) -> str:
     if match is None:
         raise ValueError(f"not a single PROTOCOL://host:port listener: {value!r}")
     return f"{match['protocol']}://{LOCALHOST}:{port}"
+
+
+def localize_listeners(value: str, *, ports: Mapping[str, int]) -> str:
+    """``A://h:1,B://h:2`` -> ``A://127.0.0.1:<ports[A]>,B://127.0.0.1:<ports[B]>``: every
+    named listener, in order, host replaced whole (it may hold ``${VAR}`` references)."""
+    out = []
+    for item in value.strip().split(","):
+        match = _LISTENER.fullmatch(item.strip())
+        if match is None:
+            raise ValueError(f"not a NAME://host:port listener: {item!r}")
+        out.append(f"{match['protocol']}://{LOCALHOST}:{ports[match['protocol']]}")
+    return ",".join(out)
 
 
 def localize_address(value: str, *, port: int) -> str:
@@ -66,19 +82,33 @@ def localize_url(value: str, *, port: int) -> str:
     return urlunsplit(parts._replace(netloc=f"{LOCALHOST}:{port}"))
 
 
-def localize_properties(text: str, *, listener_port: int, metrics_port: int, log_dir: Path) -> str:
-    """server.properties with only :data:`ADDRESS_KEYS` and :data:`PATH_KEYS` rewritten.
+def localize_properties(
+    text: str,
+    *,
+    listener_port: int = 0,
+    metrics_port: int,
+    log_dir: Path,
+    listener_ports: Mapping[str, int] | None = None,
+    tls_files: Mapping[str, Path] | None = None,
+) -> str:
+    """server.properties with only :data:`ADDRESS_KEYS` and :data:`PATH_KEYS` rewritten
+    (and :data:`TLS_PATH_KEYS` to ``tls_files[key]``).
 
-    Works line by line on the rendered text, so comments, order and every other line stay
-    byte for byte as rendered.
+    ``listener_port`` for the chart's single listener, ``listener_ports`` (by listener
+    name) for its named ones.  Works line by line on the rendered text, so comments, order
+    and every other line stay byte for byte as rendered.
     """
     out: list[str] = []
     for line in text.splitlines():
         key, sep, value = line.partition("=")
         key = key.strip()
         if sep and not line.lstrip().startswith(("#", "!")):
-            if key in ("listeners", "advertised.listeners"):
+            if key in ("listeners", "advertised.listeners") and listener_ports is not None:
+                line = f"{key}={localize_listeners(value, ports=listener_ports)}"
+            elif key in ("listeners", "advertised.listeners"):
                 line = f"{key}={localize_listener(value, port=listener_port)}"
+            elif key in TLS_PATH_KEYS and tls_files is not None:
+                line = f"{key}={tls_files[key]}"
             elif key == "metrics.port":
                 line = f"{key}={metrics_port}"
             elif key in PATH_KEYS:

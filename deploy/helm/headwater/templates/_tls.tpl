@@ -3,7 +3,9 @@ TLS, authentication and authorization of the brokers (issue 18), apart from _hel
 
 With tls.enabled every broker has two listeners, as Strimzi's brokers do:
   INTERNAL (tls.internalPort, SSL, client certificates required): brokers, the controller
-           and the operator, each with a certificate of the chart's CA;
+           and the operator, each with a certificate of the chart's CA (the controller
+           uses the inter-broker listener: Kafka's control.plane.listener.name, when set,
+           must name another one);
   CLIENT   (brokers.port): SSL with client certificates (tls.clientAuthentication=tls),
            SASL_SSL with SCRAM-SHA-512 (scram-sha-512), or SSL without them (none).
 A certificate's principal is its CN (ssl.principal.mapping.rules), so the brokers are
@@ -88,7 +90,6 @@ brokers, tls-combined.pem (the key then the chain: Kafka's PEM keystore).
   "advertised.listeners" (printf "INTERNAL://%s:%d,CLIENT://%s:%d" $host $internal $host $port)
   "listener.security.protocol.map" (printf "INTERNAL:SSL,CLIENT:%s" (include "headwater.tls.clientProtocol" .))
   "inter.broker.listener.name" "INTERNAL"
-  "control.plane.listener.name" "INTERNAL"
   "ssl.keystore.type" "PEM"
   "ssl.keystore.location" (printf "%s/tls-combined.pem" $dir)
   "ssl.truststore.type" "PEM"
