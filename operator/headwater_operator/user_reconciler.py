@@ -100,7 +100,8 @@ class ClientsCa(Protocol):
     """Signs and checks Users' client certificates (subject ``CN=<user>``)."""
 
     def issue(self, user: str) -> dict[str, str]:
-        """Secret data: ``ca.crt`` (to trust the brokers), ``user.crt``, ``user.key``."""
+        """Secret data: ``ca.crt`` (to trust the brokers), ``user.crt``, ``user.key`` and
+        ``user-keystore.pem`` (the two as Kafka's PEM keystore)."""
         ...
 
     def state(self, user: str, data: Mapping[str, str]) -> CertificateState: ...

@@ -239,14 +239,19 @@ class PemClientsCa:
             .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
             .sign(self._key, hashes.SHA256())
         )
+        cert_pem = cert.public_bytes(serialization.Encoding.PEM).decode()
+        key_pem = key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        ).decode()
+        # user-keystore.pem: Kafka's PEM keystore (key, then certificate), what a client's
+        # ssl.keystore.location (headwater --command-config, Spark's kafka.ssl.*) takes.
         return {
             "ca.crt": self.trust_pem,
-            "user.crt": cert.public_bytes(serialization.Encoding.PEM).decode(),
-            "user.key": key.private_bytes(
-                serialization.Encoding.PEM,
-                serialization.PrivateFormat.PKCS8,
-                serialization.NoEncryption(),
-            ).decode(),
+            "user.crt": cert_pem,
+            "user.key": key_pem,
+            "user-keystore.pem": key_pem + cert_pem,
         }
 
     def state(self, user: str, data: Mapping[str, str]) -> CertificateState:

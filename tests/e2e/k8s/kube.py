@@ -35,6 +35,22 @@ SPARK_IMAGE = "headwater-spark:e2e"
 WORKLOAD_CONFIGMAP = "k8s-e2e-workload"
 
 
+def _chart_tls() -> bool:
+    """Whether the release has TLS: the chart's default unless values-local.yaml says."""
+    default = yaml.safe_load((CHART / "values.yaml").read_text()).get("tls", {}).get("enabled")
+    local = yaml.safe_load((HERE / "values-local.yaml").read_text()).get("tls", {}).get("enabled")
+    return bool(default if local is None else local)
+
+
+TLS = _chart_tls()
+"""With TLS, client pods authenticate as the User :data:`CLIENT_USER` (a client
+certificate issued by the operator, ACLs for everything the scenario does)."""
+CLIENT_USER = "e2e-client"
+CLIENT_CERT_DIR = "/etc/headwater/client-cert"
+CLIENT_PROPERTIES = "/etc/headwater/client/client.properties"
+CLIENT_CONFIGMAP = "k8s-e2e-client"
+
+
 def tool(name: str) -> str | None:
     """``name`` from the local cluster's build (.tools/k8s/v*/bin), else from PATH."""
     for built in sorted((REPO / ".tools" / "k8s").glob(f"v*/bin/{name}")):
@@ -118,6 +134,12 @@ def uninstall() -> None:
     then the release, then the namespace."""
     kubectl_bin, helm_bin = tool("kubectl"), chart.helm_binary()
     assert kubectl_bin is not None and helm_bin is not None
+    run([kubectl_bin, "-n", NAMESPACE, "delete", "users", "--all", "--timeout=120s"],
+        check=False)  # fmt: skip
+    for name in run([kubectl_bin, "-n", NAMESPACE, "get", "users", "-o", "name"],
+                    check=False).stdout.split():  # fmt: skip
+        run([kubectl_bin, "-n", NAMESPACE, "patch", name, "--type=merge",
+             "-p", '{"metadata":{"finalizers":null}}'], check=False)  # fmt: skip
     gone = run([kubectl_bin, "-n", NAMESPACE, "delete", "topics", "--all", "--timeout=120s"],
                check=False)  # fmt: skip
     if gone.returncode != 0 and "the server doesn't have a resource type" not in gone.stderr:
@@ -174,6 +196,22 @@ def _pod(name: str, image: str, command: list[str], *, workload: bool = False) -
     if workload:
         container["volumeMounts"] = [{"name": "workload", "mountPath": "/work"}]
         spec["volumes"] = [{"name": "workload", "configMap": {"name": WORKLOAD_CONFIGMAP}}]
+    if TLS:
+        container["env"] += [
+            {"name": "HEADWATER_SECURITY_PROTOCOL", "value": "SSL"},
+            {"name": "HEADWATER_SSL_CAFILE", "value": f"{CLIENT_CERT_DIR}/ca.crt"},
+            {"name": "HEADWATER_SSL_CERTFILE", "value": f"{CLIENT_CERT_DIR}/user.crt"},
+            {"name": "HEADWATER_SSL_KEYFILE", "value": f"{CLIENT_CERT_DIR}/user.key"},
+        ]
+        container.setdefault("volumeMounts", []).extend([
+            {"name": "client-cert", "mountPath": CLIENT_CERT_DIR, "readOnly": True},
+            {"name": "client-props", "mountPath": CLIENT_PROPERTIES.rsplit("/", 1)[0],
+             "readOnly": True},
+        ])  # fmt: skip
+        spec.setdefault("volumes", []).extend([
+            {"name": "client-cert", "secret": {"secretName": CLIENT_USER}},
+            {"name": "client-props", "configMap": {"name": CLIENT_CONFIGMAP}},
+        ])  # fmt: skip
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -202,7 +240,8 @@ def run_pod(name: str, command: list[str], *, image: str = IMAGE_1, timeout_s: f
 
 def cli(name: str, *args: str, image: str = IMAGE_1) -> Any:
     """``headwater ARGS --output json`` in a pod; the parsed JSON."""
-    out = run_pod(name, ["headwater", *args, "--output", "json"], image=image)
+    security = ["--command-config", CLIENT_PROPERTIES] if TLS else []
+    out = run_pod(name, ["headwater", *args, *security, "--output", "json"], image=image)
     start = min((i for i in (out.find("{"), out.find("[")) if i >= 0), default=0)
     return json.loads(out[start:])
 
@@ -216,6 +255,42 @@ def install_workload() -> None:
         "data": {"workload.py": (HERE / "workload.py").read_text()},
     }
     apply(configmap)
+    if TLS:
+        install_client_user()
+
+
+def install_client_user() -> None:
+    """The scenario's clients' User (a client certificate, ACLs for all it does) and the
+    Kafka client properties its pods use with ``headwater --command-config``."""
+    everything = [
+        {"resource": {"type": kind, "name": "*"}, "operations": ["All"]}
+        for kind in ("topic", "group", "transactionalId")
+    ] + [{"resource": {"type": "cluster"}, "operations": ["All"]}]
+    apply({
+        "apiVersion": "headwater.io/v1",
+        "kind": "User",
+        "metadata": {"name": CLIENT_USER, "namespace": NAMESPACE},
+        "spec": {"authentication": {"type": "tls"},
+                 "authorization": {"type": "simple", "acls": everything}},
+    })  # fmt: skip
+
+    def ready() -> bool:
+        obj = kubectl_json("get", "user", CLIENT_USER)
+        conditions = (obj.get("status") or {}).get("conditions") or []
+        return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+
+    wait_until(ready, what=f"User {CLIENT_USER} Ready", timeout_s=180)
+    properties = (
+        "security.protocol=SSL\n"
+        f"ssl.truststore.location={CLIENT_CERT_DIR}/ca.crt\n"
+        f"ssl.keystore.location={CLIENT_CERT_DIR}/user-keystore.pem\n"
+    )
+    apply({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": CLIENT_CONFIGMAP, "namespace": NAMESPACE},
+        "data": {"client.properties": properties},
+    })  # fmt: skip
 
 
 class Workload:

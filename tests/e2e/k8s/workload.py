@@ -32,6 +32,17 @@ from headwater import Admin, Consumer, Producer
 STOP_FILE = "/tmp/stop"
 
 
+def security() -> dict[str, str]:
+    """The client security options the pod's environment gives (kafka-python's names):
+    HEADWATER_SECURITY_PROTOCOL and HEADWATER_SSL_CAFILE/CERTFILE/KEYFILE; none: PLAINTEXT."""
+    names = ("security_protocol", "ssl_cafile", "ssl_certfile", "ssl_keyfile")
+    return {
+        n: os.environ[f"HEADWATER_{n.upper()}"]
+        for n in names
+        if f"HEADWATER_{n.upper()}" in os.environ
+    }
+
+
 def stopping(deadline: float) -> bool:
     return os.path.exists(STOP_FILE) or time.monotonic() >= deadline
 
@@ -63,7 +74,9 @@ def produce(args: argparse.Namespace) -> None:
     failures: list[str] = []
     started = time.time()
     first_acked_at = 0.0
-    with Producer(args.bootstrap, acks="all", linger_ms=0, delivery_timeout_ms=120000) as p:
+    with Producer(
+        args.bootstrap, acks="all", linger_ms=0, delivery_timeout_ms=120000, **security()
+    ) as p:
         n = 0
         while not stopping(deadline) and (args.count <= 0 or n < args.count):
             t0 = time.perf_counter()
@@ -109,6 +122,7 @@ def consume(args: argparse.Namespace) -> None:
         group_id=args.group,
         auto_offset_reset="earliest",
         enable_auto_commit=False,
+        **security(),
     ) as consumer:
         while True:
             records = consumer.poll(500)
@@ -145,7 +159,7 @@ def watch_isr(args: argparse.Namespace) -> None:
     deadline = time.monotonic() + args.max_seconds
     samples = below = leaderless = errors = 0
     worst: list[str] = []
-    with Admin(args.bootstrap, default_api_timeout_ms=5000) as admin:
+    with Admin(args.bootstrap, default_api_timeout_ms=5000, **security()) as admin:
         while not stopping(deadline):
             try:
                 parts = admin.describe_topics([args.topic])[args.topic].partitions

@@ -77,6 +77,7 @@ def test_issued_certificate_is_a_client_certificate_of_the_user(tmp_path: Path) 
     assert list(usage) == [ExtendedKeyUsageOID.CLIENT_AUTH]
     assert cert.subject.rfc4514_string() == "CN=alice"
     assert "BEGIN CERTIFICATE" in data["ca.crt"]  # no trust given: the CA's own
+    assert data["user-keystore.pem"] == data["user.key"] + data["user.crt"]
     assert ca.state("alice", data) is CertificateState.VALID
     clock[0] = NOW + datetime.timedelta(days=19)
     assert ca.state("alice", data) is CertificateState.VALID
