@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import grpc
 import pytest
+from headwater import errors
 from headwater.client import connection
 from headwater.client.security import (
     ClientSecurity,
@@ -120,3 +122,17 @@ def test_channels_read_the_pem_files_once_and_refuse_bad_ones(tmp_path: Path) ->
                 "SSL", str(tmp_path / "ca.pem"), str(keystore), str(tmp_path / "nokey.pem")
             )
         )
+
+
+def test_an_unauthenticated_call_is_an_authentication_failure() -> None:
+    class Refused(grpc.RpcError, grpc.Call):  # type: ignore[misc]
+        def code(self) -> grpc.StatusCode:
+            return grpc.StatusCode.UNAUTHENTICATED
+
+        def details(self) -> str:
+            return "SASL authentication required on listener CLIENT"
+
+    error = connection.translate_rpc_error(Refused(), "h:9092")
+    assert isinstance(error, errors.SaslAuthenticationFailedError)
+    assert "h:9092" in str(error) and "listener CLIENT" in str(error)
+    assert not error.retriable
