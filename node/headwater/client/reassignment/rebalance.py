@@ -26,6 +26,7 @@ all choices break ties by broker id and partition, so a plan is reproducible.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
@@ -161,10 +162,18 @@ def _best_exchange(layout: Layout, src: int, dst: int) -> _Candidate | None:
     """The single move src→dst or swap that best narrows the pair's byte gap.
 
     A single move only goes to a broker with fewer replicas (so it never
-    raises the sum of squared counts); a swap keeps both counts.
+    raises the sum of squared counts); a swap keeps both counts.  The best
+    exchange moves a net ``gap / 2``: single moves and, for each replica given,
+    the replicas taken back are searched by size (bisection) for the nearest
+    to that, so a step costs O(n log n), not O(n²).  The nearest to the middle
+    of the open interval (0, gap) lies in it whenever any candidate does, so
+    "no candidate" is exact and the planner's stop (and idempotence) with it.
     """
     gap = layout.size[src] - layout.size[dst]
     best: _Candidate | None = None
+
+    def by_size(tp: TopicPartition) -> tuple[int, str, int]:
+        return (layout.sizes[tp], *_by_partition(tp))
 
     def consider(give: TopicPartition, take: TopicPartition | None) -> None:
         nonlocal best
@@ -178,17 +187,30 @@ def _best_exchange(layout: Layout, src: int, dst: int) -> _Candidate | None:
         if best is None or cand[:3] < best[:3]:
             best = cand
 
-    single_ok = layout.count[dst] < layout.count[src]
-    gives = [tp for tp in layout.held[src] if layout.may_move(tp, src, dst)]
-    if single_ok:
-        for give in gives:
+    half = gap / 2
+    gives = sorted((tp for tp in layout.held[src] if layout.may_move(tp, src, dst)), key=by_size)
+    if layout.count[dst] < layout.count[src]:
+        for give in _nearest(gives, half, layout.sizes):
             consider(give, None)
-    takes = [tp for tp in layout.held[dst] if layout.may_move(tp, dst, src)]
+    takes = sorted((tp for tp in layout.held[dst] if layout.may_move(tp, dst, src)), key=by_size)
+    take_sizes = [layout.sizes[tp] for tp in takes]
     for give in gives:
-        for take in takes:
-            if give != take:
+        for take in _nearest(takes, layout.sizes[give] - half, layout.sizes, take_sizes):
+            if take != give:
                 consider(give, take)
     return best
+
+
+def _nearest(
+    items: list[TopicPartition],
+    ideal: float,
+    sizes: Mapping[TopicPartition, int],
+    item_sizes: list[int] | None = None,
+) -> list[TopicPartition]:
+    """The entries of ``items`` (sorted by size) just below and at-or-above ``ideal``."""
+    keys = item_sizes if item_sizes is not None else [sizes[tp] for tp in items]
+    j = bisect.bisect_left(keys, ideal)
+    return [items[k] for k in (j - 1, j) if 0 <= k < len(items)]
 
 
 def _even_leaders(layout: Layout, *, max_steps: int) -> None:

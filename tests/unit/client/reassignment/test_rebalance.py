@@ -135,3 +135,39 @@ def test_any_layout_is_balanced_and_a_second_run_changes_nothing(
         assert spread(counts(plan.proposed, [b.broker_id for b in new])) <= 1
     again = plan_rebalance(plan.proposed, brokers=new, sizes=sizes)
     assert again.empty, again.changed
+
+
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(min_value=0, max_value=10_000), racks=st.sampled_from([0, 2, 3]))
+def test_the_bisected_exchange_finds_the_best_gap_a_full_search_finds(
+    seed: int, racks: int
+) -> None:
+    from headwater.client.reassignment.layout import Layout
+    from headwater.client.reassignment.rebalance import _best_exchange
+
+    rng = random.Random(seed)
+    brokers = _brokers(rng.randint(2, 6), racks)
+    layout_in = placed(brokers, topics={"a": (rng.randint(1, 30), rng.randint(1, 2))}, seed=seed)
+    sizes = {tp: rng.choice([0, 5, rng.randrange(1, 1000)]) for tp in layout_in}
+    layout = Layout(layout_in, targets=brokers, racks=_racks(brokers), sizes=sizes)
+    for src in layout.targets:
+        for dst in layout.targets:
+            gap = layout.size[src] - layout.size[dst]
+            if src == dst or gap <= 0:
+                continue
+            options = [
+                layout.sizes[g] - (layout.sizes[t] if t is not None else 0)
+                for g in layout.held[src]
+                if layout.may_move(g, src, dst)
+                for t in [
+                    *([None] if layout.count[dst] < layout.count[src] else []),
+                    *(t for t in layout.held[dst] if layout.may_move(t, dst, src)),
+                ]
+            ]
+            worst = [
+                max(layout.size[src] - n, layout.size[dst] + n) for n in options if 0 < n < gap
+            ]
+            found = _best_exchange(layout, src, dst)
+            assert (found is None) == (not worst)
+            if found is not None:
+                assert found.worse_side == min(worst)
