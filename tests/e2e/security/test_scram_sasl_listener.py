@@ -1,0 +1,129 @@
+"""A SASL_PLAINTEXT listener on a real broker, the user bootstrapped into ZooKeeper before
+the broker starts (Kafka's way): a call without a session and a client with a wrong
+password are refused, the right credentials reach every service, and after a broker
+restart (sessions forgotten) the client re-authenticates transparently."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+from headwater import errors
+from headwater.client import sasl
+from headwater.coordination import session
+from headwater.coordination.scram_credentials import ScramCredentialStore
+from headwater.security.scram import ScramCredential, ScramMechanism
+from headwater.testing.cluster import Cluster
+from headwater.testing.zookeeper import ZooKeeperServer
+from headwater.v1 import admin_pb2, admin_pb2_grpc, broker_pb2, broker_pb2_grpc
+
+PASSWORD = "listener-Secret-4411"
+SHA512 = ScramMechanism.SCRAM_SHA_512
+
+
+def sasl_cluster(data_dir: Path, zookeeper: ZooKeeperServer) -> Cluster:
+    """One broker with a SASL_PLAINTEXT client listener; ``alice`` written to ZooKeeper
+    before it starts, as Kafka bootstraps its first users."""
+    c = Cluster(
+        brokers=1,
+        data_dir=data_dir,
+        zookeeper=zookeeper.connect_string,
+        listeners={"CLIENT": "SASL_PLAINTEXT", "INTERNAL": "PLAINTEXT"},
+        overrides={"inter.broker.listener.name": "INTERNAL"},
+    )
+    client = session.connect(c.zookeeper_connect)
+    try:
+        ScramCredentialStore(client).alter(
+            "alice",
+            upsertions={
+                SHA512: ScramCredential.from_password(
+                    SHA512, PASSWORD, salt=b"bootstrap-salt", iterations=4096
+                )
+            },
+        )
+    finally:
+        session.close(client)
+    return c
+
+
+@pytest.fixture(scope="module")
+def cluster(
+    tmp_path_factory: pytest.TempPathFactory, zookeeper: ZooKeeperServer
+) -> Iterator[Cluster]:
+    with sasl_cluster(tmp_path_factory.mktemp("scram-listener"), zookeeper) as c:
+        yield c
+
+
+def client_address(cluster: Cluster) -> str:
+    return cluster.brokers[0].address_of("CLIENT")
+
+
+def authenticated(
+    cluster: Cluster, password: str = PASSWORD
+) -> tuple[grpc.Channel, sasl.SaslClientInterceptor, grpc.Channel]:
+    address = client_address(cluster)
+    raw = grpc.insecure_channel(address)
+    interceptor = sasl.SaslClientInterceptor(
+        raw, credentials=sasl.SaslCredentials("SCRAM-SHA-512", "alice", password), address=address
+    )
+    return grpc.intercept_channel(raw, interceptor), interceptor, raw
+
+
+def metadata(channel: grpc.Channel) -> broker_pb2.MetadataResponse:
+    response: broker_pb2.MetadataResponse = broker_pb2_grpc.BrokerStub(channel).Metadata(
+        broker_pb2.MetadataRequest(all_topics=True), timeout=15
+    )
+    return response
+
+
+def test_a_call_without_a_session_is_unauthenticated(cluster: Cluster) -> None:
+    with grpc.insecure_channel(client_address(cluster)) as raw:
+        with pytest.raises(grpc.RpcError) as info:
+            metadata(raw)
+        assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED  # type: ignore[attr-defined]
+        forged = [(sasl.SESSION_METADATA_KEY, "ab" * 32)]
+        with pytest.raises(grpc.RpcError) as info:
+            broker_pb2_grpc.BrokerStub(raw).Metadata(
+                broker_pb2.MetadataRequest(all_topics=True), timeout=15, metadata=forged
+            )
+        assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED  # type: ignore[attr-defined]
+
+
+def test_a_wrong_password_is_refused(cluster: Cluster) -> None:
+    channel, interceptor, raw = authenticated(cluster, password="not-the-password")
+    with raw, pytest.raises(errors.SaslAuthenticationFailedError) as info:
+        metadata(channel)
+    assert "not-the-password" not in str(info.value)
+    assert interceptor.authentications == 0
+
+
+def test_the_right_credentials_reach_the_services(cluster: Cluster) -> None:
+    channel, interceptor, raw = authenticated(cluster)
+    with raw:
+        created = admin_pb2_grpc.AdminStub(channel).CreateTopics(
+            admin_pb2.CreateTopicsRequest(
+                topics=[admin_pb2.CreatableTopic(name="sasl-orders", num_partitions=1)],
+                timeout_ms=15000,
+            ),
+            timeout=20,
+        )
+        assert created.topics[0].error == 0, created.topics[0].error_message
+        assert "sasl-orders" in {t.name for t in metadata(channel).topics}
+    assert interceptor.authentications == 1
+
+
+def test_a_restarted_broker_is_answered_by_authenticating_again(
+    tmp_path: Path, zookeeper: ZooKeeperServer
+) -> None:
+    with sasl_cluster(tmp_path, zookeeper) as cluster:
+        channel, interceptor, raw = authenticated(cluster)
+        with raw:
+            before = metadata(channel)
+            assert interceptor.authentications == 1
+            cluster.restart(0)
+            assert metadata(channel).brokers == before.brokers
+        assert interceptor.authentications == 2
+        log = cluster.brokers[0].log_tail(400)
+        assert "SASL authentication" in log and PASSWORD not in log
