@@ -232,10 +232,8 @@ class AdminRebalance:
     ) -> RebalancePlan:
         """A plan moving every replica off ``broker_id`` (which may be down), nothing else."""
         current = self.current_assignment()
-        if sizes is None:
-            sizes = self.estimate_partition_sizes(
-                tp for tp, ids in current.items() if broker_id in ids
-            )
+        if sizes is None:  # all of them: the before/after table shows every broker's bytes
+            sizes = self.estimate_partition_sizes(current)
         return plan_drain(current, brokers=self.broker_infos(), drain=[broker_id], sizes=sizes)
 
     def generate_reassignment(
