@@ -12,6 +12,10 @@ import grpc
 import pytest
 from headwater import errors
 from headwater.client import sasl
+from headwater.client.admin import Admin, NewTopic
+from headwater.client.consumer import Consumer
+from headwater.client.producer import Producer
+from headwater.client.types import TopicPartition
 from headwater.coordination import session
 from headwater.coordination.scram_credentials import ScramCredentialStore
 from headwater.security.scram import ScramCredential, ScramMechanism
@@ -127,3 +131,53 @@ def test_a_restarted_broker_is_answered_by_authenticating_again(
         assert interceptor.authentications == 2
         log = cluster.brokers[0].log_tail(400)
         assert "SASL authentication" in log and PASSWORD not in log
+
+
+def client_options(password: str = PASSWORD) -> dict[str, str]:
+    """kafka-python's option names."""
+    return {
+        "security_protocol": "SASL_PLAINTEXT",
+        "sasl_mechanism": "SCRAM-SHA-512",
+        "sasl_plain_username": "alice",
+        "sasl_plain_password": password,
+    }
+
+
+def test_producer_and_consumer_keep_working_across_a_broker_restart(
+    tmp_path: Path, zookeeper: ZooKeeperServer
+) -> None:
+    with sasl_cluster(tmp_path, zookeeper) as cluster:
+        bootstrap = cluster.bootstrap_for("CLIENT")
+        with Admin(bootstrap, **client_options()) as admin:
+            admin.create_topics([NewTopic("sasl-restart", 1, 1)])
+        with Producer(bootstrap, acks="all", **client_options()) as producer:
+            first = [
+                producer.send("sasl-restart", b"a%d" % i).result(timeout=60) for i in range(20)
+            ]
+            cluster.restart(0)
+            second = [
+                producer.send("sasl-restart", b"b%d" % i).result(timeout=60) for i in range(20)
+            ]
+        assert [m.offset for m in first + second] == list(range(40))
+        consumer = Consumer(
+            bootstrap_servers=bootstrap,
+            auto_offset_reset="earliest",
+            consumer_timeout_ms=15000,
+            **client_options(),
+        )
+        try:
+            consumer.assign([TopicPartition("sasl-restart", 0)])
+            values = []
+            for record in consumer:
+                values.append(record.value)
+                if len(values) == 40:
+                    break
+        finally:
+            consumer.close()
+        assert values == [b"a%d" % i for i in range(20)] + [b"b%d" % i for i in range(20)]
+        wrong = Producer(bootstrap, request_timeout_ms=5000, **client_options("wrong-Pw-1"))
+        with wrong, pytest.raises(errors.HeadwaterError) as refused:
+            wrong.send("sasl-restart", b"never").result(timeout=30)
+        assert "wrong-Pw-1" not in str(refused.value)
+        log = cluster.brokers[0].log_path.read_text(errors="replace")
+        assert PASSWORD not in log and "wrong-Pw-1" not in log
