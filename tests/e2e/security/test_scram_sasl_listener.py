@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -86,13 +87,13 @@ def test_a_call_without_a_session_is_unauthenticated(cluster: Cluster) -> None:
     with grpc.insecure_channel(client_address(cluster)) as raw:
         with pytest.raises(grpc.RpcError) as info:
             metadata(raw)
-        assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED  # type: ignore[attr-defined]
-        forged = [(sasl.SESSION_METADATA_KEY, "ab" * 32)]
+        assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        forged: tuple[tuple[str, str | bytes], ...] = ((sasl.SESSION_METADATA_KEY, "ab" * 32),)
         with pytest.raises(grpc.RpcError) as info:
             broker_pb2_grpc.BrokerStub(raw).Metadata(
                 broker_pb2.MetadataRequest(all_topics=True), timeout=15, metadata=forged
             )
-        assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED  # type: ignore[attr-defined]
+        assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED
 
 
 def test_a_wrong_password_is_refused(cluster: Cluster) -> None:
@@ -133,7 +134,7 @@ def test_a_restarted_broker_is_answered_by_authenticating_again(
         assert "SASL authentication" in log and PASSWORD not in log
 
 
-def client_options(password: str = PASSWORD) -> dict[str, str]:
+def client_options(password: str = PASSWORD) -> dict[str, Any]:
     """kafka-python's option names."""
     return {
         "security_protocol": "SASL_PLAINTEXT",

@@ -14,6 +14,7 @@ from headwater import errors
 from headwater.client import sasl
 from headwater.security.scram import ScramCredential, ScramMechanism
 from headwater.server.auth.sasl import SaslExchanges, SaslSessions
+from headwater.server.convert import pb_error
 from headwater.v1 import sasl_pb2
 
 SHA512 = ScramMechanism.SCRAM_SHA_512
@@ -67,14 +68,16 @@ class Broker:
         try:
             exchange_id = self.exchanges.handshake(request.mechanism)
         except errors.HeadwaterError as exc:
-            return sasl_pb2.SaslHandshakeResponse(error=int(exc.code), error_message=str(exc))
+            return sasl_pb2.SaslHandshakeResponse(error=pb_error(exc.code), error_message=str(exc))
         return sasl_pb2.SaslHandshakeResponse(session_id=exchange_id, mechanisms=["SCRAM-SHA-512"])
 
     def authenticate(self, request: Any, context: Any) -> Any:
         try:
             r = self.exchanges.authenticate(request.session_id, request.auth_bytes)
         except errors.HeadwaterError as exc:
-            return sasl_pb2.SaslAuthenticateResponse(error=int(exc.code), error_message=str(exc))
+            return sasl_pb2.SaslAuthenticateResponse(
+                error=pb_error(exc.code), error_message=str(exc)
+            )
         return sasl_pb2.SaslAuthenticateResponse(
             auth_bytes=r.auth_bytes,
             session_token=r.session_token,
@@ -117,7 +120,7 @@ def channel_for(
 
 
 def whoami(channel: grpc.Channel) -> bytes:
-    method = channel.unary_unary(WHOAMI)
+    method = channel.unary_unary(WHOAMI, request_serializer=None, response_deserializer=None)
     result: bytes = method(b"", timeout=10)
     return result
 
