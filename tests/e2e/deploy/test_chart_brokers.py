@@ -75,6 +75,7 @@ def brokers(zookeeper: ZooKeeperServer, tmp_path: Path) -> Iterator[Running]:
         {
             "zookeeper": {"external": zookeeper.chroot_connect_string(chroot)},
             "brokers": {"replicas": BROKERS},
+            "tls": {"enabled": False},  # TLS: test_chart_tls_brokers.py
         }
     )
     pods: list[LocalPod] = []
@@ -115,7 +116,9 @@ def brokers(zookeeper: ZooKeeperServer, tmp_path: Path) -> Iterator[Running]:
 
 def test_only_addresses_and_paths_are_rewritten(zookeeper: ZooKeeperServer) -> None:
     chart.require_helm()
-    (broker, *_) = rendered_brokers({"zookeeper": {"external": zookeeper.connect_string}})
+    (broker, *_) = rendered_brokers(
+        {"zookeeper": {"external": zookeeper.connect_string}, "tls": {"enabled": False}}
+    )
     before = chart.parse_properties(broker.properties)
     after = chart.parse_properties(
         localize.localize_properties(

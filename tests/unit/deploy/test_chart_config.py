@@ -19,6 +19,9 @@ import yaml
 
 from tests.unit.deploy import chart
 
+PLAINTEXT = {"tls": {"enabled": False}}
+"""The chart's plaintext path (one PLAINTEXT listener); TLS: test_chart_tls.py."""
+
 
 def checksum(values: dict[str, Any]) -> str:
     sts = chart.broker_statefulset(chart.render(values))
@@ -50,7 +53,7 @@ def test_properties_hold_broker_config() -> None:
 
 
 def test_properties_hold_computed_keys() -> None:
-    objs = chart.render()
+    objs = chart.render(PLAINTEXT)
     props = chart.parse_properties(chart.broker_properties(objs))
     assert props["listeners"] == "PLAINTEXT://0.0.0.0:9092"
     assert props["log.dirs"] == "/var/lib/headwater/data"
@@ -149,7 +152,7 @@ def test_zookeeper_ensemble_matches_its_connect_string() -> None:
 
 
 def test_broker_container_reads_the_mounted_config() -> None:
-    objs = chart.render()
+    objs = chart.render(PLAINTEXT)
     container = chart.broker_container(objs)
     assert container["command"] == ["headwater"]
     assert container["args"] == [
@@ -194,7 +197,7 @@ def test_broker_statefulset_shape() -> None:
 
 
 def test_operator_knows_where_the_brokers_are() -> None:
-    objs = chart.render()
+    objs = chart.render(PLAINTEXT)
     (deployment,) = chart.component(objs, "Deployment", "operator")
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     env = {e["name"]: e.get("value") for e in container["env"]}
