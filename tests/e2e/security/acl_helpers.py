@@ -37,7 +37,7 @@ from headwater.v1 import (
 T = TypeVar("T")
 ANON = "User:ANONYMOUS"
 AUTHORIZER = {"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"}
-WAIT_S = 30.0
+WAIT_S = 60.0
 
 
 def acl(
@@ -137,10 +137,10 @@ def acls(address: str) -> acls_pb2_grpc.AclServiceStub:
 
 
 def eventually(probe: Callable[[], T], done: Callable[[T], bool], *, what: str) -> T:
-    """Call ``probe`` until ``done(result)`` (bounded: WAIT_S and 600 tries)."""
+    """Call ``probe`` until ``done(result)`` (bounded: WAIT_S and 1200 tries)."""
     deadline = time.monotonic() + WAIT_S
     result = probe()
-    for _ in range(600):
+    for _ in range(1200):
         if done(result) or time.monotonic() > deadline:
             break
         time.sleep(0.05)
