@@ -53,7 +53,8 @@ RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
  && headwater --version
 USER 10001:10001
 WORKDIR /var/lib/headwater
-# 9092 gRPC listener, 9404 broker metrics, 9405 operator metrics, 8080 operator liveness.
-EXPOSE 9092 9404 9405 8080
+# 9092 gRPC (CLIENT) listener, 9091 INTERNAL listener (the chart's TLS), 9404 broker
+# metrics, 9405 operator metrics, 8080 operator liveness.
+EXPOSE 9091 9092 9404 9405 8080
 ENTRYPOINT ["headwater"]
 CMD ["--help"]

@@ -54,7 +54,7 @@ def test_user_and_entrypoint_match_the_chart() -> None:
 
 def test_exposed_ports_are_the_charts() -> None:
     (exposed,) = re.findall(r"^EXPOSE (.+)$", final_stage(), flags=re.MULTILINE)
-    objs = chart.render()
+    objs = chart.render({"tls": {"enabled": True}})  # every port: TLS adds INTERNAL
     ports = {
         p["containerPort"]
         for workload, pod in chart.pod_templates(objs)
