@@ -6,6 +6,9 @@ refusals (KIP-554) without describing any key."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -112,12 +115,13 @@ def test_wrong_password_and_unknown_user_fail_alike_and_leak_nothing(cluster: Cl
 def test_unsupported_mechanism_and_unknown_exchange(cluster: Cluster) -> None:
     address = cluster.brokers[0].address
     with grpc.insecure_channel(address) as channel:
-        with pytest.raises(errors.UnsupportedSaslMechanismError, match="SCRAM-SHA-512"):
+        with pytest.raises(errors.UnsupportedSaslMechanismError, match="SCRAM-SHA-512") as info:
             sasl.authenticate(channel, mechanism="SCRAM-SHA-256", username="bob", password="x")
         response = sasl_pb2_grpc.SaslServiceStub(channel).SaslAuthenticate(
             sasl_pb2.SaslAuthenticateRequest(session_id=b"no-such", auth_bytes=b"n,,n=a,r=b"),
             timeout=10,
         )
+    assert str(info.value).count("UNSUPPORTED_SASL_MECHANISM") == 1  # the code said once
     assert int(response.error) == errors.ErrorCode.ILLEGAL_SASL_STATE
     assert not response.session_token
 
@@ -169,3 +173,44 @@ def test_describe_output_holds_no_key_material(cluster: Cluster) -> None:
         text = repr(admin.describe_user_scram_credentials())
     assert "gina" in text and "SCRAM-SHA-256" in text
     assert "salt" not in text and "key" not in text and PASSWORD not in text
+
+
+def test_cli_through_a_broker_never_takes_the_password_from_argv(cluster: Cluster) -> None:
+    bootstrap = cluster.brokers[1].address
+
+    def cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "headwater.cli.main", "users", *args, "--bootstrap", bootstrap],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    done = cli("scram-set", "henry", stdin=PASSWORD + "\n")
+    assert done.returncode == 0, done.stderr
+    assert PASSWORD not in done.stdout + done.stderr
+    described = cli("describe", "henry", "--output", "json")
+    assert described.returncode == 0, described.stderr
+    assert json.loads(described.stdout) == [
+        {"user": "henry", "credentials": [{"mechanism": "SCRAM-SHA-512", "iterations": 4096}]}
+    ]
+    with grpc.insecure_channel(cluster.brokers[0].address) as channel:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                sasl.authenticate(
+                    channel, mechanism="SCRAM-SHA-512", username="henry", password=PASSWORD
+                )
+                break
+            except errors.SaslAuthenticationFailedError:
+                assert time.monotonic() < deadline, "henry never authenticated"
+                time.sleep(0.1)
+    assert "--password" not in cli("scram-set", "--help").stdout.replace("--password-file", "")
+    few = cli("scram-set", "henry", "--iterations", "10", stdin=PASSWORD + "\n")
+    assert few.returncode != 0 and "UNACCEPTABLE_CREDENTIAL" in few.stderr
+    gone = cli("scram-delete", "henry", "--mechanism", "SCRAM-SHA-512")
+    assert gone.returncode == 0, gone.stderr
+    missing = cli("describe", "henry")
+    assert missing.returncode != 0 and "RESOURCE_NOT_FOUND" in missing.stderr

@@ -5,6 +5,7 @@ restart (sessions forgotten) the client re-authenticates transparently."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ import pytest
 from headwater import errors
 from headwater.client import sasl
 from headwater.client.admin import Admin, NewTopic
+from headwater.client.admin_scram import ScramDeletion, ScramUpsertion
 from headwater.client.consumer import Consumer
 from headwater.client.producer import Producer
 from headwater.client.types import TopicPartition
@@ -182,3 +184,28 @@ def test_producer_and_consumer_keep_working_across_a_broker_restart(
         assert "wrong-Pw-1" not in str(refused.value)
         log = cluster.brokers[0].log_path.read_text(errors="replace")
         assert PASSWORD not in log and "wrong-Pw-1" not in log
+
+
+def test_deleting_a_credential_ends_its_open_sessions(cluster: Cluster) -> None:
+    internal = cluster.brokers[0].address_of("INTERNAL")
+    with Admin(internal) as admin:
+        admin.alter_user_scram_credentials(
+            [ScramUpsertion("temp", "SCRAM-SHA-512", 4096, "temp-Secret-8")]
+        )
+    address = client_address(cluster)
+    raw = grpc.insecure_channel(address)
+    interceptor = sasl.SaslClientInterceptor(
+        raw,
+        credentials=sasl.SaslCredentials("SCRAM-SHA-512", "temp", "temp-Secret-8"),
+        address=address,
+    )
+    channel = grpc.intercept_channel(raw, interceptor)
+    with raw:
+        metadata(channel)
+        with Admin(internal) as admin:
+            admin.alter_user_scram_credentials(deletions=[ScramDeletion("temp", "SCRAM-SHA-512")])
+        deadline = time.monotonic() + 20
+        with pytest.raises(errors.SaslAuthenticationFailedError):
+            while time.monotonic() < deadline:
+                metadata(channel)  # the session works until the broker's cache sees the deletion
+                time.sleep(0.1)

@@ -61,7 +61,7 @@ class SaslService(sasl_pb2_grpc.SaslServiceServicer):
             exchange_id = self._exchanges.handshake(request.mechanism, allowed=enabled)
         except errors.HeadwaterError as exc:
             return sasl_pb2.SaslHandshakeResponse(
-                error=pb_error(exc.code), error_message=str(exc), mechanisms=enabled
+                error=pb_error(exc.code), error_message=exc.message, mechanisms=enabled
             )
         return sasl_pb2.SaslHandshakeResponse(mechanisms=enabled, session_id=exchange_id)
 
@@ -75,7 +75,7 @@ class SaslService(sasl_pb2_grpc.SaslServiceServicer):
             user = user or self._exchanges.attempted_user(request.session_id)
             log.info("SASL authentication from %s failed (user %r): %s", context.peer(), user, exc)
             return sasl_pb2.SaslAuthenticateResponse(
-                error=pb_error(exc.code), error_message=str(exc)
+                error=pb_error(exc.code), error_message=exc.message
             )
         if result.principal is not None:
             log.info("SASL authentication from %s succeeded: %s", context.peer(), result.principal)
@@ -114,7 +114,7 @@ class ScramAdminService(sasl_pb2_grpc.ScramAdminServicer):
             store = self._zk()
         except errors.HeadwaterError as exc:
             return sasl_pb2.DescribeUserScramCredentialsResponse(
-                error=pb_error(exc.code), error_message=str(exc)
+                error=pb_error(exc.code), error_message=exc.message
             )
         names = list(request.users)
         if len(set(names)) != len(names):
@@ -201,7 +201,7 @@ class ScramAdminService(sasl_pb2_grpc.ScramAdminServicer):
                 sasl_pb2.AlterUserScramCredentialsResult(
                     user=user,
                     error=pb_error(error.code if error is not None else ErrorCode.NONE),
-                    error_message=str(error) if error is not None else "",
+                    error_message=error.message if error is not None else "",
                 )
             )
         return sasl_pb2.AlterUserScramCredentialsResponse(results=results)
