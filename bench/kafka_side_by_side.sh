@@ -91,12 +91,12 @@ trap 'kafka_down; hw_down' EXIT
 kafka_up 1; ktopic a100 1; ktopic a1k 1; ktopic warm 1; ktopic e2e 1
 kprod warm 1000000 100 1 >/dev/null   # JIT warm-up of the broker before anything is timed
 k1=$(kprod a100 "$N100" 100 1); k2=$(kcons a100 "$N100"); k3=$(kprod a1k "$N1K" 1024 1); k4=$(kcons a1k "$N1K")
-ke=$(ke2e e2e "$NE2E")
+sync; ke=$(ke2e e2e "$NE2E")   # sync: the GBs just written back first, not during the latency rows
 kafka_down
 hw_up 1; htopic a100 1; htopic a1k 1; htopic warm 1; htopic e2e 1; htopic e2erate 1
 hprod warm 200000 100 1 >/dev/null
 h1=$(hprod a100 "$N100" 100 1); h2=$(hcons a100 "$N100"); h3=$(hprod a1k "$N1K" 1024 1); h4=$(hcons a1k "$N1K")
-he=$(he2e e2e "$NE2E"); hr=$(he2e e2erate "$NE2E" "$E2E_RATE")
+sync; he=$(he2e e2e "$NE2E"); sync; hr=$(he2e e2erate "$NE2E" "$E2E_RATE")
 hw_down
 row "produce 100 B, 1 broker, acks=1" $k1 $h1
 row "consume 100 B, 1 broker" $k2 $h2
