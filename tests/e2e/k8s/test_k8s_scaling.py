@@ -102,6 +102,7 @@ def test_scale_up_rebalances_onto_the_new_broker(release: None) -> None:
         what="3 brokers Ready",
         timeout_s=600,
     )
+    kube.install_workload()  # the ConfigMap the client pods mount
     kube.apply(
         {
             "apiVersion": "headwater.io/v1",

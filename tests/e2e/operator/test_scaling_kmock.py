@@ -21,11 +21,12 @@ up to 4 again, down to 3 drained by the operator and shrunk.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import aiohttp
 import kmock
@@ -110,7 +111,7 @@ class StatefulSetController:
         for ordinal in range(replicas):
             if ordinal not in pods:
                 assert self.cluster.add_broker(wait=False) == ordinal
-                self.core.create_namespaced_pod(NS, self.pod(ordinal, ready=False))
+                self.core.create_namespaced_pod(NS, cast(Any, self.pod(ordinal, ready=False)))
             elif pods[ordinal]["status"]["conditions"][0]["status"] != "True" and is_healthy(
                 self.cluster.brokers[ordinal].address
             ):
@@ -224,7 +225,8 @@ async def test_scale_up_rebalances_scale_down_is_refused_until_drained(
         def sts() -> dict[str, Any]:
             for (resource, namespace, name), obj in api.server.objects.items():
                 if resource.plural == "statefulsets" and namespace == NS and name == STS:
-                    return dict(obj.raw)
+                    found: dict[str, Any] = dict(obj.raw)
+                    return found
             raise AssertionError("no StatefulSet")
 
         def status() -> dict[str, Any]:
@@ -232,7 +234,9 @@ async def test_scale_up_rebalances_scale_down_is_refused_until_drained(
 
         def scaled_to(n: int) -> bool:
             s = status()
-            cond = next((c for c in s.get("conditions", ()) if c["type"] == "Scaled"), {})
+            cond: dict[str, Any] = next(
+                (c for c in s.get("conditions", ()) if c["type"] == "Scaled"), {}
+            )
             return (
                 s.get("phase") == "Steady"
                 and s.get("replicas") == n
@@ -241,6 +245,9 @@ async def test_scale_up_rebalances_scale_down_is_refused_until_drained(
 
         def reasons() -> list[str]:
             return [str(e.get("reason")) for e in api.events()]
+
+        def contains(reason: str) -> bool:
+            return reason in reasons()
 
         config = OperatorConfig(
             bootstrap=cluster.bootstrap,
@@ -271,7 +278,7 @@ async def test_scale_up_rebalances_scale_down_is_refused_until_drained(
                 assert throttled_brokers(admin) == {}
                 assert admin.list_partition_reassignments() == {}
                 for reason in ("ScalingUp", "Rebalancing", "RebalanceFinished"):
-                    await wait_until(lambda r=reason: r in reasons(), f"a {reason} Event")
+                    await wait_until(functools.partial(contains, reason), f"a {reason} Event")
                 assert status()["throttleBytesPerSecond"] == THROTTLE
 
                 # -- scale down refused while broker 3 holds replicas --------------------------
