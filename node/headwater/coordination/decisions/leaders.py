@@ -155,7 +155,17 @@ def preferred_election_errors(
 
 
 def imbalanced_partitions(ctx: ControllerContext) -> list[TopicPartition]:
-    """Partitions led by a broker other than their preferred replica, which could lead."""
+    """Partitions led by a broker other than their preferred replica, which could lead.
+
+    None at all while any partition is being reassigned: Kafka's controller (ZooKeeper
+    mode, ``checkAndTriggerAutoLeaderRebalance``) runs the automatic election only when
+    ``partitionsBeingReassigned`` is empty, so leadership is not moved about during a
+    move, which elects the target's preferred leader itself when it completes.  An
+    ElectLeaders request is not held back (Kafka's ``processReplicaLeaderElection``
+    elects the first replica of a moving partition's full replica set if it can lead).
+    """
+    if ctx.reassignments:
+        return []
     eligible = ctx.eligible_ids()
     out: list[TopicPartition] = []
     for tp in ctx.all_partitions():
@@ -174,7 +184,8 @@ def imbalanced_partitions(ctx: ControllerContext) -> list[TopicPartition]:
 
 
 def on_auto_rebalance(ctx: ControllerContext) -> r.ControllerResult:
-    """``auto.leader.rebalance.enable``: give leadership back to preferred replicas."""
+    """``auto.leader.rebalance.enable``: give leadership back to preferred replicas
+    (nothing while a reassignment is in progress, see :func:`imbalanced_partitions`)."""
     imbalanced = imbalanced_partitions(ctx)
     if not imbalanced:
         return r.EMPTY
