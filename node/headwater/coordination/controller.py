@@ -96,6 +96,7 @@ class Controller:
         self._thread: threading.Thread | None = None
         self._active_controller_id: int | None = None
         self._next_rebalance_ms = float("inf")
+        self._reassigning_partitions = 0
 
     def _new_executor(self) -> ControllerExecutor:
         watches = Watches(
@@ -127,6 +128,15 @@ class Controller:
     @property
     def controller_epoch(self) -> int:
         return self._ctx.controller_epoch
+
+    @property
+    def reassigning_partitions(self) -> int:
+        """Partitions being reassigned, as of the last event handled (0 unless active).
+
+        Kafka's ``ReassigningPartitions`` gauge: like Kafka's ``updateMetrics`` the
+        event thread sets it after each event, so any thread may read it.
+        """
+        return self._reassigning_partitions
 
     @property
     def active_controller_id(self) -> int | None:
@@ -263,7 +273,14 @@ class Controller:
         """Process one event; the event thread's body (tests call it directly, unstarted)."""
         if isinstance(event, ev.Shutdown):
             self._shutdown()
+            self._reassigning_partitions = 0
             return
+        try:
+            self._handle(event)
+        finally:
+            self._reassigning_partitions = len(self._ctx.reassignments) if self.is_active else 0
+
+    def _handle(self, event: ev.ControllerEvent) -> None:
         try:
             admission = admit(self._state, event)
             if admission is Admission.REFUSE:

@@ -202,6 +202,11 @@ class BrokerServer:
         self.metrics.register_state(
             partitions=replicas.snapshots,
             is_controller=lambda: self.coordinator is not None and self.coordinator.is_controller,
+            reassigning_partitions=lambda: (
+                self.coordinator.controller.reassigning_partitions
+                if self.coordinator is not None and self.coordinator.is_controller
+                else 0
+            ),
         )
         groups = self.groups = group_coordinator(
             config, replicas, partition_counts=self.metadata.partition_counts

@@ -34,9 +34,11 @@ class _StateCollector:
         *,
         partitions: Callable[[], Iterable[PartitionSnapshot]],
         is_controller: Callable[[], bool],
+        reassigning_partitions: Callable[[], int],
     ) -> None:
         self._partitions = partitions
         self._is_controller = is_controller
+        self._reassigning_partitions = reassigning_partitions
 
     def collect(self) -> Iterator[Any]:
         snapshots = list(self._partitions())
@@ -59,6 +61,11 @@ class _StateCollector:
             "headwater_controller_active_controller_count",
             "1 if this broker is the active controller.",
             value=1 if self._is_controller() else 0,
+        )
+        yield GaugeMetricFamily(
+            "headwater_controller_reassigning_partitions",
+            "Partitions being reassigned (Kafka's ReassigningPartitions); 0 off the controller.",
+            value=self._reassigning_partitions(),
         )
         sizes = GaugeMetricFamily(
             "headwater_log_size_bytes", "Bytes of a partition's log.", labels=["topic", "partition"]
@@ -190,8 +197,15 @@ class BrokerMetrics:
         *,
         partitions: Callable[[], Iterable[PartitionSnapshot]],
         is_controller: Callable[[], bool],
+        reassigning_partitions: Callable[[], int] = lambda: 0,
     ) -> None:
-        self.registry.register(_StateCollector(partitions=partitions, is_controller=is_controller))
+        self.registry.register(
+            _StateCollector(
+                partitions=partitions,
+                is_controller=is_controller,
+                reassigning_partitions=reassigning_partitions,
+            )
+        )
 
     def register_groups(
         self,
