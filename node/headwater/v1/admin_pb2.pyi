@@ -897,3 +897,171 @@ class ListPartitionReassignmentsResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ListPartitionReassignmentsResponse: _TypeAlias = ListPartitionReassignmentsResponse  # noqa: Y015
+
+@_typing.final
+class DescribableLogDirTopic(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TOPIC_FIELD_NUMBER: _builtins.int
+    PARTITIONS_FIELD_NUMBER: _builtins.int
+    topic: _builtins.str
+    @_builtins.property
+    def partitions(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """empty: every partition of the topic on this broker"""
+
+    def __init__(
+        self,
+        *,
+        topic: _builtins.str = ...,
+        partitions: _abc.Iterable[_builtins.int] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["partitions", b"partitions", "topic", b"topic"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DescribableLogDirTopic: _TypeAlias = DescribableLogDirTopic  # noqa: Y015
+
+@_typing.final
+class DescribeLogDirsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TOPICS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def topics(self) -> _containers.RepeatedCompositeFieldContainer[Global___DescribableLogDirTopic]:
+        """empty: every partition (Kafka's null)"""
+
+    def __init__(
+        self,
+        *,
+        topics: _abc.Iterable[Global___DescribableLogDirTopic] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["topics", b"topics"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DescribeLogDirsRequest: _TypeAlias = DescribeLogDirsRequest  # noqa: Y015
+
+@_typing.final
+class DescribeLogDirsPartition(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PARTITION_INDEX_FIELD_NUMBER: _builtins.int
+    PARTITION_SIZE_FIELD_NUMBER: _builtins.int
+    OFFSET_LAG_FIELD_NUMBER: _builtins.int
+    IS_FUTURE_KEY_FIELD_NUMBER: _builtins.int
+    partition_index: _builtins.int
+    partition_size: _builtins.int
+    """bytes of the log's segment files"""
+    offset_lag: _builtins.int
+    """0 for a current replica (Kafka: future replicas' lag)"""
+    is_future_key: _builtins.bool
+    """always false: no intra-broker moves yet"""
+    def __init__(
+        self,
+        *,
+        partition_index: _builtins.int = ...,
+        partition_size: _builtins.int = ...,
+        offset_lag: _builtins.int = ...,
+        is_future_key: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["is_future_key", b"is_future_key", "offset_lag", b"offset_lag", "partition_index", b"partition_index", "partition_size", b"partition_size"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DescribeLogDirsPartition: _TypeAlias = DescribeLogDirsPartition  # noqa: Y015
+
+@_typing.final
+class DescribeLogDirsTopic(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    PARTITIONS_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    @_builtins.property
+    def partitions(self) -> _containers.RepeatedCompositeFieldContainer[Global___DescribeLogDirsPartition]: ...
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        partitions: _abc.Iterable[Global___DescribeLogDirsPartition] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "partitions", b"partitions"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DescribeLogDirsTopic: _TypeAlias = DescribeLogDirsTopic  # noqa: Y015
+
+@_typing.final
+class DescribeLogDirsResult(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ERROR_FIELD_NUMBER: _builtins.int
+    LOG_DIR_FIELD_NUMBER: _builtins.int
+    TOPICS_FIELD_NUMBER: _builtins.int
+    TOTAL_BYTES_FIELD_NUMBER: _builtins.int
+    USABLE_BYTES_FIELD_NUMBER: _builtins.int
+    error: _common_pb2.ErrorCode.ValueType
+    """KAFKA_STORAGE_ERROR for a dir that cannot be read"""
+    log_dir: _builtins.str
+    """the absolute path"""
+    total_bytes: _builtins.int
+    """of the dir's file system (KIP-827); -1: unknown"""
+    usable_bytes: _builtins.int
+    """-1: unknown"""
+    @_builtins.property
+    def topics(self) -> _containers.RepeatedCompositeFieldContainer[Global___DescribeLogDirsTopic]: ...
+    def __init__(
+        self,
+        *,
+        error: _common_pb2.ErrorCode.ValueType = ...,
+        log_dir: _builtins.str = ...,
+        topics: _abc.Iterable[Global___DescribeLogDirsTopic] | None = ...,
+        total_bytes: _builtins.int = ...,
+        usable_bytes: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["error", b"error", "log_dir", b"log_dir", "topics", b"topics", "total_bytes", b"total_bytes", "usable_bytes", b"usable_bytes"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DescribeLogDirsResult: _TypeAlias = DescribeLogDirsResult  # noqa: Y015
+
+@_typing.final
+class DescribeLogDirsResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ERROR_FIELD_NUMBER: _builtins.int
+    ERROR_MESSAGE_FIELD_NUMBER: _builtins.int
+    BROKER_ID_FIELD_NUMBER: _builtins.int
+    RESULTS_FIELD_NUMBER: _builtins.int
+    error: _common_pb2.ErrorCode.ValueType
+    """CLUSTER_AUTHORIZATION_FAILED, INVALID_TOPIC_EXCEPTION, ..."""
+    error_message: _builtins.str
+    broker_id: _builtins.int
+    """who answered"""
+    @_builtins.property
+    def results(self) -> _containers.RepeatedCompositeFieldContainer[Global___DescribeLogDirsResult]: ...
+    def __init__(
+        self,
+        *,
+        error: _common_pb2.ErrorCode.ValueType = ...,
+        error_message: _builtins.str = ...,
+        broker_id: _builtins.int = ...,
+        results: _abc.Iterable[Global___DescribeLogDirsResult] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["broker_id", b"broker_id", "error", b"error", "error_message", b"error_message", "results", b"results"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DescribeLogDirsResponse: _TypeAlias = DescribeLogDirsResponse  # noqa: Y015

@@ -79,6 +79,11 @@ class AdminStub:
                 request_serializer=headwater_dot_v1_dot_admin__pb2.ListPartitionReassignmentsRequest.SerializeToString,
                 response_deserializer=headwater_dot_v1_dot_admin__pb2.ListPartitionReassignmentsResponse.FromString,
                 _registered_method=True)
+        self.DescribeLogDirs = channel.unary_unary(
+                '/headwater.v1.Admin/DescribeLogDirs',
+                request_serializer=headwater_dot_v1_dot_admin__pb2.DescribeLogDirsRequest.SerializeToString,
+                response_deserializer=headwater_dot_v1_dot_admin__pb2.DescribeLogDirsResponse.FromString,
+                _registered_method=True)
 
 
 class AdminServicer:
@@ -141,6 +146,14 @@ class AdminServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DescribeLogDirs(self, request, context):
+        """Kafka's DescribeLogDirs: the broker answers for its own log dirs (the Admin asks
+        every broker it wants described).  Needs DESCRIBE on the CLUSTER.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -188,6 +201,11 @@ def add_AdminServicer_to_server(servicer, server):
                     servicer.ListPartitionReassignments,
                     request_deserializer=headwater_dot_v1_dot_admin__pb2.ListPartitionReassignmentsRequest.FromString,
                     response_serializer=headwater_dot_v1_dot_admin__pb2.ListPartitionReassignmentsResponse.SerializeToString,
+            ),
+            'DescribeLogDirs': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeLogDirs,
+                    request_deserializer=headwater_dot_v1_dot_admin__pb2.DescribeLogDirsRequest.FromString,
+                    response_serializer=headwater_dot_v1_dot_admin__pb2.DescribeLogDirsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -433,6 +451,33 @@ class Admin:
             '/headwater.v1.Admin/ListPartitionReassignments',
             headwater_dot_v1_dot_admin__pb2.ListPartitionReassignmentsRequest.SerializeToString,
             headwater_dot_v1_dot_admin__pb2.ListPartitionReassignmentsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeLogDirs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/headwater.v1.Admin/DescribeLogDirs',
+            headwater_dot_v1_dot_admin__pb2.DescribeLogDirsRequest.SerializeToString,
+            headwater_dot_v1_dot_admin__pb2.DescribeLogDirsResponse.FromString,
             options,
             channel_credentials,
             insecure,

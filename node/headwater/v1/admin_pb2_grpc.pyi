@@ -46,6 +46,10 @@ class AdminStub:
     NOT_CONTROLLER per partition); List is answered by any broker from ZooKeeper.
     """
     ListPartitionReassignments: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ListPartitionReassignmentsRequest, _admin_pb2.ListPartitionReassignmentsResponse]
+    DescribeLogDirs: _grpc.UnaryUnaryMultiCallable[_admin_pb2.DescribeLogDirsRequest, _admin_pb2.DescribeLogDirsResponse]
+    """Kafka's DescribeLogDirs: the broker answers for its own log dirs (the Admin asks
+    every broker it wants described).  Needs DESCRIBE on the CLUSTER.
+    """
 
 @_typing.type_check_only
 class AdminAsyncStub(AdminStub):
@@ -63,6 +67,10 @@ class AdminAsyncStub(AdminStub):
     NOT_CONTROLLER per partition); List is answered by any broker from ZooKeeper.
     """
     ListPartitionReassignments: _aio.UnaryUnaryMultiCallable[_admin_pb2.ListPartitionReassignmentsRequest, _admin_pb2.ListPartitionReassignmentsResponse]  # type: ignore[assignment]
+    DescribeLogDirs: _aio.UnaryUnaryMultiCallable[_admin_pb2.DescribeLogDirsRequest, _admin_pb2.DescribeLogDirsResponse]  # type: ignore[assignment]
+    """Kafka's DescribeLogDirs: the broker answers for its own log dirs (the Admin asks
+    every broker it wants described).  Needs DESCRIBE on the CLUSTER.
+    """
 
 class AdminServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -131,5 +139,15 @@ class AdminServicer(metaclass=_abc_1.ABCMeta):
         request: _admin_pb2.ListPartitionReassignmentsRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_admin_pb2.ListPartitionReassignmentsResponse, _abc.Awaitable[_admin_pb2.ListPartitionReassignmentsResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def DescribeLogDirs(
+        self,
+        request: _admin_pb2.DescribeLogDirsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.DescribeLogDirsResponse, _abc.Awaitable[_admin_pb2.DescribeLogDirsResponse]]:
+        """Kafka's DescribeLogDirs: the broker answers for its own log dirs (the Admin asks
+        every broker it wants described).  Needs DESCRIBE on the CLUSTER.
+        """
 
 def add_AdminServicer_to_server(servicer: AdminServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
