@@ -350,6 +350,7 @@ class BrokerServer:
                 metrics=self.metrics,
                 config=config,
                 authz=self.authorization.authz,
+                log_manager=lambda: self.log_manager,
             ),
             server,
         )

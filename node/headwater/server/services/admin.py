@@ -22,7 +22,7 @@ from headwater.coordination.broker import BrokerCoordinator
 from headwater.errors import ErrorCode
 from headwater.replication import quota
 from headwater.security.acls import AclOperation as Op
-from headwater.server import listeners
+from headwater.server import listeners, log_dirs
 from headwater.server.auth.authorization import ALLOW_ALL, RequestAuthorizer
 from headwater.server.auth.identity import current_identity
 from headwater.server.config import SENSITIVE_KEYS, BrokerConfig
@@ -31,7 +31,7 @@ from headwater.server.metrics import BrokerMetrics, Timer
 from headwater.server.runtime.metadata_cache import MetadataCache
 from headwater.server.runtime.offload import run_blocking
 from headwater.server.runtime.replication_quotas import DEFAULT_ENTITY
-from headwater.storage import LogConfig
+from headwater.storage import LogConfig, LogManager
 from headwater.v1 import admin_pb2, admin_pb2_grpc, common_pb2
 from headwater.values import TopicPartition
 
@@ -48,9 +48,12 @@ class AdminService(admin_pb2_grpc.AdminServicer):
         metrics: BrokerMetrics,
         config: BrokerConfig,
         authz: RequestAuthorizer = ALLOW_ALL,
+        log_manager: Callable[[], LogManager | None] = lambda: None,
     ) -> None:
-        """``authz`` answers Kafka's ACL checks (docs/security.md), one line per RPC."""
+        """``authz`` answers Kafka's ACL checks (docs/security.md), one line per RPC;
+        ``log_manager``: this broker's logs, for DescribeLogDirs (None: not open yet)."""
         self._coordinator = coordinator
+        self._log_manager = log_manager
         self._authz = authz
         self._metadata = metadata
         self._changed = metadata_changed
@@ -517,6 +520,39 @@ class AdminService(admin_pb2_grpc.AdminServicer):
                 )
                 for tp, m in moving.items()
             ],
+        )
+
+    async def DescribeLogDirs(
+        self, request: admin_pb2.DescribeLogDirsRequest, context: Context
+    ) -> admin_pb2.DescribeLogDirsResponse:
+        """This broker's log dirs (Kafka's DescribeLogDirs; :mod:`headwater.server.log_dirs`)."""
+        timer = Timer(self._metrics, "DescribeLogDirs")
+        wanted: dict[str, list[int]] | None = None
+        if request.topics:
+            wanted = {}
+            for t in request.topics:
+                wanted.setdefault(t.topic, []).extend(t.partitions)
+        try:
+            if not self._authz.cluster(context, Op.DESCRIBE):
+                raise errors.ClusterAuthorizationFailedError(
+                    "not authorized to DESCRIBE the cluster"
+                )
+            logs = self._log_manager()
+            if logs is None:
+                raise errors.BrokerNotAvailableError("the broker's logs are not open yet")
+            dirs = await run_blocking(log_dirs.describe_log_dirs, logs, wanted)
+        except errors.HeadwaterError as exc:
+            timer.done("error")
+            return admin_pb2.DescribeLogDirsResponse(
+                error=pb_error(exc.code),
+                error_message=str(exc),
+                broker_id=self._config.broker_id,
+            )
+        timer.done()
+        return admin_pb2.DescribeLogDirsResponse(
+            error=pb_error(ErrorCode.NONE),
+            broker_id=self._config.broker_id,
+            results=[log_dirs.to_proto(d) for d in dirs],
         )
 
     def _authorize_configs(self, context: Context, op: Op, resource_type: int, name: str) -> None:
