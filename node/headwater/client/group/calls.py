@@ -98,6 +98,9 @@ class CoordinatorCalls:
                 continue
             if not wait(lookup, deadline_ms=deadline_ms, clock=self._clock):
                 return None
+            refused = lookup.exception() if lookup.done() else None
+            if isinstance(refused, errors.GroupAuthorizationFailedError):
+                raise refused  # Kafka's consumer raises it from poll/commit: no retry helps
         return None
 
     def _start_lookup(self) -> Future[str]:

@@ -111,6 +111,8 @@ FATAL_ERRORS = frozenset(
         ErrorCode.GROUP_MAX_SIZE_REACHED,
         ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
         ErrorCode.UNSUPPORTED_VERSION,
+        ErrorCode.GROUP_AUTHORIZATION_FAILED,
+        ErrorCode.TOPIC_AUTHORIZATION_FAILED,
     }
 )
 """Answers the member cannot recover from: raised from ``poll`` (Kafka's fatal errors)."""
