@@ -91,6 +91,8 @@ class CoordinatorCalls:
                     wait_ms = self._next_lookup_ms - self._clock()
                     if wait_ms <= 0:
                         lookup = self._lookup = self._start_lookup()
+            if lookup is not None and lookup.done():
+                self._raise_if_refused()
             if lookup is None or lookup.done():  # backing off before the next lookup
                 if self._clock() + max(wait_ms, 0.0) > deadline_ms:
                     return None
@@ -98,10 +100,19 @@ class CoordinatorCalls:
                 continue
             if not wait(lookup, deadline_ms=deadline_ms, clock=self._clock):
                 return None
-            refused = lookup.exception() if lookup.done() else None
-            if isinstance(refused, errors.GroupAuthorizationFailedError):
-                raise refused  # Kafka's consumer raises it from poll/commit: no retry helps
+            self._raise_if_refused()
         return None
+
+    def _raise_if_refused(self) -> None:
+        """A lookup refused by the authorizer raises GroupAuthorizationFailedError once
+        (Kafka's consumer raises it from poll/commit); the next call looks up again."""
+        with self._lock:
+            lookup = self._lookup
+            refused = lookup.exception() if lookup is not None and lookup.done() else None
+            if not isinstance(refused, errors.GroupAuthorizationFailedError):
+                return
+            self._lookup = None
+        raise refused
 
     def _start_lookup(self) -> Future[str]:
         """Send FindCoordinator to the next candidate broker; called holding the lock."""

@@ -384,7 +384,10 @@ class ConsumerCoordinator(GroupOffsets):
                     self._member.mark_lost()
                 continue
             if self._calls.address is None:
-                self._calls.coordinator(deadline_ms=now)  # start a lookup; poll may wait
+                try:
+                    self._calls.coordinator(deadline_ms=now)  # start a lookup; poll may wait
+                except errors.GroupAuthorizationFailedError as exc:  # poll raises it
+                    log.debug("group %s: %s", self.group_id, exc)
                 continue
             request = group_pb2.HeartbeatRequest(
                 group_id=self.group_id,
