@@ -22,6 +22,7 @@ from headwater import errors
 from headwater.client import connection, offsets
 from headwater.client import security as client_security
 from headwater.client.admin_acls import AdminAcls
+from headwater.client.admin_log_dirs import AdminLogDirs
 from headwater.client.admin_reassignments import AdminReassignments
 from headwater.client.admin_rebalance import AdminRebalance
 from headwater.client.admin_scram import AdminScram
@@ -110,7 +111,7 @@ OffsetSpec = int | str
 _SPECS = {"earliest": -2, "latest": -1, "max_timestamp": -3}
 
 
-class Admin(AdminRebalance, AdminReassignments, AdminScram, AdminAcls):
+class Admin(AdminRebalance, AdminReassignments, AdminLogDirs, AdminScram, AdminAcls):
     """Administers a cluster; thread-safe."""
 
     def __init__(

@@ -8,12 +8,15 @@ partition sizes), and drives the broker's reassignment RPCs
 (``alter_partition_reassignments`` / ``list_partition_reassignments`` of
 :mod:`headwater.client.admin_reassignments`).
 
-**Sizes.**  No RPC reports log sizes yet (Kafka has DescribeLogDirs), so
-:meth:`AdminRebalance.estimate_partition_sizes` estimates each partition's
-bytes as its record count (log end minus log start, ListOffsets) times the
-topic's mean record size, sampled from the tail of its fullest partition
-(keys, values and headers, plus Kafka's per-record framing; compression is
-not seen).  Callers that know better pass ``sizes=``.
+**Sizes.**  :meth:`AdminRebalance.estimate_partition_sizes` takes each
+partition's bytes on disk from DescribeLogDirs (the leader's replica, as
+Cruise Control does; a partition without a leader takes its largest reported
+replica).  Only for partitions none of whose brokers answered (an older
+broker without the RPC answers UNSUPPORTED_VERSION, or it is unavailable) it
+falls back to an estimate: the record count (log end minus log start,
+ListOffsets) times the topic's mean record size, sampled from the tail of its
+fullest partition (keys, values and headers, plus Kafka's per-record framing;
+compression is not seen).  Callers that know better pass ``sizes=``.
 
 **Throttles** are set as ``kafka-reassign-partitions --throttle`` sets them:
 ``leader.replication.throttled.rate`` and ``follower.replication.throttled.rate``
@@ -54,6 +57,7 @@ from headwater.values import TopicPartition
 
 if TYPE_CHECKING:
     from headwater.client.admin import ClusterDescription, TopicDescription
+    from headwater.client.admin_log_dirs import LogDirDescription
     from headwater.client.types import OffsetAndTimestamp
 
 BROKER_THROTTLES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
@@ -107,6 +111,17 @@ class _Admin(Protocol):
     ) -> Any: ...
 
     def estimate_partition_sizes(
+        self, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, int]: ...
+
+    def describe_log_dirs_each(
+        self,
+        brokers: Iterable[int] | None = None,
+        *,
+        topics: Mapping[str, Sequence[int]] | Iterable[str] | None = None,
+    ) -> Mapping[int, Mapping[str, LogDirDescription] | errors.HeadwaterError]: ...
+
+    def _estimate_from_records(
         self, partitions: Iterable[TopicPartition]
     ) -> dict[TopicPartition, int]: ...
 
@@ -170,7 +185,40 @@ class AdminRebalance:
     def estimate_partition_sizes(
         self: _Admin, partitions: Iterable[TopicPartition]
     ) -> dict[TopicPartition, int]:
-        """Each partition's bytes, estimated (see the module docstring)."""
+        """Each partition's bytes: measured by DescribeLogDirs, else estimated (module doc)."""
+        tps = [TopicPartition(*tp) for tp in partitions]
+        if not tps:
+            return {}
+        wanted: dict[str, list[int]] = {}
+        for tp in tps:
+            wanted.setdefault(tp.topic, []).append(tp.partition)
+        described = self.describe_topics(list(wanted))
+        leaders = {
+            TopicPartition(p.topic, p.partition): p.leader
+            for d in described.values()
+            for p in d.partitions
+        }
+        reported: dict[int, dict[TopicPartition, int]] = {}
+        for broker, answer in self.describe_log_dirs_each(None, topics=wanted).items():
+            if isinstance(answer, errors.HeadwaterError):
+                continue  # UNSUPPORTED_VERSION, unavailable: estimated below
+            reported[broker] = {
+                tp: info.size
+                for d in answer.values()
+                if d.error is None
+                for tp, info in d.replica_infos.items()
+            }
+        sizes = {tp: measured_size(tp, leaders.get(tp, -1), reported) for tp in tps}
+        missing = [tp for tp, size in sizes.items() if size is None]
+        estimated = self._estimate_from_records(missing) if missing else {}
+        return {
+            tp: size if size is not None else estimated.get(tp, 0) for tp, size in sizes.items()
+        }
+
+    def _estimate_from_records(
+        self: _Admin, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, int]:
+        """Each partition's bytes estimated from its record count (see the module docstring)."""
         tps = list(partitions)
         if not tps:
             return {}
@@ -384,6 +432,17 @@ class AdminRebalance:
                 self.alter_topic_configs(topic, delete_configs=TOPIC_THROTTLES)
         for broker in self.broker_infos():
             self.alter_broker_configs(broker.broker_id, dict.fromkeys(BROKER_THROTTLES, None))
+
+
+def measured_size(
+    tp: TopicPartition, leader: int, reported: Mapping[int, Mapping[TopicPartition, int]]
+) -> int | None:
+    """``tp``'s size as the leader reports it; with no report from the leader, the largest
+    any broker reports; None if no broker reported it."""
+    if tp in reported.get(leader, {}):
+        return reported[leader][tp]
+    sizes = [r[tp] for r in reported.values() if tp in r]
+    return max(sizes) if sizes else None
 
 
 def _sample_record_bytes(

@@ -106,6 +106,13 @@ class FakeAdmin(AdminRebalance):
     ) -> dict[TopicPartition, _Ongoing]:
         return {tp: o for tp, o in self.ongoing.items() if partitions is None or tp in partitions}
 
+    def describe_log_dirs_each(
+        self, brokers: Iterable[int] | None = None, *, topics: Any = None
+    ) -> dict[int, Any]:
+        """Brokers without DescribeLogDirs: sizes are estimated (test_admin_log_dirs.py
+        covers the measured sizes)."""
+        return {b: errors.UnsupportedVersionError("DescribeLogDirs") for b in self.live}
+
 
 LAYOUT: dict[TopicPartition, tuple[int, ...]] = {
     TP("a", 0): (0, 1),
