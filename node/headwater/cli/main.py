@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "headwater.cli.consume",
     "headwater.cli.groups",
     "headwater.cli.cluster",
+    "headwater.cli.log_dirs",
     "headwater.cli.users",
     "headwater.cli.acls",
     "headwater.cli.perf",
