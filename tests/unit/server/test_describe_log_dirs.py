@@ -6,16 +6,25 @@ an unreadable dir answered KAFKA_STORAGE_ERROR; and the protobuf shape."""
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from headwater import errors
 from headwater.errors import ErrorCode
 from headwater.records import Record, build_batch
+from headwater.security.acls import AclOperation
 from headwater.server import log_dirs
+from headwater.server.auth.authorization import RequestAuthorizer
+from headwater.server.config import BrokerConfig
+from headwater.server.metrics import BrokerMetrics
+from headwater.server.runtime.metadata_cache import MetadataCache
+from headwater.server.services.admin import AdminService
 from headwater.storage import LogManager
+from headwater.v1 import admin_pb2
 from headwater.values import TopicPartition
 
 A0, A1, B0 = TopicPartition("a", 0), TopicPartition("a", 1), TopicPartition("b", 0)
@@ -98,3 +107,67 @@ def test_protobuf_shape(manager: LogManager) -> None:
     assert partition.partition_index == 0 and partition.partition_size > 100
     assert partition.offset_lag == 0 and not partition.is_future_key
     assert proto.error == 0 and proto.total_bytes > 0
+
+
+# -- the RPC: authorization and refusals ------------------------------------------------
+
+
+class _Authz(RequestAuthorizer):
+    def __init__(self, allow: bool) -> None:
+        super().__init__(None)
+        self.allow = allow
+        self.asked: list[AclOperation] = []
+
+    def cluster(self, context: Any, operation: AclOperation) -> bool:
+        self.asked.append(operation)
+        return self.allow
+
+
+def service(manager: LogManager | None, authz: RequestAuthorizer) -> AdminService:
+    return AdminService(
+        coordinator=lambda: None,
+        metadata=MetadataCache(),
+        metadata_changed=asyncio.Condition(),
+        metrics=BrokerMetrics(),
+        config=BrokerConfig(broker_id=5),
+        authz=authz,
+        log_manager=lambda: manager,
+    )
+
+
+def call(svc: AdminService, request: admin_pb2.DescribeLogDirsRequest) -> Any:
+    return asyncio.run(svc.DescribeLogDirs(request, None))  # type: ignore[arg-type]
+
+
+def test_the_rpc_needs_describe_on_the_cluster(manager: LogManager) -> None:
+    authz = _Authz(allow=False)
+    resp = call(service(manager, authz), admin_pb2.DescribeLogDirsRequest())
+    assert authz.asked == [AclOperation.DESCRIBE]
+    assert resp.error == ErrorCode.CLUSTER_AUTHORIZATION_FAILED and not resp.results
+    assert "DESCRIBE the cluster" in resp.error_message and resp.broker_id == 5
+
+
+def test_the_rpc_answers_for_this_broker(manager: LogManager) -> None:
+    request = admin_pb2.DescribeLogDirsRequest(
+        topics=[admin_pb2.DescribableLogDirTopic(topic="a", partitions=[1])]
+    )
+    resp = call(service(manager, _Authz(allow=True)), request)
+    assert resp.error == ErrorCode.NONE and resp.broker_id == 5 and len(resp.results) == 2
+    found = [
+        (t.name, p.partition_index) for r in resp.results for t in r.topics for p in t.partitions
+    ]
+    assert found == [("a", 1)]
+
+
+def test_the_rpc_refuses_an_illegal_topic_name(manager: LogManager) -> None:
+    request = admin_pb2.DescribeLogDirsRequest(
+        topics=[admin_pb2.DescribableLogDirTopic(topic="no way")]
+    )
+    resp = call(service(manager, _Authz(allow=True)), request)
+    assert resp.error == ErrorCode.INVALID_TOPIC_EXCEPTION and not resp.results
+    assert "illegal" in resp.error_message
+
+
+def test_the_rpc_before_the_logs_are_open() -> None:
+    resp = call(service(None, _Authz(allow=True)), admin_pb2.DescribeLogDirsRequest())
+    assert resp.error == ErrorCode.BROKER_NOT_AVAILABLE
