@@ -266,7 +266,7 @@ class RecordAccumulator:
                 self._used_bytes -= size
                 raise
             if callback is not None:
-                last.result.thunks.append((callback, index, timestamp_ms, None))
+                last.result.thunks += (callback, index, timestamp_ms)
             future = RecordFuture(last.result, index, timestamp_ms)
             last.size_bytes += size
             full = last.size_bytes >= self.batch_size
@@ -308,7 +308,7 @@ class RecordAccumulator:
             index = last.builder.append(key, value, headers, timestamp_ms)
             self._used_bytes += size
             if callback is not None:
-                last.result.thunks.append((callback, index, timestamp_ms, None))
+                last.result.thunks += (callback, index, timestamp_ms)
             future = RecordFuture(last.result, index, timestamp_ms)
             last.size_bytes += size
             if last.size_bytes >= self.batch_size:

@@ -11,7 +11,10 @@ API (``result``, ``exception``, ``done``, ``add_done_callback``).
 
 Callbacks are Kafka's ``thunks``: the batch keeps one list of them, in the
 order they were added, and when it completes runs them all in one tight loop
-on the sender thread.  A ``send(..., callback=cb)`` callback is stored as it
+on the sender thread.  The list is flat, three items per thunk, so that a
+queued record adds no object the garbage collector must track (a tuple per
+thunk made the collector scan every queued record: about 6% of the
+producer's CPU).  A ``send(..., callback=cb)`` callback is stored as it
 is, with the record's index and timestamp, and called with a
 :class:`RecordMetadata` built right there (no closure, no future, no event
 wait per record: profiled in docs/performance.md, issue 16, that path cost
@@ -33,9 +36,10 @@ RecordCallback = Callable[[RecordMetadata | None, BaseException | None], object]
 """Called as ``callback(metadata, None)`` on success, ``callback(None, error)`` on failure."""
 DoneCallback = Callable[["RecordFuture"], object]
 """``RecordFuture.add_done_callback``'s kind: called with the (done) future."""
-Thunk = tuple[Any, int, int, "RecordFuture | None"]
-"""``(callback, record index, record timestamp, future)``: a :data:`DoneCallback` when
-``future`` is set, else a :data:`RecordCallback` for the record at that index."""
+Thunk = tuple[Any, int, Any]
+"""``(callback, record index, record timestamp)``: a :data:`RecordCallback` for the
+record at that index, or ``(callback, -1, future)``: a :data:`DoneCallback`.  Stored
+flat in :attr:`BatchResult.thunks`, three items each."""
 
 _new_tuple = tuple.__new__
 """Builds a :class:`RecordMetadata` without its Python-level ``__new__`` (per record)."""
@@ -44,8 +48,8 @@ _new_tuple = tuple.__new__
 class BatchResult:
     """The outcome of one produce batch; set once, from the sender thread.
 
-    ``thunks`` is appended to by the accumulator, under its own lock, while the
-    batch is open (it cannot complete then: a batch is taken out of its queue,
+    ``thunks`` (flat :data:`Thunk` items) is extended by the accumulator, under its
+    own lock, while the batch is open (it cannot complete then: a batch is taken out of its queue,
     under that lock, before it is sent or expired), and by :meth:`add_callback`
     under this result's lock; :meth:`set` swaps it out under this lock and runs
     it.  ``is_done`` is set once, before the thunks run, and never cleared.
@@ -70,7 +74,7 @@ class BatchResult:
         self.is_done = False
         self._event = threading.Event()
         self._lock = threading.Lock()
-        self.thunks: list[Thunk] = []
+        self.thunks: list[Any] = []
 
     def done(self) -> bool:
         return self.is_done
@@ -97,19 +101,19 @@ class BatchResult:
         """Call ``fn(fut)`` when the batch completes (now, if it has)."""
         with self._lock:
             if not self.is_done:
-                self.thunks.append((fn, fut._index, fut._timestamp_ms, fut))
+                self.thunks += (fn, -1, fut)
                 return
-        self._run([(fn, fut._index, fut._timestamp_ms, fut)])
+        self._run([fn, -1, fut])
 
     def add_record_callback(self, fn: RecordCallback, index: int, timestamp_ms: int) -> None:
         """Call ``fn(metadata, error)`` for record ``index`` when the batch completes."""
         with self._lock:
             if not self.is_done:
-                self.thunks.append((fn, index, timestamp_ms, None))
+                self.thunks += (fn, index, timestamp_ms)
                 return
-        self._run([(fn, index, timestamp_ms, None)])
+        self._run([fn, index, timestamp_ms])
 
-    def _run(self, thunks: list[Thunk]) -> None:
+    def _run(self, thunks: list[Any]) -> None:
         """Run ``thunks`` in order; a callback that raises is logged, the rest still run."""
         error = self.error
         topic, partition = self.tp
@@ -117,10 +121,11 @@ class BatchResult:
         log_append = self.timestamp_ms
         new = _new_tuple
         metadata = RecordMetadata
-        for fn, index, ts, fut in thunks:
+        items = iter(thunks)
+        for fn, index, ts in zip(items, items, items, strict=False):  # len % 3 == 0
             try:
-                if fut is not None:
-                    fn(fut)
+                if index < 0:
+                    fn(ts)  # a DoneCallback: ts is its future
                 elif error is not None:
                     fn(None, error)
                 else:
