@@ -62,6 +62,8 @@ RECORD_OVERHEAD_BYTES = 21
 """Upper estimate of a record's framing in a batch (length, attributes, deltas, counts)."""
 BATCH_OVERHEAD_BYTES = 61
 """A RecordBatch v2 header."""
+_new_future = tuple.__new__
+"""Builds a :class:`RecordFuture` (a tuple subclass) without a Python-level call (per record)."""
 MAX_INITIAL_BUILDER_BYTES = 64 * 1024
 """A new batch's builder starts with room for ``min(batch_size, this)`` bytes and grows by
 doubling.  Not ``batch_size`` itself: the native builder keeps large values by reference
@@ -259,15 +261,17 @@ class RecordAccumulator:
                     last = ProducerBatch(tp, created_ms=self._clock(), builder=builder)
                     queue.append(last)
                     self._incomplete.add(last)
+                    if callback is not None:
+                        last.result.thunks += (callback, index, timestamp_ms)
                 else:
                     assert last is not None
-                    index = last.builder.append(key, value, headers, timestamp_ms)
+                    index = last.builder.append_thunk(
+                        key, value, headers, timestamp_ms, callback, last.result.thunks
+                    )
             except BaseException:
                 self._used_bytes -= size
                 raise
-            if callback is not None:
-                last.result.thunks += (callback, index, timestamp_ms)
-            future = RecordFuture(last.result, index, timestamp_ms)
+            future = _new_future(RecordFuture, (last.result, index, timestamp_ms))
             last.size_bytes += size
             full = last.size_bytes >= self.batch_size
             if full:
@@ -296,7 +300,8 @@ class RecordAccumulator:
         path may be slower.  Uses the plain lock (C-level ``with``) rather than
         the condition.  A record the codec cannot encode raises and changes nothing.
         ``callback`` joins the batch's thunks here, under the lock that keeps the
-        batch open, so no other lock is taken for it.
+        batch open, so no other lock is taken for it, in the builder's call that
+        appends the record (``append_thunk``: one C call with the native codec).
         """
         with self._lock:
             queue = self._queues.get(tp)
@@ -305,11 +310,12 @@ class RecordAccumulator:
             last = queue[-1]
             if last.closed or last.size_bytes + size > self.batch_size:
                 return None
-            index = last.builder.append(key, value, headers, timestamp_ms)
+            result = last.result
+            index = last.builder.append_thunk(
+                key, value, headers, timestamp_ms, callback, result.thunks
+            )
             self._used_bytes += size
-            if callback is not None:
-                last.result.thunks += (callback, index, timestamp_ms)
-            future = RecordFuture(last.result, index, timestamp_ms)
+            future = _new_future(RecordFuture, (result, index, timestamp_ms))
             last.size_bytes += size
             if last.size_bytes >= self.batch_size:
                 last.closed = True

@@ -19,6 +19,11 @@ is, with the record's index and timestamp, and called with a
 :class:`RecordMetadata` built right there (no closure, no future, no event
 wait per record: profiled in docs/performance.md, issue 16, that path cost
 the sender thread about 8 us per record, four times the record itself).
+With the C extension built, that loop is ``_speedups.run_thunks`` (the same
+loop in C: no bytecode per record); :meth:`BatchResult._run_python` is the
+reference and the fallback, and tests run both.  A :class:`RecordFuture` is a
+tuple subclass made with ``tuple.__new__`` (no Python ``__init__`` per record)
+that keeps identity equality, as a future should.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from collections.abc import Callable
 from typing import Any
 
 from headwater.client.types import RecordMetadata, TopicPartition
+from headwater.records.native import native_run_thunks
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +48,14 @@ record at that index, or ``(callback, -1, future)``: a :data:`DoneCallback`.  St
 flat in :attr:`BatchResult.thunks`, three items each."""
 
 _new_tuple = tuple.__new__
-"""Builds a :class:`RecordMetadata` without its Python-level ``__new__`` (per record)."""
+"""Builds a :class:`RecordMetadata` or :class:`RecordFuture` without a Python-level
+``__new__`` or ``__init__`` (per record)."""
+_native_run = native_run_thunks()
+"""``_speedups.run_thunks`` or None (see :meth:`BatchResult._run`)."""
+
+
+def _log_callback_error(exc: BaseException) -> None:
+    log.error("producer callback raised", exc_info=exc)
 
 
 class BatchResult:
@@ -115,6 +128,23 @@ class BatchResult:
 
     def _run(self, thunks: list[Any]) -> None:
         """Run ``thunks`` in order; a callback that raises is logged, the rest still run."""
+        if _native_run is None:
+            self._run_python(thunks)
+            return
+        topic, partition = self.tp
+        _native_run(
+            thunks,
+            topic,
+            partition,
+            self.base_offset,
+            self.timestamp_ms,
+            self.error,
+            RecordMetadata,
+            _log_callback_error,
+        )
+
+    def _run_python(self, thunks: list[Any]) -> None:
+        """:meth:`_run` in Python: the reference of ``_speedups.run_thunks``."""
         error = self.error
         topic, partition = self.tp
         base = self.base_offset
@@ -141,19 +171,36 @@ class BatchResult:
                         ),
                         None,
                     )
-            except Exception:  # a user callback must not kill the sender thread
-                log.exception("producer callback raised")
+            except Exception as exc:  # a user callback must not kill the sender thread
+                _log_callback_error(exc)
 
 
-class RecordFuture:
-    """The future of one sent record; resolves to :class:`RecordMetadata`."""
+class RecordFuture(tuple[BatchResult, int, int]):
+    """The future of one sent record: ``(batch result, index, timestamp)``; resolves
+    to :class:`RecordMetadata`.  Compares and hashes by identity, as a future."""
 
-    __slots__ = ("_batch", "_index", "_timestamp_ms")
+    __slots__ = ()
+    __eq__ = object.__eq__
+    __ne__ = object.__ne__
+    __hash__ = object.__hash__
 
-    def __init__(self, batch: BatchResult, index: int, timestamp_ms: int) -> None:
-        self._batch = batch
-        self._index = index
-        self._timestamp_ms = timestamp_ms
+    def __new__(cls, batch: BatchResult, index: int, timestamp_ms: int) -> RecordFuture:
+        return _new_tuple(cls, (batch, index, timestamp_ms))
+
+    @property
+    def _batch(self) -> BatchResult:
+        return self[0]
+
+    @property
+    def _index(self) -> int:
+        return self[1]
+
+    @property
+    def _timestamp_ms(self) -> int:
+        return self[2]
+
+    def __repr__(self) -> str:
+        return f"RecordFuture({self[0].tp}, index={self[1]}, done={self[0].is_done})"
 
     def done(self) -> bool:
         return self._batch.is_done

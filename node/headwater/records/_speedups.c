@@ -10,6 +10,7 @@
  *   decode(data, count, base_offset, base_timestamp, log_append_time[, prefix, cls])
  *       -> list
  *   RecordsBuilder(capacity)  .append(key, value, headers, ts) -> index
+ *                             .append_thunk(key, value, headers, ts, callback, thunks)
  *                             .records() / .batch(header_tail) when full
  *
  * The byte format is documented in record_codec.py (PythonRecordCodec is the
@@ -863,6 +864,30 @@ static PyObject *Builder_append(Builder *self, PyObject *const *args, Py_ssize_t
     return PyLong_FromSsize_t(index);
 }
 
+/* append_thunk(key, value, headers, ts, callback, thunks) -> index: append, then,
+ * when callback is not None, extend the list thunks with (callback, index, ts)
+ * (the producer's send path: one C call for the record and its callback). */
+static PyObject *Builder_append_thunk(Builder *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 6 || !PyList_Check(args[5])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "append_thunk(key, value, headers, timestamp_ms, callback, thunks: list)");
+        return NULL;
+    }
+    PyObject *index = Builder_append(self, args, 4);
+    if (index == NULL || args[4] == Py_None) return index;
+    PyObject *thunks = args[5];
+    if (PyList_Append(thunks, args[4]) < 0 || PyList_Append(thunks, index) < 0 ||
+        PyList_Append(thunks, args[3]) < 0) {
+        /* keep the list's length a multiple of three: the record is in the batch
+         * without its callback, and the caller sees the error */
+        Py_ssize_t n = PyList_GET_SIZE(thunks);
+        PyList_SetSlice(thunks, n - n % 3, n, NULL);
+        Py_DECREF(index);
+        return NULL;
+    }
+    return index;
+}
+
 static int builder_finish(Builder *self) {
     if (builder_check(self) < 0) return -1;
     if (self->finished) return 0;
@@ -983,6 +1008,9 @@ static PyObject *Builder_get_finished(Builder *self, void *closure) {
 static PyMethodDef Builder_methods[] = {
     {"append", (PyCFunction)(void (*)(void))Builder_append, METH_FASTCALL,
      "append(key, value, headers, timestamp_ms) -> index: encode one record at the end."},
+    {"append_thunk", (PyCFunction)(void (*)(void))Builder_append_thunk, METH_FASTCALL,
+     "append_thunk(key, value, headers, timestamp_ms, callback, thunks) -> index: append, "
+     "and add (callback, index, timestamp_ms) to the list thunks unless callback is None."},
     {"records", (PyCFunction)Builder_records, METH_NOARGS,
      "records() -> memoryview: the records section; finishes the builder."},
     {"batch", (PyCFunction)Builder_batch, METH_O,
@@ -1014,6 +1042,90 @@ static PyTypeObject BuilderType = {
     .tp_getset = Builder_getset,
 };
 
+/* ---- the producer's callbacks (thunks) ------------------------------------ */
+
+/*
+ * run_thunks(thunks, topic, partition, base_offset, log_append_time, error, cls, on_error):
+ * BatchResult._run of headwater.client.futures in C.  ``thunks`` is a flat list,
+ * three items per thunk: (callback, index, timestamp) for a record's callback,
+ * called as callback(cls(topic, partition, offset, timestamp), None), or
+ * callback(None, error) when error is not None; (fn, -1, future) for a done
+ * callback, called as fn(future).  offset is base_offset + index, or -1 when
+ * base_offset < 0; timestamp is log_append_time unless that is None.  A callback
+ * raising an Exception is passed to on_error(exc) and the rest still run; a
+ * BaseException that is not an Exception (KeyboardInterrupt) stops the loop and
+ * propagates, as the Python loop does.
+ */
+static PyObject *run_thunks(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 8) {
+        PyErr_SetString(PyExc_TypeError, "run_thunks(thunks, topic, partition, base_offset, "
+                                         "log_append_time, error, cls, on_error)");
+        return NULL;
+    }
+    PyObject *thunks = args[0], *topic = args[1], *partition = args[2];
+    PyObject *log_append = args[4], *error = args[5], *on_error = args[7];
+    if (!PyList_Check(thunks)) {
+        PyErr_SetString(PyExc_TypeError, "thunks must be a list");
+        return NULL;
+    }
+    if (!PyType_Check(args[6]) || !PyType_IsSubtype((PyTypeObject *)args[6], &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "cls must be a tuple subclass");
+        return NULL;
+    }
+    PyTypeObject *cls = (PyTypeObject *)args[6];
+    int64_t base;
+    if (as_int64(args[3], &base, "base_offset") < 0) return NULL;
+    for (Py_ssize_t i = 0; i + 2 < PyList_GET_SIZE(thunks); i += 3) {
+        PyObject *fn = Py_NewRef(PyList_GET_ITEM(thunks, i));
+        PyObject *index_obj = Py_NewRef(PyList_GET_ITEM(thunks, i + 1));
+        PyObject *ts = Py_NewRef(PyList_GET_ITEM(thunks, i + 2));
+        PyObject *res = NULL;
+        int64_t index;
+        if (as_int64(index_obj, &index, "index") == 0) {
+            if (index < 0) {
+                res = PyObject_CallOneArg(fn, ts);
+            } else if (error != Py_None) {
+                PyObject *call_args[2] = {Py_None, error};
+                res = PyObject_Vectorcall(fn, call_args, 2, NULL);
+            } else {
+                PyObject *md = cls->tp_alloc(cls, 4);
+                PyObject *offset = base >= 0 ? sum_int64(base, index) : PyLong_FromLong(-1);
+                if (md != NULL && offset != NULL) {
+                    PyObject *stamp = log_append == Py_None ? ts : log_append;
+                    PyTuple_SET_ITEM(md, 0, Py_NewRef(topic));
+                    PyTuple_SET_ITEM(md, 1, Py_NewRef(partition));
+                    PyTuple_SET_ITEM(md, 2, offset);
+                    PyTuple_SET_ITEM(md, 3, Py_NewRef(stamp));
+                    offset = NULL;
+                    PyObject *call_args[2] = {md, Py_None};
+                    res = PyObject_Vectorcall(fn, call_args, 2, NULL);
+                }
+                Py_XDECREF(offset);
+                Py_XDECREF(md);
+            }
+        }
+        Py_DECREF(fn);
+        Py_DECREF(index_obj);
+        Py_DECREF(ts);
+        if (res != NULL) {
+            Py_DECREF(res);
+            continue;
+        }
+        if (!PyErr_ExceptionMatches(PyExc_Exception)) return NULL;
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        PyErr_NormalizeException(&type, &value, &tb);
+        if (tb != NULL && value != NULL) PyException_SetTraceback(value, tb);
+        PyObject *logged = PyObject_CallOneArg(on_error, value != NULL ? value : Py_None);
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
+        if (logged == NULL) return NULL;
+        Py_DECREF(logged);
+    }
+    Py_RETURN_NONE;
+}
+
 /* ---- module --------------------------------------------------------------- */
 
 static PyMethodDef module_methods[] = {
@@ -1021,6 +1133,9 @@ static PyMethodDef module_methods[] = {
      "encode(records, default_timestamp_ms) -> (data, base_timestamp, max_timestamp)"},
     {"decode", (PyCFunction)(void (*)(void))codec_decode, METH_FASTCALL,
      "decode(data, count, base_offset, base_timestamp, log_append_time[, prefix, cls]) -> list"},
+    {"run_thunks", (PyCFunction)(void (*)(void))run_thunks, METH_FASTCALL,
+     "run_thunks(thunks, topic, partition, base_offset, log_append_time, error, cls, "
+     "on_error): a produce batch's callbacks (headwater.client.futures)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,6 +1,6 @@
 """Type stubs of the C extension (see _speedups.c and headwater.records.native)."""
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, overload
 
 from headwater.records.header import Buffer
@@ -30,6 +30,17 @@ def decode(
     cls: type[_T],
     /,
 ) -> list[_T]: ...
+def run_thunks(
+    thunks: list[Any],
+    topic: str,
+    partition: int,
+    base_offset: int,
+    log_append_time: int | None,
+    error: BaseException | None,
+    cls: type[tuple[Any, ...]],
+    on_error: Callable[[BaseException], object],
+    /,
+) -> None: ...
 
 class RecordsBuilder:
     def __init__(self, *, capacity: int = 4096) -> None: ...
@@ -49,6 +60,16 @@ class RecordsBuilder:
         value: bytes | None,
         headers: Sequence[Header],
         timestamp_ms: int,
+        /,
+    ) -> int: ...
+    def append_thunk(
+        self,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header],
+        timestamp_ms: int,
+        callback: object,
+        thunks: list[Any],
         /,
     ) -> int: ...
     def records(self) -> memoryview: ...

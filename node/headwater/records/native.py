@@ -41,6 +41,7 @@ __all__ = [
     "NativeRecordCodec",
     "default_record_codec",
     "native_available",
+    "native_run_thunks",
 ]
 
 log = logging.getLogger(__name__)
@@ -103,9 +104,22 @@ class NativeRecordCodec:
         )
 
 
+def native_run_thunks() -> Any | None:
+    """The C loop that runs a produce batch's callbacks (``_speedups.run_thunks``, see
+    :mod:`headwater.client.futures`), or None where the extension is not built or
+    ``HEADWATER_PURE_PYTHON_RECORDS`` turns it off (the Python loop is used)."""
+    if _speedups is None or _pure_python_forced():
+        return None
+    return _speedups.run_thunks
+
+
+def _pure_python_forced() -> bool:
+    return os.environ.get(PURE_PYTHON_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
 def default_record_codec() -> RecordCodec:
     """The native codec when built and not turned off by ``HEADWATER_PURE_PYTHON_RECORDS``."""
-    if os.environ.get(PURE_PYTHON_ENV, "").strip().lower() in ("1", "true", "yes", "on"):
+    if _pure_python_forced():
         return PythonRecordCodec()
     if _speedups is None:
         log.debug("native record codec unavailable (%s); using pure Python", UNAVAILABLE_REASON)

@@ -129,6 +129,22 @@ class RecordsBuilder(Protocol):
         """
         ...
 
+    def append_thunk(
+        self,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header],
+        timestamp_ms: int,
+        callback: object,
+        thunks: list[Any],
+    ) -> int:
+        """:meth:`append`, then, unless ``callback`` is None, extend ``thunks`` with
+        ``(callback, index, timestamp_ms)`` (the producer's flat thunk list, see
+        :mod:`headwater.client.futures`): one call per record on the send path.
+        Nothing is added to ``thunks`` when the append raises.
+        """
+        ...
+
     def records(self) -> Buffer:
         """The records section, uncompressed (to compress it); finishes the builder."""
         ...
@@ -533,6 +549,20 @@ class PythonRecordsBuilder:
         if self._max_timestamp is None or timestamp_ms > self._max_timestamp:
             self._max_timestamp = timestamp_ms
         self._encoded = None
+        return index
+
+    def append_thunk(
+        self,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header],
+        timestamp_ms: int,
+        callback: object,
+        thunks: list[Any],
+    ) -> int:
+        index = self.append(key, value, headers, timestamp_ms)
+        if callback is not None:
+            thunks += (callback, index, timestamp_ms)
         return index
 
     def records(self) -> bytes:

@@ -3,21 +3,51 @@ stored with the batch and run in one loop when it completes, in append order, ea
 with its own RecordMetadata (offset, create or LogAppendTime timestamp) or the
 batch's error; a callback that raises does not stop the others; callbacks added
 after completion run at once; futures and callbacks agree; a record refused before
-it was queued calls its callback with the error."""
+it was queued calls its callback with the error.
+
+Every test runs twice: with the C loop (``_speedups.run_thunks``) and the native
+builder's ``append_thunk``, and with the pure-Python loop and builder (skipped
+where the extension is not built)."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from headwater import errors
+from headwater.client import futures as futures_module
 from headwater.client.accumulator import RecordAccumulator
 from headwater.client.futures import BatchResult, RecordCallback, RecordFuture, failed_future
 from headwater.client.types import RecordMetadata, TopicPartition
-from headwater.records import Record
+from headwater.records import (
+    NativeRecordCodec,
+    PythonRecordCodec,
+    Record,
+    native_available,
+    record_codec,
+    set_record_codec,
+)
+from headwater.records.native import native_run_thunks
 
 TP = TopicPartition("t", 3)
 Seen = list[tuple[str, RecordMetadata | None, BaseException | None]]
+
+
+@pytest.fixture(params=["python", "native"], autouse=True)
+def loop(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The thunk loop and builder under test: the C ones or the pure-Python ones."""
+    if request.param == "native" and not native_available():
+        pytest.skip("the C extension is not built")
+    native = request.param == "native"
+    monkeypatch.setattr(futures_module, "_native_run", native_run_thunks() if native else None)
+    previous = record_codec()
+    set_record_codec(NativeRecordCodec() if native else PythonRecordCodec())
+    try:
+        yield request.param
+    finally:
+        set_record_codec(previous)
 
 
 def collector(seen: Seen, name: str) -> RecordCallback:
@@ -141,3 +171,93 @@ def test_failed_future_calls_its_callback_before_returning() -> None:
     fut = failed_future(TP, error, callback=collector(seen, "x"))
     assert seen == [("x", None, error)]
     assert fut.done() and fut.exception(0) is error
+
+
+def fixed_thunks(seen: list[Any], fut: RecordFuture, boom: RecordCallback) -> list[Any]:
+    """Records 0 and 2 append their calls to ``seen``, record 1 raises, a done callback."""
+    return [
+        lambda md, exc: seen.append(("a", md, exc)),
+        0,
+        100,
+        boom,
+        1,
+        101,
+        lambda f: seen.append(("done", f)),
+        -1,
+        fut,
+        lambda md, exc: seen.append(("c", md, exc)),
+        2,
+        102,
+    ]
+
+
+def test_the_c_loop_makes_the_same_calls_as_the_python_loop() -> None:
+    """``_speedups.run_thunks`` against ``BatchResult._run_python`` on one fixed flat list:
+    record callbacks, a done callback, a raising callback; success (create and
+    LogAppendTime timestamps, acks=0's -1 offsets, offsets past 2**63) and failure."""
+    run = native_run_thunks()
+    if run is None:
+        pytest.skip("the C extension is not built")
+    error = errors.NotLeaderOrFollowerError("moved")
+    for base, log_append, err in (
+        (40, None, None),
+        (0, 999, None),
+        (-1, None, None),
+        (2**63 - 2, None, None),
+        (-1, None, error),
+    ):
+        calls: dict[str, list[Any]] = {"python": [], "c": []}
+        for name in ("python", "c"):
+            seen = calls[name]
+            fut = RecordFuture(BatchResult(TP), 0, 1)
+
+            def boom(md: RecordMetadata | None, exc: BaseException | None) -> None:
+                raise RuntimeError("user bug")
+
+            thunks = fixed_thunks(seen, fut, boom)
+            result = BatchResult(TP)
+            result.base_offset, result.timestamp_ms, result.error = base, log_append, err
+            if name == "python":
+                result._run_python(thunks)
+            else:
+                run(thunks, "t", 3, base, log_append, err, RecordMetadata, lambda e: None)
+            assert all(type(c[1]) is RecordMetadata for c in seen if c[0] != "done" and c[1])
+            seen[:] = [c if c[0] != "done" else ("done", c[1] is fut) for c in seen]
+        assert calls["c"] == calls["python"]
+        assert len(calls["c"]) == 3
+
+
+def test_the_c_loop_logs_a_raising_callback_and_stops_on_keyboard_interrupt() -> None:
+    run = native_run_thunks()
+    if run is None:
+        pytest.skip("the C extension is not built")
+    logged: list[BaseException] = []
+    seen: list[int] = []
+
+    def boom(md: RecordMetadata | None, exc: BaseException | None) -> None:
+        raise RuntimeError("user bug")
+
+    def interrupt(md: RecordMetadata | None, exc: BaseException | None) -> None:
+        raise KeyboardInterrupt
+
+    def mark(md: RecordMetadata | None, exc: BaseException | None) -> None:
+        assert md is not None
+        seen.append(md.offset)
+
+    run([boom, 0, 1, mark, 1, 1], "t", 0, 5, None, None, RecordMetadata, logged.append)
+    assert seen == [6] and len(logged) == 1 and isinstance(logged[0], RuntimeError)
+    assert logged[0].__traceback__ is not None
+    with pytest.raises(KeyboardInterrupt):
+        run([interrupt, 0, 1, mark, 1, 1], "t", 0, 5, None, None, RecordMetadata, logged.append)
+    assert seen == [6]
+    with pytest.raises(TypeError):
+        run((), "t", 0, 5, None, None, RecordMetadata, logged.append)
+    with pytest.raises(TypeError):
+        run([], "t", 0, 5, None, None, dict, logged.append)
+
+
+def test_a_future_is_a_cheap_tuple_with_identity_equality() -> None:
+    result = BatchResult(TP)
+    a, b = RecordFuture(result, 0, 5), RecordFuture(result, 0, 5)
+    assert a != b and a == a and len({a, b}) == 2
+    assert "index=0" in repr(a)

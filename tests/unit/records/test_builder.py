@@ -139,3 +139,33 @@ def test_unencodable_records_leave_the_native_builder_unchanged(codec: RecordCod
             builder.append(*bad)
     assert (builder.count, builder.size) == (3, size)
     assert finish_batch(builder) == build_batch(RECORDS[:3])
+
+
+def test_append_thunk_makes_the_same_bytes_and_the_flat_thunks() -> None:
+    """``append_thunk`` (the producer's send path) = ``append`` + ``(callback, index, ts)``
+    on the list, nothing for a None callback; the batch bytes are a fixed vector."""
+    plain, with_thunks = new_records_builder(), new_records_builder()
+    thunks: list[object] = []
+    cb = print  # any object: it is only stored
+    for i, (key, value, headers, ts) in enumerate(RECORDS[:6]):
+        assert plain.append(key, value, headers, ts or 0) == i
+        callback = cb if i % 2 == 0 else None
+        assert with_thunks.append_thunk(key, value, headers, ts or 0, callback, thunks) == i
+    assert thunks == [cb, 0, 1000, cb, 2, 1002, cb, 4, 1004]
+    assert with_thunks.count == plain.count == 6
+    assert with_thunks.records() == plain.records()
+    one, thunks = new_records_builder(), []
+    one.append_thunk(b"k", b"v", (), 5, cb, thunks)
+    assert bytes(one.records()) == bytes.fromhex("10000000026b027600")
+    assert thunks == [cb, 0, 5]
+
+
+def test_append_thunk_refused_changes_nothing(codec: RecordCodec) -> None:
+    builder, thunks = new_records_builder(), [print, 0, 1]
+    with pytest.raises(TypeError):
+        builder.append_thunk(b"k", b"v", (), "not an int", print, thunks)  # type: ignore[arg-type]
+    assert thunks == [print, 0, 1] and builder.count == 0
+    builder.records()
+    with pytest.raises(ValueError):
+        builder.append_thunk(b"k", b"v", (), 1, print, thunks)
+    assert thunks == [print, 0, 1]
