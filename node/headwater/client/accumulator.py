@@ -301,23 +301,24 @@ class RecordAccumulator:
         the condition.  A record the codec cannot encode raises and changes nothing.
         ``callback`` joins the batch's thunks here, under the lock that keeps the
         batch open, so no other lock is taken for it, in the builder's call that
-        appends the record (``append_thunk``: one C call with the native codec).
+        appends the record and makes its future (``append_future``: one C call with
+        the native codec).
         """
         with self._lock:
             queue = self._queues.get(tp)
             if not queue or self._closed or self._used_bytes + size > self.buffer_memory:
                 return None
             last = queue[-1]
-            if last.closed or last.size_bytes + size > self.batch_size:
+            batch_bytes = last.size_bytes + size
+            if last.closed or batch_bytes > self.batch_size:
                 return None
             result = last.result
-            index = last.builder.append_thunk(
-                key, value, headers, timestamp_ms, callback, result.thunks
+            future = last.builder.append_future(
+                key, value, headers, timestamp_ms, callback, result.thunks, result, RecordFuture
             )
             self._used_bytes += size
-            future = _new_future(RecordFuture, (result, index, timestamp_ms))
-            last.size_bytes += size
-            if last.size_bytes >= self.batch_size:
+            last.size_bytes = batch_bytes
+            if batch_bytes >= self.batch_size:
                 last.closed = True
                 return future, True
             return future, False

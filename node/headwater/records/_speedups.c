@@ -11,6 +11,7 @@
  *       -> list
  *   RecordsBuilder(capacity)  .append(key, value, headers, ts) -> index
  *                             .append_thunk(key, value, headers, ts, callback, thunks)
+ *                             .append_future(..., callback, thunks, result, cls) -> future
  *                             .records() / .batch(header_tail) when full
  *
  * The byte format is documented in record_codec.py (PythonRecordCodec is the
@@ -888,6 +889,31 @@ static PyObject *Builder_append_thunk(Builder *self, PyObject *const *args, Py_s
     return index;
 }
 
+/* append_future(key, value, headers, ts, callback, thunks, result, cls) -> future:
+ * append_thunk, then return cls((result, index, ts)) made with cls's tp_alloc (the
+ * producer's RecordFuture, a tuple subclass): the whole per-record append of
+ * Producer.send in one C call. */
+static PyObject *Builder_append_future(Builder *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 8 || !PyType_Check(args[7]) ||
+        !PyType_IsSubtype((PyTypeObject *)args[7], &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "append_future(key, value, headers, timestamp_ms, "
+                                         "callback, thunks: list, result, cls: tuple subclass)");
+        return NULL;
+    }
+    PyTypeObject *cls = (PyTypeObject *)args[7];
+    PyObject *future = cls->tp_alloc(cls, 3); /* first: a failure here appends nothing */
+    if (future == NULL) return NULL;
+    PyObject *index = Builder_append_thunk(self, args, 6);
+    if (index == NULL) {
+        Py_DECREF(future);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(future, 0, Py_NewRef(args[6]));
+    PyTuple_SET_ITEM(future, 1, index);
+    PyTuple_SET_ITEM(future, 2, Py_NewRef(args[3]));
+    return future;
+}
+
 static int builder_finish(Builder *self) {
     if (builder_check(self) < 0) return -1;
     if (self->finished) return 0;
@@ -1011,6 +1037,9 @@ static PyMethodDef Builder_methods[] = {
     {"append_thunk", (PyCFunction)(void (*)(void))Builder_append_thunk, METH_FASTCALL,
      "append_thunk(key, value, headers, timestamp_ms, callback, thunks) -> index: append, "
      "and add (callback, index, timestamp_ms) to the list thunks unless callback is None."},
+    {"append_future", (PyCFunction)(void (*)(void))Builder_append_future, METH_FASTCALL,
+     "append_future(key, value, headers, timestamp_ms, callback, thunks, result, cls) -> "
+     "cls((result, index, timestamp_ms)): append_thunk and the record's future."},
     {"records", (PyCFunction)Builder_records, METH_NOARGS,
      "records() -> memoryview: the records section; finishes the builder."},
     {"batch", (PyCFunction)Builder_batch, METH_O,

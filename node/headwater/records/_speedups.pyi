@@ -72,5 +72,17 @@ class RecordsBuilder:
         thunks: list[Any],
         /,
     ) -> int: ...
+    def append_future(
+        self,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header],
+        timestamp_ms: int,
+        callback: object,
+        thunks: list[Any],
+        result: object,
+        cls: type[_T],
+        /,
+    ) -> _T: ...
     def records(self) -> memoryview: ...
     def batch(self, tail: bytes, /) -> bytes: ...

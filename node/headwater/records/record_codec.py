@@ -145,6 +145,22 @@ class RecordsBuilder(Protocol):
         """
         ...
 
+    def append_future(
+        self,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header],
+        timestamp_ms: int,
+        callback: object,
+        thunks: list[Any],
+        result: object,
+        cls: type[T],
+    ) -> T:
+        """:meth:`append_thunk`, returning ``cls((result, index, timestamp_ms))`` built
+        as a plain tuple subclass (no ``__new__`` or ``__init__`` of ``cls`` runs): the
+        producer's ``RecordFuture``, the whole per-record append of ``send``."""
+        ...
+
     def records(self) -> Buffer:
         """The records section, uncompressed (to compress it); finishes the builder."""
         ...
@@ -564,6 +580,20 @@ class PythonRecordsBuilder:
         if callback is not None:
             thunks += (callback, index, timestamp_ms)
         return index
+
+    def append_future(
+        self,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header],
+        timestamp_ms: int,
+        callback: object,
+        thunks: list[Any],
+        result: object,
+        cls: type[T],
+    ) -> T:
+        index = self.append_thunk(key, value, headers, timestamp_ms, callback, thunks)
+        return _new_record(cls, (result, index, timestamp_ms))
 
     def records(self) -> bytes:
         data = self._encode()

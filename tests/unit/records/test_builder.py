@@ -169,3 +169,32 @@ def test_append_thunk_refused_changes_nothing(codec: RecordCodec) -> None:
     with pytest.raises(ValueError):
         builder.append_thunk(b"k", b"v", (), 1, print, thunks)
     assert thunks == [print, 0, 1]
+
+
+class _Future(tuple):  # type: ignore[type-arg]
+    """A tuple subclass with a Python __new__ that append_future must not call."""
+
+    def __new__(cls, *args: object) -> _Future:
+        raise AssertionError("append_future builds the tuple directly")
+
+
+def test_append_future_returns_the_records_future_tuple() -> None:
+    builder, plain = new_records_builder(), new_records_builder()
+    thunks: list[object] = []
+    result = object()
+    first = builder.append_future(b"k", b"v", (), 5, print, thunks, result, _Future)
+    second = builder.append_future(None, b"w", (), 7, None, thunks, result, _Future)
+    plain.append(b"k", b"v", (), 5)
+    plain.append(None, b"w", (), 7)
+    assert type(first) is _Future and tuple(first) == (result, 0, 5)
+    assert tuple(second) == (result, 1, 7)
+    assert thunks == [print, 0, 5]
+    assert bytes(builder.records()) == bytes(plain.records())
+
+
+def test_append_future_refused_changes_nothing() -> None:
+    builder = new_records_builder()
+    thunks: list[object] = []
+    with pytest.raises(TypeError):
+        builder.append_future(b"k", b"v", (), None, print, thunks, 1, _Future)  # type: ignore[arg-type]
+    assert thunks == [] and builder.count == 0
