@@ -24,13 +24,22 @@ def main() -> None:
     parser.add_argument("--output", required=True, help="the topic to write")
     parser.add_argument("--group", required=True, help="the group to commit progress to")
     parser.add_argument("--min-partitions", default="0")
+    parser.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a source/sink option, e.g. kafka.security.protocol=SSL (repeatable)",
+    )
     parser.add_argument("--checkpoint", help="checkpoint location (default: a fresh temp dir)")
     args = parser.parse_args()
+    options = dict(o.split("=", 1) for o in args.option)
 
     spark = SparkSession.builder.appName("headwater-copy-topic").getOrCreate()
     headwater_spark.register(spark)
     reader = (
         spark.readStream.format("headwater")
+        .options(**options)
         .option("bootstrap.servers", args.bootstrap)
         .option("subscribe", args.topic)
         .option("startingOffsets", "earliest")
@@ -42,6 +51,7 @@ def main() -> None:
         reader.load()
         .selectExpr("key", "CAST(upper(CAST(value AS STRING)) AS BINARY) AS value")
         .writeStream.format("headwater")
+        .options(**options)
         .option("bootstrap.servers", args.bootstrap)
         .option("topic", args.output)
         .option("checkpointLocation", args.checkpoint or tempfile.mkdtemp(prefix="copy-topic-"))

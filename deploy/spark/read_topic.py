@@ -19,12 +19,21 @@ def main() -> None:
     parser.add_argument("--bootstrap", required=True)
     parser.add_argument("--topic", required=True)
     parser.add_argument("--min-partitions", default="0")
+    parser.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a source/sink option, e.g. kafka.security.protocol=SSL (repeatable)",
+    )
     args = parser.parse_args()
+    options = dict(o.split("=", 1) for o in args.option)
 
     spark = SparkSession.builder.appName("headwater-read-topic").getOrCreate()
     headwater_spark.register(spark)
     reader = (
         spark.read.format("headwater")
+        .options(**options)
         .option("bootstrap.servers", args.bootstrap)
         .option("subscribe", args.topic)
     )

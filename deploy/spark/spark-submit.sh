@@ -17,6 +17,20 @@ JOB=${JOB:-read_topic.py}
 read -r -a JOB_ARGS <<< "${JOB_ARGS:-}"
 BOOTSTRAP=${BOOTSTRAP:-hw-headwater-bootstrap.${NAMESPACE}.svc:9092}
 APISERVER=${APISERVER:-$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')}
+# With the chart's TLS (the default): CLIENT_SECRET names a tls User's Secret (ca.crt,
+# user-keystore.pem), mounted in the driver and executors and given to the connector as
+# Kafka's kafka.security.protocol / kafka.ssl.* options.
+SECURITY=()
+if [[ -n "${CLIENT_SECRET:-}" ]]; then
+  CERTS=/etc/headwater/client-cert
+  SECURITY=(
+    --conf "spark.kubernetes.driver.secrets.${CLIENT_SECRET}=${CERTS}"
+    --conf "spark.kubernetes.executor.secrets.${CLIENT_SECRET}=${CERTS}"
+  )
+  JOB_ARGS+=(--option kafka.security.protocol=SSL
+             --option "kafka.ssl.truststore.location=${CERTS}/ca.crt"
+             --option "kafka.ssl.keystore.location=${CERTS}/user-keystore.pem")
+fi
 
 exec spark-submit \
   --master "k8s://${APISERVER}" \
@@ -31,5 +45,6 @@ exec spark-submit \
   --conf spark.kubernetes.pyspark.pythonVersion=3 \
   --conf spark.kubernetes.driver.request.cores=100m \
   --conf spark.kubernetes.executor.request.cores=100m \
+  "${SECURITY[@]}" \
   "local:///opt/spark/examples/headwater/${JOB}" \
   --bootstrap "${BOOTSTRAP}" --topic "${TOPIC}" --min-partitions 4 "${JOB_ARGS[@]}"

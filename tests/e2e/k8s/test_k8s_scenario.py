@@ -340,6 +340,7 @@ def test_spark_on_kubernetes_reads_writes_and_commits(release: None) -> None:
             "NAMESPACE": kube.NAMESPACE, "IMAGE": kube.SPARK_IMAGE, "TOPIC": TOPIC,
             "JOB": "copy_topic.py", "BOOTSTRAP": kube.BOOTSTRAP,
             "JOB_ARGS": f"--output {result} --group spark-copy",
+            **({"CLIENT_SECRET": kube.CLIENT_USER} if kube.TLS else {}),
         },
         timeout_s=1200, check=False,
     )  # fmt: skip
