@@ -360,7 +360,9 @@ def test_decide_only_makes_legal_moves_over_a_grid_of_observations() -> None:
 def test_a_quiet_statefulset_holds_whatever_the_cluster_says(spec: int) -> None:
     assert scaling.is_quiet(phase=P.STEADY, desired=spec, spec_replicas=spec)
     for hosted, reassigning, ready in itertools.product(({}, {0: 3, 5: 1}), (0, 7), (0, spec)):
-        d = decide(obs(desired=spec, spec=spec, ready=ready, hosted=hosted, reassigning=reassigning))
+        d = decide(
+            obs(desired=spec, spec=spec, ready=ready, hosted=hosted, reassigning=reassigning)
+        )
         assert d.phase is P.STEADY and isinstance(d.action, Hold)
     assert not scaling.is_quiet(phase=P.STEADY, desired=4, spec_replicas=3)
     assert not scaling.is_quiet(phase=P.REBALANCING, desired=3, spec_replicas=3)

@@ -17,14 +17,12 @@ from headwater.security.ssl_principal import NoMatchingRuleError, parse_rules
         ("RULE:^CN=(.*?),O=(.*)$/$1/L", "CN=Bob,O=acme", "bob"),
         # Kafka's documented example: the first rule that matches wins, DEFAULT as fallback.
         (
-            "RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/,RULE:^CN=(.*?),OU=(.*?),O=(.*)$/$1@$2/L,"
-            "DEFAULT",
+            "RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/,RULE:^CN=(.*?),OU=(.*?),O=(.*)$/$1@$2/L,DEFAULT",
             "CN=kafka-broker,OU=ServiceUsers,O=acme",
             "kafka-broker",
         ),
         (
-            "RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/,RULE:^CN=(.*?),OU=(.*?),O=(.*)$/$1@$2/L,"
-            "DEFAULT",
+            "RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/,RULE:^CN=(.*?),OU=(.*?),O=(.*)$/$1@$2/L,DEFAULT",
             "CN=Adam,OU=Eng,O=acme",
             "adam@eng",
         ),
