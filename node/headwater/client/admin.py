@@ -171,6 +171,19 @@ class Admin(AdminRebalance, AdminReassignments, AdminLogDirs, AdminScram, AdminA
 
     def _admin_call(self, rpc: str, request: Any, *, timeout_ms: float | None = None) -> Any:
         """Send ``request`` to any broker's Admin service, retrying on another."""
+        return self._call_any_broker(self._channels.admin, rpc, request, timeout_ms=timeout_ms)
+
+    def _call_any_broker(
+        self,
+        stub_for: Callable[[str], Any],
+        rpc: str,
+        request: Any,
+        *,
+        timeout_ms: float | None = None,
+    ) -> Any:
+        """Send ``request`` as ``stub_for(address).<rpc>`` to any broker (known brokers in
+        random order, then the bootstrap addresses), trying the next on a network error and
+        retrying the whole round with a metadata refresh until ``default_api_timeout_ms``."""
 
         def attempt() -> Any:
             brokers = [b.address for b in self._metadata.current.brokers.values()]
@@ -180,7 +193,7 @@ class Admin(AdminRebalance, AdminReassignments, AdminLogDirs, AdminScram, AdminA
             for address in candidates:
                 try:
                     return connection.call(
-                        getattr(self._channels.admin(address), rpc),
+                        getattr(stub_for(address), rpc),
                         request,
                         address=address,
                         timeout_ms=timeout_ms or self.request_timeout_ms,

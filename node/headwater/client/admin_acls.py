@@ -17,8 +17,7 @@ A mixin: :class:`~headwater.client.admin.Admin` inherits it.  Thread-safe as the
 
 from __future__ import annotations
 
-import random
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from headwater import errors
@@ -27,50 +26,23 @@ from headwater.client.acl_proto import binding_from_pb, binding_to_pb, filter_to
 from headwater.security.acls import AclBinding, AclBindingFilter
 from headwater.v1 import acls_pb2, acls_pb2_grpc
 
-if TYPE_CHECKING:
-    from headwater.client.metadata import MetadataManager
-    from headwater.retry import RetryPolicy
-
 
 class AdminAcls:
     """ACL methods of :class:`~headwater.client.admin.Admin`."""
 
     if TYPE_CHECKING:
         _channels: connection.Channels
-        _retry: RetryPolicy
-        _metadata: MetadataManager
-        bootstrap_servers: Any
-        request_timeout_ms: int
-        default_api_timeout_ms: int
+
+        def _call_any_broker(
+            self, stub_for: Callable[[str], Any], rpc: str, request: Any
+        ) -> Any: ...
 
     def _acl_call(self, rpc: str, request: Any) -> Any:
         """Send ``request`` to any broker's AclService, retrying on another."""
-
-        def attempt() -> Any:
-            brokers = [b.address for b in self._metadata.current.brokers.values()]
-            random.shuffle(brokers)
-            candidates = brokers + [a for a in self.bootstrap_servers if a not in brokers]
-            last: errors.HeadwaterError | None = None
-            for address in candidates:
-                stub = acls_pb2_grpc.AclServiceStub(self._channels.channel(address))
-                try:
-                    return connection.call(
-                        getattr(stub, rpc),
-                        request,
-                        address=address,
-                        timeout_ms=self.request_timeout_ms,
-                    )
-                except errors.NetworkError as exc:
-                    last = exc
-            raise errors.NetworkError(
-                f"cannot reach any broker (tried {', '.join(candidates)})"
-                + (f"; last error: {last.message}" if last is not None else "")
-            )
-
-        return self._retry.call(
-            attempt,
-            timeout_ms=self.default_api_timeout_ms,
-            on_retry=lambda _e: self._metadata.maybe_refresh(),
+        return self._call_any_broker(
+            lambda address: acls_pb2_grpc.AclServiceStub(self._channels.channel(address)),
+            rpc,
+            request,
         )
 
     def create_acls(self, bindings: Iterable[AclBinding]) -> list[errors.HeadwaterError | None]:

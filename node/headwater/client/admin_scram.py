@@ -12,7 +12,6 @@ follows the change notification), retried on another after a lost connection.
 
 from __future__ import annotations
 
-import random
 import secrets
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -24,8 +23,7 @@ from headwater.security.scram import ScramMechanism
 from headwater.v1 import sasl_pb2, sasl_pb2_grpc
 
 if TYPE_CHECKING:
-    from headwater.client.metadata import MetadataManager
-    from headwater.retry import RetryPolicy
+    pass
 
 DEFAULT_ITERATIONS = 4096
 SALT_BYTES = 32
@@ -101,40 +99,17 @@ class AdminScram:
 
     if TYPE_CHECKING:
         _channels: connection.Channels
-        _metadata: MetadataManager
-        _retry: RetryPolicy
-        bootstrap_servers: tuple[str, ...]
-        request_timeout_ms: int
-        default_api_timeout_ms: int
+
+        def _call_any_broker(
+            self, stub_for: Callable[[str], Any], rpc: str, request: Any
+        ) -> Any: ...
 
     def _scram_call(self, rpc: str, request: Any) -> Any:
         """Send ``request`` to any broker's ScramAdmin service, retrying on another."""
-
-        def attempt() -> Any:
-            brokers = [b.address for b in self._metadata.current.brokers.values()]
-            random.shuffle(brokers)
-            candidates = brokers + [a for a in self.bootstrap_servers if a not in brokers]
-            last: errors.HeadwaterError | None = None
-            for address in candidates:
-                stub = sasl_pb2_grpc.ScramAdminStub(self._channels.channel(address))
-                try:
-                    return connection.call(
-                        getattr(stub, rpc),
-                        request,
-                        address=address,
-                        timeout_ms=self.request_timeout_ms,
-                    )
-                except errors.NetworkError as exc:
-                    last = exc
-            raise errors.NetworkError(
-                f"cannot reach any broker (tried {', '.join(candidates)})"
-                + (f"; last error: {last.message}" if last is not None else "")
-            )
-
-        return self._retry.call(
-            attempt,
-            timeout_ms=self.default_api_timeout_ms,
-            on_retry=lambda _e: self._metadata.maybe_refresh(),
+        return self._call_any_broker(
+            lambda address: sasl_pb2_grpc.ScramAdminStub(self._channels.channel(address)),
+            rpc,
+            request,
         )
 
     def describe_user_scram_credentials(
