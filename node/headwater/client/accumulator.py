@@ -349,7 +349,9 @@ class RecordAccumulator:
         runs after the lock when the record filled its batch.  It reads and
         writes the state :meth:`try_append` does (``_closed``, ``_used_bytes``
         and the batch's ``closed``, ``size_bytes``, ``builder``, ``result``,
-        the last four through ``ProducerBatch``'s slots), so the two paths
+        the last four through ``ProducerBatch``'s slots, the first two and
+        ``metadata.current`` through the instances' dicts: they must stay plain
+        attributes), so the two paths
         interleave freely and :meth:`abort_all` sees every record it appended.
         """
         send_path = native_send_path_type()

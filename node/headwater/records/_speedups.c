@@ -1236,7 +1236,10 @@ typedef struct {
     PyObject_HEAD
     PyObject *acquire;      /* the accumulator lock's bound acquire */
     PyObject *release;      /* ... and release */
-    PyObject *accumulator;  /* RecordAccumulator: _closed, _used_bytes */
+    PyObject *accumulator;  /* RecordAccumulator */
+    PyObject *acc_dict;     /* its __dict__: _closed, _used_bytes (no class attribute shadows
+                               them, checked at init, so this is attribute access) */
+    PyObject *meta_dict;    /* the MetadataManager's __dict__: current */
     PyObject *queues;       /* its dict TopicPartition -> deque[ProducerBatch] */
     PyObject *metadata;     /* MetadataManager: .current */
     PyObject *tp_cache;     /* the producer's dict topic -> (snapshot, [TopicPartition]) */
@@ -1315,6 +1318,16 @@ static int SendPath_init(SendPath *self, PyObject *args, PyObject *kwds) {
     self->release = PyObject_GetAttrString(lock, "release");
     if (self->acquire == NULL || self->release == NULL) return -1;
     self->accumulator = Py_NewRef(acc);
+    if (PyObject_HasAttr((PyObject *)Py_TYPE(acc), str_acc_closed) ||
+        PyObject_HasAttr((PyObject *)Py_TYPE(acc), str_used_bytes) ||
+        PyObject_HasAttr((PyObject *)Py_TYPE(metadata), str_current)) {
+        PyErr_SetString(PyExc_TypeError, "accumulator._closed, accumulator._used_bytes and "
+                                         "metadata.current must be plain instance attributes");
+        return -1;
+    }
+    self->acc_dict = PyObject_GenericGetDict(acc, NULL);
+    self->meta_dict = self->acc_dict ? PyObject_GenericGetDict(metadata, NULL) : NULL;
+    if (self->meta_dict == NULL) return -1;
     self->queues = Py_NewRef(queues);
     self->metadata = Py_NewRef(metadata);
     self->tp_cache = Py_NewRef(tp_cache);
@@ -1331,6 +1344,8 @@ static int SendPath_traverse(SendPath *self, visitproc visit, void *arg) {
     Py_VISIT(self->acquire);
     Py_VISIT(self->release);
     Py_VISIT(self->accumulator);
+    Py_VISIT(self->acc_dict);
+    Py_VISIT(self->meta_dict);
     Py_VISIT(self->queues);
     Py_VISIT(self->metadata);
     Py_VISIT(self->tp_cache);
@@ -1346,6 +1361,8 @@ static int SendPath_clear(SendPath *self) {
     Py_CLEAR(self->acquire);
     Py_CLEAR(self->release);
     Py_CLEAR(self->accumulator);
+    Py_CLEAR(self->acc_dict);
+    Py_CLEAR(self->meta_dict);
     Py_CLEAR(self->queues);
     Py_CLEAR(self->metadata);
     Py_CLEAR(self->tp_cache);
@@ -1373,10 +1390,10 @@ static Py_ssize_t as_size(PyObject *v) {
     return n < 0 ? -2 : n;
 }
 
-static int set_size_attr(PyObject *obj, PyObject *name, Py_ssize_t n) {
+static int set_size_item(PyObject *dict, PyObject *name, Py_ssize_t n) {
     PyObject *v = PyLong_FromSsize_t(n);
     if (v == NULL) return -1;
-    int rc = PyObject_SetAttr(obj, name, v);
+    int rc = PyDict_SetItem(dict, name, v);
     Py_DECREF(v);
     return rc;
 }
@@ -1392,12 +1409,9 @@ static int set_size_member(PyObject *obj, PyMemberDef *m, Py_ssize_t n) {
 /* The append itself, the lock held: 1 appended (*future set, *full), 0 not taken, -1 error. */
 static int sendpath_append(SendPath *self, PyObject *tp, PyObject *const *record, Py_ssize_t size,
                            PyObject **future, int *full) {
-    PyObject *flag = PyObject_GetAttr(self->accumulator, str_acc_closed);
-    if (flag == NULL) return -1;
-    int closed = PyObject_IsTrue(flag);
-    Py_DECREF(flag);
-    if (closed != 0) return closed < 0 ? -1 : 0;
-    Py_ssize_t used = as_size(PyObject_GetAttr(self->accumulator, str_used_bytes));
+    PyObject *flag = PyDict_GetItemWithError(self->acc_dict, str_acc_closed); /* borrowed */
+    if (flag != Py_False) return PyErr_Occurred() ? -1 : 0; /* closed, or not a bool */
+    Py_ssize_t used = as_size(Py_XNewRef(PyDict_GetItemWithError(self->acc_dict, str_used_bytes)));
     if (used < 0) return used == -1 ? -1 : 0;
     if (used > self->buffer_memory - size) return 0;
     PyObject *queue = PyDict_GetItemWithError(self->queues, tp); /* borrowed */
@@ -1414,7 +1428,7 @@ static int sendpath_append(SendPath *self, PyObject *tp, PyObject *const *record
     }
     flag = PyMember_GetOne((const char *)last, self->m_closed);
     if (flag == NULL) goto done;
-    closed = PyObject_IsTrue(flag);
+    int closed = PyObject_IsTrue(flag);
     Py_DECREF(flag);
     if (closed != 0) {
         rc = closed < 0 ? -1 : 0;
@@ -1448,7 +1462,7 @@ static int sendpath_append(SendPath *self, PyObject *tp, PyObject *const *record
                          record[4], thunks,    result,    self->future_type};
     *future = Builder_append_future((Builder *)builder, args, 8);
     if (*future == NULL) goto done;
-    if (set_size_attr(self->accumulator, str_used_bytes, used + size) < 0 ||
+    if (set_size_item(self->acc_dict, str_used_bytes, used + size) < 0 ||
         set_size_member(last, self->m_size_bytes, batch_bytes) < 0) {
         Py_CLEAR(*future);
         goto done;
@@ -1490,12 +1504,14 @@ static PyObject *SendPath_send(SendPath *self, PyObject *const *args, Py_ssize_t
     if (size > self->max_request_size) Py_RETURN_NONE;
 
     /* The topic's partitions, cached for the current metadata snapshot. */
-    PyObject *meta = PyObject_GetAttr(self->metadata, str_current);
-    if (meta == NULL) return NULL;
+    PyObject *meta = PyDict_GetItemWithError(self->meta_dict, str_current); /* borrowed */
+    if (meta == NULL) {
+        if (PyErr_Occurred()) return NULL;
+        Py_RETURN_NONE;
+    }
     PyObject *cached = PyDict_GetItemWithError(self->tp_cache, topic); /* borrowed */
     int usable = cached != NULL && PyTuple_CheckExact(cached) && PyTuple_GET_SIZE(cached) == 2 &&
                  PyTuple_GET_ITEM(cached, 0) == meta && PyList_CheckExact(PyTuple_GET_ITEM(cached, 1));
-    Py_DECREF(meta);
     if (!usable) {
         if (PyErr_Occurred()) return NULL;
         Py_RETURN_NONE;

@@ -409,3 +409,21 @@ def test_a_send_path_needs_every_argument() -> None:
         _speedups.SendPath()  # type: ignore[call-arg]
     with pytest.raises(TypeError):
         _speedups.SendPath.send(_speedups.SendPath.__new__(_speedups.SendPath), "t")  # type: ignore[call-arg]
+
+
+def test_state_behind_a_descriptor_is_refused() -> None:
+    """The C path reads ``current``, ``_closed`` and ``_used_bytes`` from the instances'
+    dicts: a class attribute (a property) there would be bypassed, so it refuses."""
+
+    class Property:
+        @property
+        def current(self) -> object:
+            return object()
+
+    acc = RecordAccumulator(
+        batch_size=1000, linger_ms=5, buffer_memory=10_000, delivery_timeout_ms=1000
+    )
+    with pytest.raises(TypeError, match="plain instance attributes"):
+        acc.native_send_path(
+            metadata=Property(), tp_cache={}, sticky={}, on_full=print, max_request_size=1
+        )
