@@ -1568,23 +1568,21 @@ static PyObject *SendPath_send(SendPath *self, PyObject *const *args, Py_ssize_t
         rc = -1;
     } else {
         Py_DECREF(got);
-        {
-            PyObject *record[5] = {key, value, empty_headers, ts_obj, callback};
-            rc = sendpath_append(self, tp, record, size, &future, &full);
-            /* release whatever happened, keeping an error raised by the append */
-            PyObject *type, *val, *tb;
-            PyErr_Fetch(&type, &val, &tb);
-            PyObject *released = PyObject_CallNoArgs(self->release);
-            if (released == NULL) {
-                Py_XDECREF(type);
-                Py_XDECREF(val);
-                Py_XDECREF(tb);
-                Py_CLEAR(future);
-                rc = -1;
-            } else {
-                Py_DECREF(released);
-                PyErr_Restore(type, val, tb);
-            }
+        PyObject *record[5] = {key, value, empty_headers, ts_obj, callback};
+        rc = sendpath_append(self, tp, record, size, &future, &full);
+        /* release whatever happened, keeping an error raised by the append */
+        PyObject *type, *val, *tb;
+        PyErr_Fetch(&type, &val, &tb);
+        PyObject *released = PyObject_CallNoArgs(self->release);
+        if (released == NULL) {
+            Py_XDECREF(type);
+            Py_XDECREF(val);
+            Py_XDECREF(tb);
+            Py_CLEAR(future);
+            rc = -1;
+        } else {
+            Py_DECREF(released);
+            PyErr_Restore(type, val, tb);
         }
     }
     Py_DECREF(ts_obj);
