@@ -49,7 +49,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 from headwater import errors
@@ -57,6 +57,7 @@ from headwater.client.futures import BatchResult, RecordCallback, RecordFuture
 from headwater.client.types import TopicPartition
 from headwater.clock import Clock, monotonic_ms, wall_ms
 from headwater.records import Header, Record, RecordsBuilder, new_records_builder
+from headwater.records.native import native_send_path_type
 
 RECORD_OVERHEAD_BYTES = 21
 """Upper estimate of a record's framing in a batch (length, attributes, deltas, counts)."""
@@ -91,7 +92,7 @@ def estimate_size(record: Record) -> int:
     return size
 
 
-@dataclasses.dataclass(eq=False)
+@dataclasses.dataclass(eq=False, slots=True)
 class ProducerBatch:
     """Records bound for one partition, sent and acknowledged together.
 
@@ -322,6 +323,56 @@ class RecordAccumulator:
                 last.closed = True
                 return future, True
             return future, False
+
+    def native_send_path(
+        self,
+        *,
+        metadata: object,
+        tp_cache: Mapping[str, tuple[object, list[TopicPartition]]],
+        sticky: dict[str, int] | None,
+        on_full: Callable[[str, int, int], object],
+        max_request_size: int,
+    ) -> Callable[..., RecordFuture | None] | None:
+        """``Producer.send``'s common case in one C call (``_speedups.SendPath.send``),
+        or None without the native codec (``HEADWATER_PURE_PYTHON_RECORDS``, not built).
+
+        ``send(topic, key, value, partition, timestamp_ms, callback)`` is
+        :meth:`try_append` after the producer's partition choice, under this
+        accumulator's lock (acquired and released from C, waiting for it as
+        ``with`` does), for bytes or None keys and values, no headers, the
+        topic's partitions cached in ``tp_cache`` for ``metadata.current``, and
+        the partition given or chosen by the default partitioner (``sticky`` is
+        its sticky-partition dict; None for another partitioner: only explicit
+        partitions).  It answers None, having changed nothing, wherever
+        ``send``'s Python path must decide (no open batch with room, the buffer
+        full, closed, anything unusual); ``on_full(topic, partition, count)``
+        runs after the lock when the record filled its batch.  It reads and
+        writes the state :meth:`try_append` does (``_closed``, ``_used_bytes``
+        and the batch's ``closed``, ``size_bytes``, ``builder``, ``result``,
+        the last four through ``ProducerBatch``'s slots, the first two and
+        ``metadata.current`` through the instances' dicts: they must stay plain
+        attributes), so the two paths
+        interleave freely and :meth:`abort_all` sees every record it appended.
+        """
+        send_path = native_send_path_type()
+        if send_path is None:
+            return None
+        send: Callable[..., RecordFuture | None] = send_path(
+            lock=self._lock,
+            accumulator=self,
+            queues=self._queues,
+            metadata=metadata,
+            tp_cache=tp_cache,
+            sticky=sticky,
+            future_type=RecordFuture,
+            on_full=on_full,
+            batch_type=ProducerBatch,
+            result_type=BatchResult,
+            batch_size=self.batch_size,
+            buffer_memory=self.buffer_memory,
+            max_request_size=max_request_size,
+        ).send
+        return send
 
     def _reserve(self, size: int, max_block_ms: float) -> None:
         if self._closed:

@@ -202,6 +202,9 @@ class Channels:
         self._credentials = security.channel_credentials()
         self._lock = threading.Lock()
         self._channels: dict[str, grpc.Channel] = {}
+        self._brokers: dict[str, tuple[grpc.Channel, broker_pb2_grpc.BrokerStub]] = {}
+        """Per address, the Broker stub of its current channel: a stub builds a
+        multi-callable per RPC (tens of µs), too much to pay per Produce or Fetch."""
         self._closed = False
         self.pool = CallPool(name=name)
 
@@ -233,7 +236,13 @@ class Channels:
         return ch
 
     def broker(self, address: str) -> broker_pb2_grpc.BrokerStub:
-        return broker_pb2_grpc.BrokerStub(self.channel(address))
+        """The Broker stub on ``address``'s channel, made once per channel (a new one
+        after :meth:`forget`); two threads may both make it once, either is kept."""
+        ch = self.channel(address)
+        entry = self._brokers.get(address)
+        if entry is None or entry[0] is not ch:
+            entry = self._brokers[address] = (ch, broker_pb2_grpc.BrokerStub(ch))
+        return entry[1]
 
     def admin(self, address: str) -> admin_pb2_grpc.AdminStub:
         return admin_pb2_grpc.AdminStub(self.channel(address))
@@ -242,6 +251,7 @@ class Channels:
         """Drop the channel to ``address`` (after a failure), so the next call reconnects."""
         with self._lock:
             ch = self._channels.pop(address, None)
+            self._brokers.pop(address, None)
         if ch is not None:
             ch.close()
 
@@ -250,6 +260,7 @@ class Channels:
             self._closed = True
             channels = list(self._channels.values())
             self._channels.clear()
+            self._brokers.clear()
         for ch in channels:
             ch.close()
         self.pool.close()

@@ -139,14 +139,12 @@ class MetadataManager:
         self._max_age_ms = max_age_ms
         self._clock = clock
         self._lock = threading.Lock()
-        self._current = ClusterMetadata.empty()
+        self.current = ClusterMetadata.empty()
+        """The latest snapshot: replaced whole by a refresh, never mutated; read without a
+        lock (one attribute read; the producer's C send path reads it per record)."""
         self._updated_ms = float("-inf")
         self._update_requested = False
         self._topics: set[str] = set()
-
-    @property
-    def current(self) -> ClusterMetadata:
-        return self._current
 
     def add_topics(self, topics: Iterable[str]) -> None:
         """Topics refreshes should cover (the producer's and consumer's topics)."""
@@ -178,7 +176,7 @@ class MetadataManager:
             self._update_requested = False
             resp = self._ask_any(request)
             snap = ClusterMetadata.from_response(resp)
-            self._current = self._current.merge(snap, topics=names)
+            self.current = self.current.merge(snap, topics=names)
             self._updated_ms = self._clock()
             return snap
 
@@ -187,7 +185,7 @@ class MetadataManager:
         self.add_topics([topic])
 
         def attempt() -> tuple[PartitionMetadata, ...]:
-            parts = self._current.partitions.get(topic)
+            parts = self.current.partitions.get(topic)
             if parts:
                 return parts
             snap = self.fetch(sorted(self._topics | {topic}))
@@ -202,7 +200,7 @@ class MetadataManager:
         return self._retry.call(attempt, timeout_ms=timeout_ms, clock=self._clock)
 
     def _ask_any(self, request: Any) -> Any:
-        known = [b.address for b in self._current.brokers.values()]
+        known = [b.address for b in self.current.brokers.values()]
         random.shuffle(known)
         candidates = [*known, *(a for a in self._bootstrap if a not in known)]
         last: errors.HeadwaterError | None = None

@@ -87,6 +87,13 @@ class DefaultPartitioner:
             self._sticky[topic] = current
         return current
 
+    @property
+    def sticky(self) -> dict[str, int]:
+        """Each topic's sticky partition, the dict itself: the producer's C send path
+        reads it (without the lock: one dict read under the GIL) and, where a topic
+        has none yet, leaves the choice to :meth:`partition`.  Not to be written."""
+        return self._sticky
+
     def on_batch_full(self, topic: str, partition: int, num_partitions: int) -> None:
         if self._sticky.get(topic) != partition:
             return

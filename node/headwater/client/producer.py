@@ -155,6 +155,15 @@ class Producer:
             channels=self._channels,
             clock=clock,
         )
+        # The common case of send in one C call (None: pure Python, see native_send_path).
+        builtin = self._partitioner if type(self._partitioner) is DefaultPartitioner else None
+        self._native_send = self._accumulator.native_send_path(
+            metadata=self._metadata,
+            tp_cache=self._tp_cache,
+            sticky=None if builtin is None else builtin.sticky,
+            on_full=self._on_batch_full,
+            max_request_size=s.max_request_size,
+        )
         self._thread = threading.Thread(
             target=self._sender.run, name="headwater-producer-sender", daemon=True
         )
@@ -181,6 +190,13 @@ class Producer:
         space).  Errors that concern this record alone (too large, unknown
         partition) are reported through the future.
         """
+        native = self._native_send
+        if native is not None and not headers:
+            # The common case in C (RecordAccumulator.native_send_path); None: it
+            # changed nothing and the Python path below decides.
+            future = native(topic, key, value, partition, timestamp_ms, callback)
+            if future is not None:
+                return future
         if self._closed:
             raise errors.HeadwaterError("cannot send: the producer is closed")
         if timestamp_ms is None:
@@ -216,12 +232,17 @@ class Producer:
                 if fast is not None:
                     future, full = fast
                     if full:
-                        with self._partition_lock:
-                            self._partitioner.on_batch_full(topic, chosen, count)
-                        self._sender.wakeup()
+                        self._on_batch_full(topic, chosen, count)
                     return future
         record = _new_record(Record, (key, value, record_headers, timestamp_ms))
         return self._send_slow(topic, record, key, partition, size, callback)
+
+    def _on_batch_full(self, topic: str, partition: int, count: int) -> None:
+        """A ``send`` filled ``partition``'s batch: the next keyless record goes
+        elsewhere (the sticky partitioner) and the sender has a batch to send."""
+        with self._partition_lock:
+            self._partitioner.on_batch_full(topic, partition, count)
+        self._sender.wakeup()
 
     def _cache_partitions(
         self, topic: str, meta: ClusterMetadata
@@ -320,6 +341,7 @@ class Producer:
             return
         self._closed = True
         self._accumulator.close()
+        self._native_send = None  # it refuses from now on; this drops its references
         self._sender.initiate_close()
         self._thread.join(timeout)
         if self._thread.is_alive():

@@ -42,6 +42,7 @@ __all__ = [
     "default_record_codec",
     "native_available",
     "native_run_thunks",
+    "native_send_path_type",
 ]
 
 log = logging.getLogger(__name__)
@@ -111,6 +112,15 @@ def native_run_thunks() -> Any | None:
     if _speedups is None or _pure_python_forced():
         return None
     return _speedups.run_thunks
+
+
+def native_send_path_type() -> Any | None:
+    """``_speedups.SendPath`` (``Producer.send``'s common case in C, see
+    :meth:`headwater.client.accumulator.RecordAccumulator.native_send_path`), or None
+    where the extension is not built or ``HEADWATER_PURE_PYTHON_RECORDS`` turns it off."""
+    if _speedups is None or _pure_python_forced():
+        return None
+    return _speedups.SendPath
 
 
 def _pure_python_forced() -> bool:
