@@ -14,7 +14,9 @@
 # `docker import`, with a Python venv at /usr/local, so /usr/local/bin/python is where the
 # Dockerfiles (written for python:3.11-slim) expect it.  Builds reach Debian and PyPI the
 # way this machine does (--network host, the machine's CA certificates and apt settings
-# copied into the base).  Images are saved to .tools/k8s/images/app/*.tar.
+# copied into the base).  Images are saved to .tools/k8s/images/app/*.tar, and streamed
+# into the cluster's containerd when it is up (in CI, with CI=true, only streamed, and
+# docker's data root is removed afterwards, to spare the disk).
 #
 #   scripts/k8s/images.sh            # build what changed (docker's layer cache), load
 #   HEADWATER_IMAGES="headwater" scripts/k8s/images.sh    # only some of them
@@ -89,30 +91,60 @@ build() {  # build NAME DOCKERFILE CONTEXT TAG [extra args...]
         { tail -n 30 "$D/build-$name.log" >&2; echo "images: building $tag failed (see $D/build-$name.log)" >&2; exit 1; }
     echo "    built in $((SECONDS - t0)) s"
 }
-saved=()
+SOCK=$ROOT/state/node/ctd/containerd.sock
+cluster_up=0
+if [ -S "$SOCK" ] && ctr -a "$SOCK" version >/dev/null 2>&1; then cluster_up=1; fi
+# Disk: the Spark image alone is about 2 GB, and containerd keeps each layer twice (content
+# and unpacked snapshot).  With the cluster up, an image goes straight from docker into
+# containerd; its tar (for the next `make k8s-up`) is kept only outside CI.
+keep_tars=1
+[ "${CI:-}" = true ] && [ "$cluster_up" = 1 ] && keep_tars=0
+echo "    disk: $(df -h --output=avail "$ROOT" | tail -1 | tr -d ' ') free under ${ROOT#"$PWD"/}"
+
+ship() {  # ship NAME TAG... : into the cluster's containerd and/or a tar for k8s-up
+    local name=$1; shift
+    if [ "$keep_tars" = 1 ]; then
+        $DOCKER save "$@" > "$OUT/$name.tar.part" && mv "$OUT/$name.tar.part" "$OUT/$name.tar"
+    else
+        rm -f "$OUT/$name.tar"
+    fi
+    [ "$cluster_up" = 1 ] || return 0
+    echo "==> loading $name into the cluster's containerd"
+    local log=$D/load-$name.log
+    if [ "$keep_tars" = 1 ]; then
+        ctr -a "$SOCK" -n k8s.io image import "$OUT/$name.tar" > "$log" 2>&1 && return 0
+    else
+        $DOCKER save "$@" | ctr -a "$SOCK" -n k8s.io image import - > "$log" 2>&1 && return 0
+    fi
+    tail -n 20 "$log" >&2
+    tail -n 20 "$ROOT/state/logs/containerd.log" >&2 2>/dev/null || true
+    df -h "$ROOT" >&2
+    echo "images: loading $name into containerd failed (see ${log#"$PWD"/})" >&2
+    exit 1
+}
+
 for want in $WANT; do
     case $want in
         headwater)
             build headwater Dockerfile . headwater:e2e-1 --build-arg "PYTHON_IMAGE=$BASE" --build-arg VERSION=0.1.0+e2e.1
             build headwater-2 Dockerfile . headwater:e2e-2 --build-arg "PYTHON_IMAGE=$BASE" --build-arg VERSION=0.1.0+e2e.2
-            $DOCKER save headwater:e2e-1 headwater:e2e-2 > "$OUT/headwater.tar"; saved+=(headwater) ;;
+            ship headwater headwater:e2e-1 headwater:e2e-2 ;;
         spark)
             build spark spark/Dockerfile . headwater-spark:e2e --build-arg "PYTHON_IMAGE=$BASE"
-            $DOCKER save headwater-spark:e2e > "$OUT/spark.tar"; saved+=(spark) ;;
+            ship spark headwater-spark:e2e ;;
         zookeeper)
             build zookeeper deploy/zookeeper/Dockerfile deploy/zookeeper headwater-zookeeper:e2e \
                 --build-arg "BASE_IMAGE=headwater-local/debian:$DEBIAN_SUITE"
-            $DOCKER save headwater-zookeeper:e2e > "$OUT/zookeeper.tar"; saved+=(zookeeper) ;;
+            ship zookeeper headwater-zookeeper:e2e ;;
         *) echo "images: unknown image '$want' (headwater, spark, zookeeper)" >&2; exit 2 ;;
     esac
 done
 
-SOCK=$ROOT/state/node/ctd/containerd.sock
-if [ -S "$SOCK" ] && ctr -a "$SOCK" version >/dev/null 2>&1; then
-    for name in "${saved[@]}"; do
-        echo "==> loading $name into the cluster's containerd"
-        ctr -a "$SOCK" -n k8s.io image import "$OUT/$name.tar" >/dev/null
-    done
-else
+if [ "$cluster_up" = 0 ]; then
     echo "==> saved in ${OUT#"$PWD"/} (make k8s-up loads them)"
+elif [ "$keep_tars" = 0 ] && [ "$started_dockerd" != 0 ]; then
+    # CI builds once: docker's copy of the images is not needed again.
+    stop_dockerd; started_dockerd=0
+    rm -rf "$D/data" "$D/exec"
+    echo "==> CI: removed docker's data root; $(df -h --output=avail "$ROOT" | tail -1 | tr -d ' ') free"
 fi
