@@ -146,6 +146,13 @@ class BrokerConfig:
     sasl_enabled_mechanisms: str = _key(
         "sasl.enabled.mechanisms", "SCRAM-SHA-512", "SASL mechanisms of SASL_* listeners."
     )
+    sasl_mechanism_inter_broker_protocol: str = _key(
+        "sasl.mechanism.inter.broker.protocol",
+        "SCRAM-SHA-512",
+        "SASL mechanism brokers use towards each other on a SASL_* inter-broker (or control "
+        "plane) listener; each broker's login is listener.name.<listener>.<mechanism "
+        "lower-case>.sasl.jaas.config (ScramLoginModule, sensitive).",
+    )
     connections_max_reauth_ms: int = _key(
         "connections.max.reauth.ms",
         0,
@@ -155,8 +162,9 @@ class BrokerConfig:
     listener_name_settings: tuple[tuple[str, str], ...] = _key(
         "listener.name.*",
         (),
-        "Per-listener settings: listener.name.<lower-case name>.ssl.* and "
-        "listener.name.<name>.sasl.enabled.mechanisms.",
+        "Per-listener settings: listener.name.<lower-case name>.ssl.*, "
+        "listener.name.<name>.sasl.enabled.mechanisms and, for the broker's own login on a "
+        "SASL inter-broker listener, listener.name.<name>.<mechanism>.sasl.jaas.config.",
     )
     log_dirs: str = _key(
         "log.dirs", "/tmp/headwater-logs", "Comma-separated directories holding partition logs."

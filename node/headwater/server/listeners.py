@@ -7,6 +7,10 @@ client certificates when ``ssl.client.auth=required``), SASL_PLAINTEXT or SASL_S
 reach each other on ``inter.broker.listener.name`` (or the listener named after
 ``security.inter.broker.protocol``), and the controller reaches brokers on
 ``control.plane.listener.name`` when it is set, else on the inter-broker listener.
+When that listener is SASL_SSL or SASL_PLAINTEXT, each broker logs in to the others
+with ``sasl.mechanism.inter.broker.protocol`` (SCRAM-SHA-512 by default) and its own
+credentials in ``listener.name.<listener>.<mechanism>.sasl.jaas.config`` (Kafka's
+ScramLoginModule form, parsed strictly by :mod:`headwater.security.jaas`).
 
 SSL settings are Kafka's ``ssl.*`` names, each overridable per listener as
 ``listener.name.<lower-case name>.ssl.*``; ``sasl.enabled.mechanisms`` likewise.
@@ -24,6 +28,7 @@ import re
 from collections.abc import Mapping
 from typing import NamedTuple
 
+from headwater.security.jaas import SCRAM_LOGIN_MODULE, JaasConfigError, parse_scram_login
 from headwater.security.ssl_principal import PrincipalMapper, parse_rules
 
 
@@ -51,6 +56,7 @@ class SecurityProtocol(enum.Enum):
 DEFAULT_PROTOCOL_MAP = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
 CLIENT_AUTH = ("required", "requested", "none")
 SASL_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+DEFAULT_INTER_BROKER_MECHANISM = "SCRAM-SHA-512"
 
 SSL_KEYS = (
     "ssl.keystore.type",
@@ -104,6 +110,19 @@ def check_per_listener_key(key: str) -> None:
         )
     if match.group(1) != match.group(1).lower():
         raise ListenerConfigError(f"{key}: the listener name is written in lower case here")
+
+
+class BrokerSaslLogin(NamedTuple):
+    """The broker's own SCRAM login towards other brokers (``sasl.mechanism.inter.broker.
+    protocol`` and ``listener.name.<listener>.<mechanism>.sasl.jaas.config``); ``repr``
+    hides the password."""
+
+    mechanism: str
+    username: str
+    password: str
+
+    def __repr__(self) -> str:
+        return f"BrokerSaslLogin({self.mechanism!r}, {self.username!r}, password=<hidden>)"
 
 
 class EndPoint(NamedTuple):
@@ -310,12 +329,18 @@ class ListenerLayout:
     """Every listener of a broker and which of them the brokers use among themselves.
 
     Invariants: listener names and (non-zero) ports are unique; ``inter_broker`` and
-    ``control_plane`` name listeners of ``listeners``; TLS listeners have a keystore.
+    ``control_plane`` name listeners of ``listeners``; TLS listeners have a keystore;
+    ``inter_broker_sasl`` (``control_plane_sasl``) is set exactly when that listener is
+    SASL_*, with a mechanism the listener enables.
     """
 
     listeners: tuple[ListenerConfig, ...]
     inter_broker: str
     control_plane: str = ""
+    inter_broker_sasl: BrokerSaslLogin | None = None
+    """This broker's login on the inter-broker listener when it is SASL_*."""
+    control_plane_sasl: BrokerSaslLogin | None = None
+    """Its login on the control plane listener (the inter-broker one by default)."""
 
     def get(self, name: str) -> ListenerConfig:
         for listener in self.listeners:
@@ -414,17 +439,52 @@ def listener_layout(
                 "control.plane.listener.name: must differ from inter.broker.listener.name"
             )
     layout = ListenerLayout(tuple(configs), inter_broker, control_plane)
-    if layout.inter_broker_listener.protocol.uses_sasl:
+    mechanism = _inter_broker_mechanism(settings)
+    return dataclasses.replace(
+        layout,
+        inter_broker_sasl=_broker_login(
+            layout.inter_broker_listener, mechanism=mechanism, settings=settings
+        ),
+        control_plane_sasl=_broker_login(
+            layout.control_plane_listener, mechanism=mechanism, settings=settings
+        ),
+    )
+
+
+def _inter_broker_mechanism(settings: Mapping[str, str]) -> str:
+    key = "sasl.mechanism.inter.broker.protocol"
+    mechanism = settings.get(key, "").strip().upper() or DEFAULT_INTER_BROKER_MECHANISM
+    if mechanism not in SASL_MECHANISMS:
         raise ListenerConfigError(
-            f"inter.broker.listener.name: {inter_broker} is a SASL listener; brokers reach "
-            "each other over PLAINTEXT or SSL (mTLS) listeners only"
+            f"{key}: {mechanism} is not supported ({', '.join(SASL_MECHANISMS)})"
         )
-    if layout.control_plane_listener.protocol.uses_sasl:
+    return mechanism
+
+
+def _broker_login(
+    listener: ListenerConfig, *, mechanism: str, settings: Mapping[str, str]
+) -> BrokerSaslLogin | None:
+    """The broker's own SCRAM login on a SASL listener it reaches other brokers on."""
+    if not listener.protocol.uses_sasl:
+        return None
+    if mechanism not in listener.sasl_mechanisms:
         raise ListenerConfigError(
-            f"control.plane.listener.name: {control_plane} is a SASL listener; the "
-            "controller reaches brokers over PLAINTEXT or SSL (mTLS) listeners only"
+            f"sasl.mechanism.inter.broker.protocol: {mechanism} is not enabled on listener "
+            f"{listener.name} (its sasl.enabled.mechanisms: {', '.join(listener.sasl_mechanisms)})"
         )
-    return layout
+    key = f"listener.name.{listener.name.lower()}.{mechanism.lower()}.sasl.jaas.config"
+    text = settings.get(key, "")
+    if not text.strip():
+        raise ListenerConfigError(
+            f"{key} is missing: brokers reach each other on the {listener.protocol.value} "
+            f"listener {listener.name}, so each broker needs its own login "
+            f'({SCRAM_LOGIN_MODULE} required username="..." password="...";)'
+        )
+    try:
+        login = parse_scram_login(text, key=key)
+    except JaasConfigError as exc:
+        raise ListenerConfigError(str(exc)) from None
+    return BrokerSaslLogin(mechanism, login.username, login.password)
 
 
 def _inter_broker_name(name: str, protocol: str, bound: tuple[EndPoint, ...]) -> str:

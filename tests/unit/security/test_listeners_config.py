@@ -218,7 +218,7 @@ def test_per_listener_settings_from_the_environment() -> None:
                 "listeners": "SASL_PLAINTEXT://:1",
                 "security.inter.broker.protocol": "SASL_PLAINTEXT",
             },
-            "is a SASL listener",
+            "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config is missing",
         ),
         ({"listener.name.client.ssl.bogus": "x"}, "unknown broker config"),
         ({"listener.name.CLIENT.ssl.client.auth": "none"}, "lower case"),
