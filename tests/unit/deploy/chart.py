@@ -20,6 +20,7 @@ resources against the openAPIV3Schema of their CustomResourceDefinition.
 
 from __future__ import annotations
 
+import base64
 import copy
 import functools
 import importlib.util
@@ -175,10 +176,23 @@ def parse_properties(text: str) -> dict[str, str]:
     return out
 
 
+def secret_data(objs: list[Obj], name: str) -> dict[str, str]:
+    """The decoded ``data`` of the Secret ``name`` the chart renders."""
+    secret = one(objs, "Secret", name)
+    return {k: base64.b64decode(v).decode() for k, v in (secret.get("data") or {}).items()}
+
+
 def broker_env(
-    objs: list[Obj], *, hostname: str, namespace: str = NAMESPACE, pod_ip: str = "127.0.0.1"
+    objs: list[Obj],
+    *,
+    hostname: str,
+    namespace: str = NAMESPACE,
+    pod_ip: str = "127.0.0.1",
+    secrets: Mapping[str, Mapping[str, str]] | None = None,
 ) -> dict[str, str]:
-    """The broker container's environment with downward-API fields resolved as a kubelet would."""
+    """The broker container's environment with downward-API fields resolved as a kubelet
+    would, and ``secretKeyRef`` values from ``secrets`` (name -> decoded data) or else from the
+    Secrets the chart renders."""
     fields = {
         "metadata.namespace": namespace,
         "metadata.name": hostname,
@@ -189,6 +203,11 @@ def broker_env(
     for var in broker_container(objs).get("env", []):
         if "value" in var:
             env[var["name"]] = var["value"]
+        elif "secretKeyRef" in var["valueFrom"]:
+            ref = var["valueFrom"]["secretKeyRef"]
+            given = (secrets or {}).get(ref["name"])
+            data = given if given is not None else secret_data(objs, ref["name"])
+            env[var["name"]] = data[ref["key"]]
         else:
             env[var["name"]] = fields[var["valueFrom"]["fieldRef"]["fieldPath"]]
     return env

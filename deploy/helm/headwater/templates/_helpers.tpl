@@ -115,6 +115,7 @@ broker will ever report.
 {{- if .Values.tls.enabled -}}
 {{- $computed = merge (include "headwater.tls.configDict" . | fromYaml) $computed -}}
 {{- end -}}
+{{- $computed = merge (include "headwater.zkAcl.configDict" . | fromYaml) $computed -}}
 {{- merge (deepCopy .Values.brokers.config) $computed | toYaml -}}
 {{- end -}}
 
