@@ -8,7 +8,10 @@ change (tests/e2e/deploy/localize.py, asserted here).  Three such processes must
 in ZooKeeper with ids taken from their hostnames' ordinals, elect a controller, pass the
 readiness probe (gRPC health) and serve a produce/consume on a topic with RF=3 and the
 chart's min.insync.replicas=2.  It also checks that the rendered advertised.listeners
-expands to the pod's stable DNS name, which is what clients on Kubernetes connect to.
+expands to the pod's stable DNS name, which is what clients on Kubernetes connect to, and
+that ZooKeeper ACLs are on as rendered: the brokers' znodes carry the digest ACL of the
+chart's identity (password from the chart's Secret, in no log), and an unauthenticated
+client can read but not change them.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ import pytest
 from headwater.testing.cluster import is_healthy
 from headwater.testing.zookeeper import ZooKeeperServer, free_port
 from kazoo.client import KazooClient
+from kazoo.exceptions import NoAuthError
+from kazoo.security import Permissions, make_digest_acl_credential
 
 from tests.e2e.deploy import localize
 from tests.e2e.deploy.pods import LocalPod, image_environment, wait_for
@@ -33,6 +38,7 @@ pytestmark = pytest.mark.e2e
 
 BROKERS = 3
 RECORDS = 30
+ZK_PASSWORD_ENV = "HEADWATER_ZOOKEEPER_DIGEST_PASSWORD"
 
 
 class RenderedBroker(NamedTuple):
@@ -65,6 +71,7 @@ class Running(NamedTuple):
     bootstrap: str
     metrics_ports: list[int]
     chroot: str
+    zk_password: str
 
 
 @pytest.fixture
@@ -108,7 +115,13 @@ def brokers(zookeeper: ZooKeeperServer, tmp_path: Path) -> Iterator[Running]:
     try:
         for pod in pods:
             pod.start(tmp_path)
-        yield Running(pods, ",".join(f"127.0.0.1:{p}" for p in ports), metrics_ports, chroot)
+        yield Running(
+            pods,
+            ",".join(f"127.0.0.1:{p}" for p in ports),
+            metrics_ports,
+            chroot,
+            rendered[0].env[ZK_PASSWORD_ENV],
+        )
     finally:
         for pod in pods:
             pod.stop(grace_s=5.0)
@@ -135,7 +148,37 @@ def test_only_addresses_and_paths_are_rewritten(zookeeper: ZooKeeperServer) -> N
         f"PLAINTEXT://{broker.hostname}.hw-headwater-broker-headless."
         f"{chart.NAMESPACE}.svc.cluster.local:9092"
     )
-    assert not any(name.startswith("HEADWATER_") for name in broker.env)
+    # The one HEADWATER_* variable: the ZooKeeper digest password, from its Secret.
+    assert {n for n in broker.env if n.startswith("HEADWATER_")} == {ZK_PASSWORD_ENV}
+    assert before["zookeeper.set.acl"] == "true"
+    assert broker.env[ZK_PASSWORD_ENV] not in broker.properties
+
+
+def check_znode_acls(stranger: KazooClient, brokers: Running, connect: str) -> None:
+    """zookeeper.set.acl as rendered: the brokers' znodes are the digest identity's
+    (``zookeeper.acl.username``, the Secret's password) to change, world-readable only.
+    ZooKeeper shows a digest's hash only to a client with ADMIN on the znode (others see
+    ``user:x``), so the exact identity is read with the brokers' credentials."""
+    root = brokers.chroot
+    identity = make_digest_acl_credential("headwater", brokers.zk_password)
+    paths = (f"{root}/brokers/ids/0", f"{root}/brokers/ids", f"{root}/controller")
+    owner = KazooClient(hosts=connect, auth_data=[("digest", f"headwater:{brokers.zk_password}")])
+    owner.start(timeout=15)
+    try:
+        for client, digest in ((owner, identity), (stranger, "headwater:x")):
+            for path in paths:
+                acls, _ = client.get_acls(path)
+                by_scheme = {(a.id.scheme, a.id.id): a.perms for a in acls}
+                assert by_scheme == {("digest", digest): Permissions.ALL,
+                                     ("world", "anyone"): Permissions.READ}, path  # fmt: skip
+    finally:
+        owner.stop()
+        owner.close()
+    with pytest.raises(NoAuthError):
+        stranger.create(f"{root}/brokers/ids/9", b"{}")
+    with pytest.raises(NoAuthError):
+        stranger.delete(f"{root}/controller")
+    assert stranger.exists(f"{root}/brokers/ids/9") is None
 
 
 def test_rendered_brokers_form_a_cluster_and_serve_clients(
@@ -159,6 +202,7 @@ def test_rendered_brokers_form_a_cluster_and_serve_clients(
             what="3 broker registrations and a controller in ZooKeeper",
             pods=brokers.pods,
         )
+        check_znode_acls(zk, brokers, zookeeper.connect_string)
     finally:
         zk.stop()
         zk.close()
@@ -197,6 +241,8 @@ def test_rendered_brokers_form_a_cluster_and_serve_clients(
                 break
     assert sorted(got) == sorted(sent)
 
+    for pod in brokers.pods:
+        assert brokers.zk_password not in pod.log_path.read_text(errors="replace"), pod.name
     # The container's named port "metrics" serves Prometheus text.
     with urlopen(f"http://127.0.0.1:{brokers.metrics_ports[0]}/metrics", timeout=5) as resp:
         assert resp.status == 200
