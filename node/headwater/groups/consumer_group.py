@@ -123,6 +123,10 @@ class Heartbeat:
     rack_id: str | None = None
     client_id: str = ""
     client_host: str = ""
+    describable_topics: frozenset[str] | None = None
+    """The topics the member's principal may DESCRIBE, asked afresh for every heartbeat
+    (:mod:`headwater.groups.subscription_authorization`); its regex matches no other.
+    None: authorization is off, every topic."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,6 +149,10 @@ class ConsumerMember:
     subscribed_regex: str | None = None
     regex_topics: frozenset[str] = frozenset()
     """The topics ``subscribed_regex`` matched when the coordinator last looked."""
+    regex_authorized: frozenset[str] | None = None
+    """The topics ``subscribed_regex`` may match: those of its last heartbeat's
+    ``describable_topics`` it matched (a topic created since waits for the next
+    heartbeat); None: any."""
     member_epoch: int = JOIN_EPOCH
     previous_member_epoch: int = JOIN_EPOCH
     state: MemberState = MemberState.STABLE
@@ -242,6 +250,7 @@ class ConsumerGroup:
             member.server_assignor, changed = hb.server_assignor, True
         if hb.subscribed_topic_regex is not None:
             member.subscribed_regex = hb.subscribed_topic_regex or None
+        _authorize_regex(member, hb.describable_topics)
         if self._resolve_regexes(partition_counts):  # a topic created or deleted
             changed = True
         if changed:
@@ -292,6 +301,7 @@ class ConsumerGroup:
                 client_id=hb.client_id,
                 client_host=hb.client_host,
             )
+            _authorize_regex(member, hb.describable_topics)
             self._resolve_regexes(partition_counts, only=member)
         self.members[member.member_id] = member
         if instance is not None:
@@ -484,14 +494,20 @@ class ConsumerGroup:
         self, partition_counts: Mapping[str, int], *, only: ConsumerMember | None = None
     ) -> bool:
         """Match members' regexes against the topics; whether any match changed.
-        Internal topics (names starting with ``__``) are never matched."""
+        Internal topics (names starting with ``__``) and topics outside a member's
+        ``regex_authorized`` are never matched."""
         changed = False
         for m in [only] if only is not None else list(self.members.values()):
             found: frozenset[str] = frozenset()
             if m.subscribed_regex:
                 pattern = re.compile(m.subscribed_regex)
+                allowed = m.regex_authorized
                 found = frozenset(
-                    t for t in partition_counts if not t.startswith("__") and pattern.fullmatch(t)
+                    t
+                    for t in partition_counts
+                    if not t.startswith("__")
+                    and (allowed is None or t in allowed)
+                    and pattern.fullmatch(t)
                 )
             if found != m.regex_topics:
                 m.regex_topics, changed = found, True
@@ -529,7 +545,8 @@ class ConsumerGroup:
     ) -> None:
         """After a replay of the group's records (a new coordinator): rebuild what the
         records do not hold -- the static member index, the topics each member's regex
-        matched (``regex_topics``, by regex), fresh session deadlines (Kafka restarts
+        matched (``regex_topics``, by regex, which bound what it may match until its next
+        heartbeat says what its principal may DESCRIBE), fresh session deadlines (Kafka restarts
         every session on load), revocation deadlines of members still revoking and the
         group state -- without checking transitions (there was no transition)."""
         self.static_members = {
@@ -538,6 +555,8 @@ class ConsumerGroup:
         for m in self.members.values():
             if m.subscribed_regex and regex_topics is not None:
                 m.regex_topics = regex_topics.get(m.subscribed_regex, frozenset())
+                # Whether its principal may DESCRIBE more is known at its next heartbeat.
+                m.regex_authorized = m.regex_topics
             m.session_deadline_ms = now_ms + (
                 m.classic_session_timeout_ms if m.is_classic else self.session_timeout_ms
             )
@@ -564,6 +583,15 @@ class ConsumerGroup:
         else:
             new = GroupState.STABLE
         return new
+
+
+def _authorize_regex(member: ConsumerMember, describable: frozenset[str] | None) -> None:
+    """Keep, of a heartbeat's ``describable_topics``, those the member's regex matches."""
+    if describable is None or not member.subscribed_regex:
+        member.regex_authorized = None
+        return
+    pattern = re.compile(member.subscribed_regex)
+    member.regex_authorized = frozenset(t for t in describable if pattern.fullmatch(t))
 
 
 def _valid_regex(pattern: str) -> bool:

@@ -174,6 +174,7 @@ class ConsumerGroups:
                 rack_id=req.rack_id,
                 client_id=req.client_id,
                 client_host=req.client_host,
+                describable_topics=req.describable_topics,
             ),
             now_ms=now_ms,
             partition_counts=partition_counts,

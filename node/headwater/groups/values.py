@@ -261,6 +261,9 @@ class ConsumerGroupHeartbeatRequest:
     """The partitions the member owns now."""
     client_id: str = ""
     client_host: str = ""
+    describable_topics: frozenset[str] | None = None
+    """Not on the wire: the topics the principal may DESCRIBE, which bound what its
+    regex matches (:mod:`headwater.groups.subscription_authorization`); None: all."""
 
 
 @dataclasses.dataclass(frozen=True)

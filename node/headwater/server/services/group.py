@@ -29,6 +29,7 @@ from headwater.groups.placement import (
     offsets_topic_replication_factor,
 )
 from headwater.groups.runtime import GroupCoordinatorRuntime
+from headwater.groups.subscription_authorization import authorize_subscription
 from headwater.security.acls import AclOperation as Op
 from headwater.security.acls import ResourceType
 from headwater.server.auth.authorization import ALLOW_ALL, RequestAuthorizer, denial
@@ -266,9 +267,33 @@ class GroupService(group_pb2_grpc.GroupServicer):
     async def ConsumerGroupHeartbeat(
         self, request: group_pb2.ConsumerGroupHeartbeatRequest, context: Context
     ) -> group_pb2.ConsumerGroupHeartbeatResponse:
-        if not self._authz.group(context, Op.READ, request.group_id):
-            return _group_denied(
-                group_pb2.ConsumerGroupHeartbeatResponse, Op.READ, request.group_id
+        names = (
+            tuple(request.subscribed_topic_names.names)
+            if request.HasField("subscribed_topic_names")
+            else None
+        )
+        authz = self._authz
+        decided = authorize_subscription(
+            group_id=request.group_id,
+            group_read=authz.group(context, Op.READ, request.group_id),
+            subscribed_topic_names=names,
+            describe_refused=authz.topics(context, Op.DESCRIBE, names or ()) or (),
+            describable_topics=(
+                frozenset(
+                    t
+                    for t in self._metadata.topics
+                    if not t.startswith("__") and authz.topic(context, Op.DESCRIBE, t)
+                )
+                if authz.enabled
+                else None
+            ),
+        )
+        if decided.refused:
+            return group_pb2.ConsumerGroupHeartbeatResponse(
+                error_code=pb_error(decided.error_code),
+                error_message=decided.error_message,
+                member_id=request.member_id,
+                member_epoch=request.member_epoch,
             )
 
         def opt(field: str) -> str | None:
@@ -284,11 +309,7 @@ class GroupService(group_pb2_grpc.GroupServicer):
                 rebalance_timeout_ms=(
                     request.rebalance_timeout_ms if request.HasField("rebalance_timeout_ms") else -1
                 ),
-                subscribed_topic_names=(
-                    tuple(request.subscribed_topic_names.names)
-                    if request.HasField("subscribed_topic_names")
-                    else None
-                ),
+                subscribed_topic_names=names,
                 subscribed_topic_regex=opt("subscribed_topic_regex"),
                 server_assignor=opt("server_assignor"),
                 topic_partitions=(
@@ -297,6 +318,7 @@ class GroupService(group_pb2_grpc.GroupServicer):
                     else None
                 ),
                 client_host=(context.peer() or "").rsplit(":", 1)[0],
+                describable_topics=decided.describable_topics,
             )
         )
         return group_pb2.ConsumerGroupHeartbeatResponse(
