@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 
 import grpc
 
+from headwater import errors
 from headwater.server.runtime import channels
 from headwater.v1 import broker_pb2, broker_pb2_grpc
 from headwater.values import TopicPartition
@@ -70,7 +71,7 @@ class RemoteEndOffsets:
         for address, tps in plan.items():
             try:
                 ends.update(await self._ask(address, tps))
-            except (grpc.RpcError, OSError) as exc:
+            except (grpc.RpcError, OSError, errors.HeadwaterError) as exc:  # SASL refusals too
                 log.debug("end offsets from %s for the lag metric: %s", address, exc)
                 ends.update({tp: e for tp in tps if (e := self._ends.get(tp)) is not None})
         self._ends = ends

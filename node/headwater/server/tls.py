@@ -14,6 +14,10 @@ configuration of every *new* connection (established ones keep theirs, as in Kaf
 A file caught half-written, or a key that does not parse, keeps the previous
 material and is logged, once per change, without its contents.
 
+The broker's *client* side (its certificate towards other brokers) follows the same
+files the same way: :class:`ReloadingChannelCredentials` gives each new channel the
+current material, with a generation number telling channel owners theirs is stale.
+
 Never logged or put in an exception message: key material, inline PEM values.
 """
 
@@ -23,7 +27,6 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Callable
 from typing import NamedTuple
 
 import grpc
@@ -177,23 +180,54 @@ def channel_credentials(ssl: SslConfig) -> grpc.ChannelCredentials:
     )
 
 
-ChannelFactory = Callable[[str], grpc.aio.Channel]
-"""``address -> channel``: how the broker opens a channel to another broker."""
+class ReloadingChannelCredentials:
+    """The broker's client credentials towards other brokers, rebuilt when its keystore
+    or truststore file changes, by the change detection of the server side.
 
+    gRPC's channel credentials are fixed when a channel is made, so a rotation reaches
+    *new* channels: :meth:`current` answers the credentials for the next channel and a
+    ``generation`` that grows with each successful reload, so that whoever keeps
+    channels (the controller's, the replica fetchers') can replace one made at an older
+    generation when it next fails or is next used.  Unchanged files cost two ``stat``
+    calls; files that do not parse keep the previous credentials, logged once per
+    change without their contents.  Thread-safe.
+    """
 
-def aio_channel_factory(ssl: SslConfig | None, *, options: list[tuple[str, int]]) -> ChannelFactory:
-    """Channels to other brokers' inter-broker (or control plane) listener."""
-    if ssl is None:
-        return lambda address: grpc.aio.insecure_channel(address, options=options)
-    credentials = channel_credentials(ssl)
-    return lambda address: grpc.aio.secure_channel(address, credentials, options=options)
+    def __init__(self, ssl: SslConfig, *, listener: str) -> None:
+        self._ssl = ssl
+        self._listener = listener
+        self._lock = threading.Lock()
+        self._files = tuple(p for p in (ssl.keystore_location, ssl.truststore_location) if p)
+        self._stamps = self._current_stamps()
+        self._failed_stamps: tuple[tuple[int, int] | None, ...] | None = None
+        self._credentials = channel_credentials(ssl)
+        self.generation = 0
+        """Successful reloads so far."""
 
+    def _current_stamps(self) -> tuple[tuple[int, int] | None, ...]:
+        return tuple(_stamp(p) for p in self._files)
 
-def sync_channel_factory(
-    ssl: SslConfig | None, *, options: list[tuple[str, int]]
-) -> Callable[[str], grpc.Channel]:
-    """Blocking channels (the controller's threads) to other brokers."""
-    if ssl is None:
-        return lambda address: grpc.insecure_channel(address, options=options)
-    credentials = channel_credentials(ssl)
-    return lambda address: grpc.secure_channel(address, credentials, options=options)
+    def current(self) -> tuple[int, grpc.ChannelCredentials]:
+        """``(generation, credentials)`` for a new channel, reloading changed files first."""
+        stamps = self._current_stamps()
+        with self._lock:
+            if stamps != self._stamps and stamps != self._failed_stamps:
+                try:
+                    credentials = channel_credentials(self._ssl)
+                except TlsMaterialError as exc:
+                    self._failed_stamps = stamps
+                    log.warning(
+                        "listener %s: keeping the previous client TLS material: %s",
+                        self._listener,
+                        exc,
+                    )
+                else:
+                    self._stamps, self._failed_stamps = stamps, None
+                    self._credentials = credentials
+                    self.generation += 1
+                    log.info(
+                        "listener %s: reloaded the client keystore/truststore for new "
+                        "channels to other brokers",
+                        self._listener,
+                    )
+            return self.generation, self._credentials

@@ -14,9 +14,11 @@ from typing import Any
 
 import grpc
 
+from headwater.client import sasl, sasl_aio
+from headwater.client.sasl import SaslCredentials
 from headwater.coordination.model import BrokerRegistration
 from headwater.server import tls
-from headwater.server.listeners import ListenerLayout
+from headwater.server.listeners import BrokerSaslLogin, ListenerConfig, ListenerLayout
 
 
 def channel_options(max_message_bytes: int) -> list[tuple[str, int]]:
@@ -33,18 +35,31 @@ def channel_options(max_message_bytes: int) -> list[tuple[str, int]]:
 # requests, controlled shutdown, the group lag's ListOffsets) goes to that broker's
 # inter-broker listener (the controller's to its control plane listener) and must speak
 # that listener's protocol: TLS with this broker's own keystore as client certificate
-# (mTLS) when it is SSL.  The broker sets this once, at startup, before it opens any
-# channel (:func:`configure_inter_broker`); it is a process-wide property, like the
-# listeners themselves, so the sites opening channels call :func:`aio_channel` /
-# :func:`sync_channel` instead of each carrying the credentials.
+# (mTLS) when it is SSL or SASL_SSL, and a SCRAM session (the real exchange, through
+# headwater.client.sasl / sasl_aio) when it is SASL_*.  The broker sets this once, at
+# startup, before it opens any channel (:func:`configure_inter_broker`); it is a
+# process-wide property, like the listeners themselves, so the sites opening channels
+# call :func:`aio_channel` / :func:`sync_channel` instead of each carrying credentials.
+#
+# The TLS files are re-read when they change (tls.ReloadingChannelCredentials): each new
+# channel gets the current certificate; :func:`credentials_generation` tells the owners
+# of long-lived channels that theirs was made with older material.
+
+
+@dataclasses.dataclass(frozen=True)
+class PeerSecurity:
+    """How this broker speaks to one listener of the other brokers (all None: plaintext)."""
+
+    tls: tls.ReloadingChannelCredentials | None = None
+    sasl: SaslCredentials | None = None
 
 
 @dataclasses.dataclass(frozen=True)
 class InterBrokerSecurity:
-    """Client credentials for the inter-broker and control plane listeners (None: plain)."""
+    """The client side of the inter-broker and control plane listeners."""
 
-    inter_broker: grpc.ChannelCredentials | None = None
-    control_plane: grpc.ChannelCredentials | None = None
+    inter_broker: PeerSecurity = PeerSecurity()
+    control_plane: PeerSecurity = PeerSecurity()
     control_plane_listener: str = ""
     """Name of the control plane listener; empty: the controller uses the inter-broker one."""
 
@@ -58,11 +73,27 @@ def configure_inter_broker(security: InterBrokerSecurity) -> None:
     _security = security
 
 
+def _peer(control_plane: bool) -> PeerSecurity:
+    return _security.control_plane if control_plane else _security.inter_broker
+
+
+def credentials_generation(*, control_plane: bool = False) -> int:
+    """Grows each time the broker's client TLS files are reloaded: a channel made at an
+    older generation presents the old certificate (or trusts the old CAs)."""
+    peer = _peer(control_plane)
+    return peer.tls.current()[0] if peer.tls is not None else 0
+
+
 def aio_channel(
     address: str, *, options: Sequence[tuple[str, Any]] = (), control_plane: bool = False
 ) -> grpc.aio.Channel:
     """An asyncio channel to another broker's inter-broker (or control plane) listener."""
-    creds = _security.control_plane if control_plane else _security.inter_broker
+    peer = _peer(control_plane)
+    creds = peer.tls.current()[1] if peer.tls is not None else None
+    if peer.sasl is not None:
+        return sasl_aio.sasl_channel(
+            address, credentials=peer.sasl, channel_credentials=creds, options=list(options)
+        )
     if creds is None:
         return grpc.aio.insecure_channel(address, options=list(options))
     return grpc.aio.secure_channel(address, creds, options=list(options))
@@ -72,10 +103,15 @@ def sync_channel(
     address: str, *, options: Sequence[tuple[str, Any]] = (), control_plane: bool = False
 ) -> grpc.Channel:
     """A blocking channel (the controller's threads) to another broker."""
-    creds = _security.control_plane if control_plane else _security.inter_broker
+    peer = _peer(control_plane)
+    creds = peer.tls.current()[1] if peer.tls is not None else None
     if creds is None:
-        return grpc.insecure_channel(address, options=list(options))
-    return grpc.secure_channel(address, creds, options=list(options))
+        raw = grpc.insecure_channel(address, options=list(options))
+    else:
+        raw = grpc.secure_channel(address, creds, options=list(options))
+    if peer.sasl is None:
+        return raw
+    return sasl.intercept(raw, credentials=peer.sasl, address=address)
 
 
 def control_plane_address(broker: BrokerRegistration) -> str:
@@ -88,11 +124,29 @@ def control_plane_address(broker: BrokerRegistration) -> str:
 
 
 def inter_broker_security(layout: ListenerLayout) -> InterBrokerSecurity:
-    """The client side of the inter-broker and control plane listeners of ``layout``."""
-    inter = layout.inter_broker_listener
-    control = layout.control_plane_listener
+    """The client side of the inter-broker and control plane listeners of ``layout``.
+
+    Raises :class:`headwater.server.tls.TlsMaterialError` when a keystore or truststore
+    cannot be read.  One listener used for both roles shares one set of credentials.
+    """
+    loaded: dict[str, tls.ReloadingChannelCredentials] = {}
+
+    def peer(listener: ListenerConfig, login: BrokerSaslLogin | None) -> PeerSecurity:
+        reloading = None
+        if listener.ssl is not None:
+            reloading = loaded.get(listener.name)
+            if reloading is None:
+                reloading = tls.ReloadingChannelCredentials(listener.ssl, listener=listener.name)
+                loaded[listener.name] = reloading
+        credentials = (
+            SaslCredentials(login.mechanism, login.username, login.password)
+            if login is not None
+            else None
+        )
+        return PeerSecurity(tls=reloading, sasl=credentials)
+
     return InterBrokerSecurity(
-        inter_broker=tls.channel_credentials(inter.ssl) if inter.ssl is not None else None,
-        control_plane=tls.channel_credentials(control.ssl) if control.ssl is not None else None,
+        inter_broker=peer(layout.inter_broker_listener, layout.inter_broker_sasl),
+        control_plane=peer(layout.control_plane_listener, layout.control_plane_sasl),
         control_plane_listener=layout.control_plane,
     )

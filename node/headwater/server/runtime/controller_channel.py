@@ -47,19 +47,27 @@ class GrpcControllerChannel:
         self._cluster_id = cluster_id
         self._lock = threading.Lock()
         self._channels: dict[
-            tuple[str, int], tuple[grpc.Channel, control_pb2_grpc.ControlStub]
+            tuple[str, int], tuple[grpc.Channel, control_pb2_grpc.ControlStub, int]
         ] = {}
+        """Per broker address: the channel, its stub and the credentials generation it
+        was made with (a channel made before the TLS files were rotated is replaced)."""
 
     def _stub(self, broker: BrokerRegistration) -> control_pb2_grpc.ControlStub:
         address = channels.control_plane_address(broker)
         key = (broker.host, broker.port)
+        generation = channels.credentials_generation(control_plane=True)
+        stale: grpc.Channel | None = None
         with self._lock:
             entry = self._channels.get(key)
+            if entry is not None and entry[2] != generation:
+                stale, entry = entry[0], None
             if entry is None:
                 channel = channels.sync_channel(address, options=self._options, control_plane=True)
-                entry = (channel, control_pb2_grpc.ControlStub(channel))
+                entry = (channel, control_pb2_grpc.ControlStub(channel), generation)
                 self._channels[key] = entry
-            return entry[1]
+        if stale is not None:
+            stale.close()  # calls already on it fail and are retried on the new channel
+        return entry[1]
 
     @staticmethod
     def _check(error: int, what: str, broker: BrokerRegistration) -> None:
@@ -140,7 +148,7 @@ class GrpcControllerChannel:
 
     def close(self) -> None:
         with self._lock:
-            channels = [c for c, _ in self._channels.values()]
+            channels = [entry[0] for entry in self._channels.values()]
             self._channels.clear()
         for channel in channels:
             channel.close()

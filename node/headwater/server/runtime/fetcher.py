@@ -71,9 +71,9 @@ class ReplicaFetcher:
         self._max_bytes = max_bytes
         self._max_wait_ms = max_wait_ms
         self._backoff_ms = backoff_ms
-        self._channel = channels.aio_channel(
-            f"{leader.host}:{leader.port}", options=channel_options(max_message_bytes)
-        )
+        self._options = channel_options(max_message_bytes)
+        self._generation = channels.credentials_generation()
+        self._channel = channels.aio_channel(f"{leader.host}:{leader.port}", options=self._options)
         self._stub = broker_pb2_grpc.BrokerStub(self._channel)
         self._changed = asyncio.Event()
         self._closed = False
@@ -115,11 +115,33 @@ class ReplicaFetcher:
             except grpc.aio.AioRpcError as exc:
                 log.info("fetch from broker %d failed: %s", self.leader.broker_id, exc.code())
                 self._back_off_all("transport failure")
+                await self._renew_channel_if_stale()
             except asyncio.CancelledError:
                 raise
+            except errors.HeadwaterError as exc:  # e.g. SASL_AUTHENTICATION_FAILED (no secret)
+                log.warning("fetch from broker %d failed: %s", self.leader.broker_id, exc)
+                self._back_off_all(exc.code.name)
+                await self._renew_channel_if_stale()
             except Exception:
                 log.exception("replica fetcher for broker %d failed", self.leader.broker_id)
                 self._back_off_all("fetcher failure")
+
+    async def _renew_channel_if_stale(self) -> None:
+        """After a failure: a channel made before the broker's client TLS files were
+        rotated is replaced, so the reconnection presents the new certificate."""
+        generation = channels.credentials_generation()
+        if generation == self._generation or self._closed:
+            return
+        old, self._generation = self._channel, generation
+        self._channel = channels.aio_channel(
+            f"{self.leader.host}:{self.leader.port}", options=self._options
+        )
+        self._stub = broker_pb2_grpc.BrokerStub(self._channel)
+        log.info(
+            "fetcher for broker %d: new channel with the reloaded TLS material",
+            self.leader.broker_id,
+        )
+        await old.close(grace=None)
 
     def _back_off_all(self, reason: str) -> None:
         now = monotonic_ms()

@@ -1,0 +1,229 @@
+"""SASL SCRAM for asyncio gRPC channels: the exchange, and an interceptor carrying the session.
+
+The asyncio twin of :mod:`headwater.client.sasl` (same exchange, same session
+metadata, same renewal rules), for the broker's own asyncio channels to other brokers
+(replica fetchers, controlled shutdown, the group lag's ListOffsets).  gRPC asyncio
+takes interceptors when the channel is made, so the interceptor lets the SaslService's
+own calls through untouched and runs the exchange on the very channel it intercepts:
+
+* the first call authenticates (once, under an :class:`asyncio.Lock`);
+* a session with a lifetime is renewed after ``REAUTH_FRACTION`` of it;
+* a call refused with ``UNAUTHENTICATED`` (the peer restarted and forgot its
+  sessions, or the session expired) authenticates again and is retried once.
+
+Only unary-unary calls are intercepted: Headwater's protocol has no streaming RPC.
+
+An exchange the peer refuses raises the Kafka error to the caller of the RPC
+(:class:`~headwater.errors.SaslAuthenticationFailedError` and kin); its message holds
+no password.  Thread model: one channel, one event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+
+from headwater import errors
+from headwater.client import connection
+from headwater.client.sasl import (
+    DEFAULT_TIMEOUT_S,
+    SESSION_METADATA_KEY,
+    SaslCredentials,
+    SaslSession,
+)
+from headwater.clock import Clock, monotonic_ms
+from headwater.security.scram import Nonce, ScramClient, ScramMechanism, random_nonce
+from headwater.v1 import sasl_pb2, sasl_pb2_grpc
+
+SASL_SERVICE_PREFIX = "/headwater.v1.SaslService/"
+
+
+def _raise_for(code: int, message: str) -> None:
+    if code:
+        raise errors.for_code(code, message)
+
+
+async def authenticate(
+    channel: grpc.aio.Channel,
+    *,
+    credentials: SaslCredentials,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    address: str = "",
+    clock: Clock = monotonic_ms,
+    nonce: Nonce = random_nonce,
+) -> SaslSession:
+    """Run the SCRAM exchange on ``channel``; the session it opens.
+
+    ``timeout_s`` bounds the whole exchange (three calls).
+    """
+    mechanism = ScramMechanism.from_name(credentials.mechanism)
+    client = ScramClient(
+        mechanism, username=credentials.username, password=credentials.password, nonce=nonce
+    )
+    stub = sasl_pb2_grpc.SaslServiceStub(channel)
+    deadline = clock() + timeout_s * 1000.0
+
+    def remaining_s() -> float:
+        left = (deadline - clock()) / 1000.0
+        if left <= 0:
+            raise errors.RequestTimedOutError(
+                f"SASL authentication with {address or 'the broker'} took over {timeout_s} s"
+            )
+        return left
+
+    try:
+        handshake = await stub.SaslHandshake(
+            sasl_pb2.SaslHandshakeRequest(mechanism=credentials.mechanism),
+            timeout=remaining_s(),
+        )
+        _raise_for(handshake.error, handshake.error_message)
+        first = await stub.SaslAuthenticate(
+            sasl_pb2.SaslAuthenticateRequest(
+                session_id=handshake.session_id, auth_bytes=client.first_message()
+            ),
+            timeout=remaining_s(),
+        )
+        _raise_for(first.error, first.error_message)
+        final = await stub.SaslAuthenticate(
+            sasl_pb2.SaslAuthenticateRequest(
+                session_id=handshake.session_id,
+                auth_bytes=client.on_server_first(first.auth_bytes),
+            ),
+            timeout=remaining_s(),
+        )
+        _raise_for(final.error, final.error_message)
+    except grpc.RpcError as exc:
+        raise connection.translate_rpc_error(exc, address or "broker") from None
+    client.on_server_final(final.auth_bytes)
+    if not final.session_token:
+        raise errors.IllegalSaslStateError(
+            "the broker completed the SASL exchange without a session token"
+        )
+    return SaslSession(
+        token=final.session_token,
+        lifetime_ms=final.session_lifetime_ms,
+        mechanism=credentials.mechanism,
+        username=credentials.username,
+        obtained_at_ms=clock(),
+    )
+
+
+def _method(details: grpc.aio.ClientCallDetails) -> str:
+    method: str | bytes = details.method
+    return method.decode() if isinstance(method, bytes) else method
+
+
+def _with_session(
+    details: grpc.aio.ClientCallDetails, session: SaslSession
+) -> grpc.aio.ClientCallDetails:
+    metadata = grpc.aio.Metadata(
+        *((k, v) for k, v in (details.metadata or ()) if k != SESSION_METADATA_KEY)
+    )
+    metadata.add(SESSION_METADATA_KEY, session.metadata_value)
+    return grpc.aio.ClientCallDetails(
+        details.method, details.timeout, metadata, details.credentials, details.wait_for_ready
+    )
+
+
+Authenticator = Callable[..., Any]
+"""``authenticate``'s signature (a coroutine function); tests pass a fake."""
+
+
+class SaslSessionKeeper:
+    """Holds one channel's session; see the module docstring.
+
+    Invariant: at most one exchange runs at a time; a refused call re-authenticates only
+    if no other call already replaced the session it used.  Event-loop only.
+    """
+
+    def __init__(
+        self,
+        *,
+        credentials: SaslCredentials,
+        address: str = "",
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        clock: Clock = monotonic_ms,
+        authenticator: Authenticator = authenticate,
+    ) -> None:
+        self.channel: grpc.aio.Channel | None = None
+        """The channel the exchange runs on; set once it is made."""
+        self._credentials = credentials
+        self._address = address
+        self._timeout_s = timeout_s
+        self._clock = clock
+        self._authenticate = authenticator
+        self._lock = asyncio.Lock()
+        self._session: SaslSession | None = None
+        self.authentications = 0
+        """How many exchanges ran (for tests and metrics)."""
+
+    async def session(self, *, replacing: SaslSession | None = None) -> SaslSession:
+        """The current session, authenticating first if there is none, it is due for
+        renewal, or it is ``replacing`` (the one a refused call used)."""
+        async with self._lock:
+            current = self._session
+            if (
+                current is not None
+                and current is not replacing
+                and not current.needs_renewal(self._clock())
+            ):
+                return current
+            if self.channel is None:
+                raise errors.IllegalSaslStateError("the SASL channel is not open yet")
+            fresh: SaslSession = await self._authenticate(
+                self.channel,
+                credentials=self._credentials,
+                timeout_s=self._timeout_s,
+                address=self._address,
+            )
+            self.authentications += 1
+            self._session = fresh
+            return fresh
+
+
+class _UnaryUnary(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[type-arg]
+    def __init__(self, keeper: SaslSessionKeeper) -> None:
+        self._keeper = keeper
+
+    async def intercept_unary_unary(
+        self, continuation: Callable[..., Any], client_call_details: Any, request: Any
+    ) -> Any:
+        if _method(client_call_details).startswith(SASL_SERVICE_PREFIX):
+            return await continuation(client_call_details, request)
+        session = await self._keeper.session()
+        call = await continuation(_with_session(client_call_details, session), request)
+        if await call.code() != grpc.StatusCode.UNAUTHENTICATED:
+            return call
+        session = await self._keeper.session(replacing=session)
+        return await continuation(_with_session(client_call_details, session), request)
+
+
+def interceptors(keeper: SaslSessionKeeper) -> list[grpc.aio.ClientInterceptor]:
+    """Pass to ``grpc.aio.*_channel(interceptors=...)``, then set ``keeper.channel``."""
+    return [_UnaryUnary(keeper)]  # type: ignore[list-item]  # grpc-stubs: partial stub
+
+
+def sasl_channel(
+    address: str,
+    *,
+    credentials: SaslCredentials,
+    channel_credentials: grpc.ChannelCredentials | None = None,
+    options: list[tuple[str, Any]] | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> grpc.aio.Channel:
+    """A channel to ``address`` (TLS when ``channel_credentials`` are given) whose calls
+    carry a SASL session."""
+    keeper = SaslSessionKeeper(credentials=credentials, address=address, timeout_s=timeout_s)
+    if channel_credentials is None:
+        channel = grpc.aio.insecure_channel(
+            address, options=options, interceptors=interceptors(keeper)
+        )
+    else:
+        channel = grpc.aio.secure_channel(
+            address, channel_credentials, options=options, interceptors=interceptors(keeper)
+        )
+    keeper.channel = channel
+    return channel

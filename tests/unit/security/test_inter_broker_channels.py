@@ -1,0 +1,167 @@
+"""The broker's channels to other brokers: client TLS files reloaded for new channels,
+and the asyncio SASL session (authenticate once, again after the peer forgets it).
+
+The SASL part runs a real in-process gRPC asyncio server whose handler accepts only
+the session tokens it "issued", so a peer restart is clearing that set; the exchange
+itself is a fake (the real SCRAM exchange is covered end to end).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+import pytest_asyncio
+from headwater import errors
+from headwater.client import sasl_aio
+from headwater.client.sasl import SESSION_METADATA_KEY, SaslCredentials, SaslSession
+from headwater.server import tls
+from headwater.server.config import BrokerConfig
+from headwater.server.listeners import SslConfig
+from headwater.server.runtime import channels
+from headwater.testing.tls import CertificateAuthority, write_keystore
+
+SECRET = "inter-broker-Pw-1"
+CREDS = SaslCredentials("SCRAM-SHA-512", "broker", SECRET)
+METHOD = "/test.Echo/Call"
+
+
+def test_client_credentials_reload_when_the_files_change(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    ca = CertificateAuthority.create()
+    trust = tmp_path / "ca.pem"
+    trust.write_bytes(ca.pem)
+    keystore = write_keystore(tmp_path / "broker.pem", ca.issue("broker"))
+    ssl = SslConfig(keystore_location=str(keystore), truststore_location=str(trust))
+    reloading = tls.ReloadingChannelCredentials(ssl, listener="INTERNAL")
+    generation, first = reloading.current()
+    assert generation == 0 and reloading.current() == (0, first)  # unchanged: same object
+
+    issued = ca.issue("broker-rotated")
+    write_keystore(keystore, issued)
+    generation, second = reloading.current()
+    assert generation == 1 and second is not first
+
+    body = issued.key_pem.decode().splitlines()[2]
+    keystore.write_text("-----BEGIN PRIVATE KEY-----\n" + body + "\n")  # half written
+    with caplog.at_level(logging.WARNING):
+        assert reloading.current() == (1, second)  # the previous material is kept
+        assert reloading.current() == (1, second)
+    warnings = [r for r in caplog.records if "keeping the previous" in r.getMessage()]
+    assert len(warnings) == 1 and body not in caplog.text
+
+    write_keystore(keystore, ca.issue("broker-again"))
+    assert reloading.current()[0] == 2
+
+
+def test_one_listener_for_both_roles_shares_its_credentials(tmp_path: Path) -> None:
+    ca = CertificateAuthority.create()
+    keystore = write_keystore(tmp_path / "broker.pem", ca.issue("broker"))
+    layout = BrokerConfig.from_properties(
+        {
+            "broker.id": "0",
+            "listeners": "INTERNAL://:9093",
+            "listener.security.protocol.map": "INTERNAL:SASL_SSL",
+            "inter.broker.listener.name": "INTERNAL",
+            "ssl.keystore.location": str(keystore),
+            "listener.name.internal.scram-sha-512.sasl.jaas.config": (
+                "org.apache.kafka.common.security.scram.ScramLoginModule required "
+                f'username="broker" password="{SECRET}";'
+            ),
+        }
+    ).listener_layout
+    security = channels.inter_broker_security(layout)
+    assert security.inter_broker.tls is security.control_plane.tls is not None
+    assert security.inter_broker.sasl == CREDS
+    assert SECRET not in repr(security)
+
+
+class Peer:
+    """A gRPC asyncio server answering METHOD for the session tokens it issued."""
+
+    def __init__(self) -> None:
+        self.issued: set[str] = set()
+        self.calls = 0
+        self.server = grpc.aio.server()
+        self.port = 0
+
+    async def start(self) -> None:
+        async def call(request: bytes, context: grpc.aio.ServicerContext[Any, Any]) -> bytes:
+            self.calls += 1
+            token = dict(context.invocation_metadata() or ()).get(SESSION_METADATA_KEY)
+            if token not in self.issued:
+                await context.abort(grpc.StatusCode.UNAUTHENTICATED, "no valid SASL session")
+            return request
+
+        handler = grpc.method_handlers_generic_handler(
+            "test.Echo", {"Call": grpc.unary_unary_rpc_method_handler(call)}
+        )
+        self.server.add_generic_rpc_handlers((handler,))
+        self.port = self.server.add_insecure_port("127.0.0.1:0")
+        await self.server.start()
+
+
+@pytest_asyncio.fixture
+async def peer() -> AsyncIterator[Peer]:
+    p = Peer()
+    await p.start()
+    yield p
+    await p.server.stop(None)
+
+
+def fake_authenticator(peer: Peer, *, refuse: bool = False) -> Any:
+    async def authenticate(channel: grpc.aio.Channel, **kwargs: Any) -> SaslSession:
+        assert kwargs["credentials"] == CREDS
+        if refuse:
+            raise errors.SaslAuthenticationFailedError(
+                "Authentication failed: invalid credentials for user broker"
+            )
+        token = f"{len(peer.issued) + 1:08x}"
+        peer.issued.add(token)
+        return SaslSession(
+            token=bytes.fromhex(token),
+            lifetime_ms=0,
+            mechanism=CREDS.mechanism,
+            username=CREDS.username,
+            obtained_at_ms=0.0,
+        )
+
+    return authenticate
+
+
+def channel_to(peer: Peer, keeper: sasl_aio.SaslSessionKeeper) -> grpc.aio.Channel:
+    channel = grpc.aio.insecure_channel(
+        f"127.0.0.1:{peer.port}", interceptors=sasl_aio.interceptors(keeper)
+    )
+    keeper.channel = channel
+    return channel
+
+
+@pytest.mark.asyncio
+async def test_session_is_opened_once_and_again_after_the_peer_forgets_it(peer: Peer) -> None:
+    keeper = sasl_aio.SaslSessionKeeper(credentials=CREDS, authenticator=fake_authenticator(peer))
+    async with channel_to(peer, keeper) as channel:
+        call = channel.unary_unary(METHOD)
+        assert await call(b"one", timeout=5) == b"one"
+        assert await call(b"two", timeout=5) == b"two"
+        assert keeper.authentications == 1 and peer.calls == 2
+        peer.issued.clear()  # the peer restarted: it knows no session
+        assert await call(b"three", timeout=5) == b"three"
+        assert keeper.authentications == 2 and peer.calls == 4  # refused once, retried
+
+
+@pytest.mark.asyncio
+async def test_a_refused_exchange_reaches_the_caller_without_the_password(peer: Peer) -> None:
+    keeper = sasl_aio.SaslSessionKeeper(
+        credentials=CREDS, authenticator=fake_authenticator(peer, refuse=True)
+    )
+    async with channel_to(peer, keeper) as channel:
+        with pytest.raises(errors.SaslAuthenticationFailedError) as refused:
+            await channel.unary_unary(METHOD)(b"x", timeout=5)
+    assert SECRET not in str(refused.value) and peer.calls == 0
+    assert SECRET not in repr(CREDS)
