@@ -1,0 +1,175 @@
+"""Brokers authenticate each other with SCRAM-SHA-512 over a SASL_SSL inter-broker listener.
+
+Three brokers, both listeners SASL_SSL, the ACL authorizer on with ``super.users`` the
+brokers' own user and the admin (as Kafka requires: the broker's user needs CLUSTER
+rights).  Each broker's login is ``listener.name.internal.scram-sha-512.sasl.jaas.config``;
+``broker`` and ``admin`` are written to ZooKeeper before the brokers start.
+
+- replication with acks=all and RF=3 survives a leader SIGKILL with nothing acknowledged
+  lost (the followers' fetchers and the controller's calls run the SCRAM exchange, and
+  re-authenticate when a peer restarts);
+- a broker restarted with the wrong inter-broker password cannot join replication: it
+  stays out of the ISR and logs SASL_AUTHENTICATION_FAILED, without the password; with
+  the right one it joins again;
+- neither password appears in any broker's log.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+from headwater.client.admin import Admin, NewTopic
+from headwater.client.consumer import Consumer
+from headwater.client.producer import Producer
+from headwater.client.types import TopicPartition
+from headwater.coordination import session
+from headwater.coordination.scram_credentials import ScramCredentialStore
+from headwater.security.scram import ScramCredential, ScramMechanism
+from headwater.testing import Cluster
+from headwater.testing.tls import CertificateAuthority, write_keystore
+from headwater.testing.zookeeper import ZooKeeperServer
+
+pytestmark = pytest.mark.e2e
+
+SHA512 = ScramMechanism.SCRAM_SHA_512
+BROKER_PASSWORD = "inter-Broker-Pw-5150"
+WRONG_PASSWORD = "not-The-Broker-Pw-8086"
+ADMIN_PASSWORD = "admin-Pw-7734"
+JAAS_KEY = "listener.name.internal.scram-sha-512.sasl.jaas.config"
+TOPIC = "sasl-replicated"
+
+
+def jaas(password: str) -> str:
+    return (
+        "org.apache.kafka.common.security.scram.ScramLoginModule required "
+        f'username="broker" password="{password}";'
+    )
+
+
+class Setup:
+    def __init__(self, cluster: Cluster, truststore: Path) -> None:
+        self.cluster = cluster
+        self.client = {
+            "security_protocol": "SASL_SSL",
+            "ssl_cafile": str(truststore),
+            "sasl_mechanism": "SCRAM-SHA-512",
+            "sasl_plain_username": "admin",
+            "sasl_plain_password": ADMIN_PASSWORD,
+        }
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory: pytest.TempPathFactory, zookeeper: ZooKeeperServer) -> Iterator[Setup]:
+    tmp = tmp_path_factory.mktemp("inter-broker-sasl")
+    ca = CertificateAuthority.create()
+    truststore = tmp / "ca.pem"
+    truststore.write_bytes(ca.pem)
+    keystore = write_keystore(tmp / "broker.pem", ca.issue("broker"))
+    cluster = Cluster(
+        brokers=3,
+        data_dir=tmp / "cluster",
+        zookeeper=zookeeper.connect_string,
+        listeners={"CLIENT": "SASL_SSL", "INTERNAL": "SASL_SSL"},
+        overrides={
+            "inter.broker.listener.name": "INTERNAL",
+            "ssl.keystore.location": str(keystore),
+            "ssl.truststore.location": str(truststore),
+            "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+            "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
+            JAAS_KEY: jaas(BROKER_PASSWORD),
+            "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+            "super.users": "User:broker;User:admin",
+            "min.insync.replicas": "2",
+            "default.replication.factor": "3",
+            "offsets.topic.replication.factor": "3",
+            "replica.lag.time.max.ms": "3000",
+        },
+        probe_credentials=grpc.ssl_channel_credentials(ca.pem),
+    )
+    client = session.connect(cluster.zookeeper_connect)
+    try:
+        store = ScramCredentialStore(client)
+        for user, password in (("broker", BROKER_PASSWORD), ("admin", ADMIN_PASSWORD)):
+            store.alter(
+                user,
+                upsertions={
+                    SHA512: ScramCredential.from_password(
+                        SHA512, password, salt=f"{user}-salt".encode(), iterations=4096
+                    )
+                },
+            )
+    finally:
+        session.close(client)
+    with cluster:
+        yield Setup(cluster, truststore)
+
+
+def test_replication_over_sasl_ssl_survives_a_leader_kill(setup: Setup) -> None:
+    cluster = setup.cluster
+    with Admin(cluster.bootstrap, **setup.client) as admin:
+        admin.create_topics([NewTopic(TOPIC, 1, 3)])
+    cluster.wait_for(lambda: len(cluster.isr_for(TOPIC, 0)) == 3, what="a full ISR")
+    acked: list[bytes] = []
+    with Producer(cluster.bootstrap, acks="all", **setup.client) as producer:
+        for i in range(150):
+            producer.send(TOPIC, b"before-%d" % i).result(timeout=60)
+            acked.append(b"before-%d" % i)
+        leader = cluster.leader_for(TOPIC, 0)
+        assert leader is not None
+        cluster.kill(leader)
+        for i in range(150):
+            producer.send(TOPIC, b"after-%d" % i).result(timeout=60)
+            acked.append(b"after-%d" % i)
+    new_leader = cluster.leader_for(TOPIC, 0)
+    assert new_leader is not None and new_leader != leader
+    survivors = ",".join(b.address for i, b in cluster.brokers.items() if i != leader)
+    consumer = Consumer(
+        bootstrap_servers=survivors,
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=10000,
+        **setup.client,
+    )
+    try:
+        consumer.assign([TopicPartition(TOPIC, 0)])
+        seen = []
+        for record in consumer:
+            seen.append(record.value)
+            if len(seen) >= len(acked):
+                break
+    finally:
+        consumer.close()
+    assert seen == acked
+
+
+def test_a_broker_with_the_wrong_password_cannot_join_replication(setup: Setup) -> None:
+    """Runs after the kill above: the killed broker comes back with a wrong password."""
+    cluster = setup.cluster
+    down = [i for i, b in cluster.brokers.items() if not b.running]
+    assert len(down) == 1, "runs after test_replication_over_sasl_ssl_survives_a_leader_kill"
+    broker_id = down[0]
+    log_path = cluster.brokers[broker_id].log_path
+    cluster.broker_overrides[broker_id] = {JAAS_KEY: jaas(WRONG_PASSWORD)}
+    cluster.start_broker(broker_id)
+
+    deadline = time.monotonic() + 60
+    while "SASL_AUTHENTICATION_FAILED" not in log_path.read_text(errors="replace"):
+        assert time.monotonic() < deadline, "no SASL_AUTHENTICATION_FAILED in the broker log"
+        time.sleep(0.5)
+    assert broker_id not in cluster.isr_for(TOPIC, 0)
+    assert WRONG_PASSWORD not in log_path.read_text(errors="replace")
+
+    cluster.stop(broker_id)
+    del cluster.broker_overrides[broker_id]
+    cluster.start_broker(broker_id)
+    cluster.wait_for(
+        lambda: broker_id in cluster.isr_for(TOPIC, 0), what=f"broker {broker_id} in the ISR"
+    )
+    for broker in cluster.brokers.values():
+        text = broker.log_path.read_text(errors="replace")
+        for secret in (BROKER_PASSWORD, WRONG_PASSWORD, ADMIN_PASSWORD):
+            assert secret not in text
+    cluster.stop(broker_id)  # a process started in a test does not outlive it
