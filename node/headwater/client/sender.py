@@ -15,6 +15,18 @@ answer on a queue and wake the thread, so no lock guards that state.  Each loop:
 5. sleep until the next batch may be ready, a request finishes or ``send``
    wakes it.
 
+**Inline calls.**  A request normally goes to a pool worker
+(:class:`connection.CallPool`), which makes the blocking call and queues its
+answer for this thread.  When that request is the only work there is (nothing
+in flight to any broker, one broker to send to, nothing else queued, see
+:func:`may_call_inline`), this thread makes the call itself and handles the
+answer at once: a producer sending one record at a time saves two thread
+hand-offs per request (issue 16, docs/performance.md).  The thread is then
+busy for one round trip, as it already is for a metadata refresh or an
+``InitProducerId``: records appended meanwhile wait for it (at most
+``request_timeout_ms``), and a broker whose last request failed in transport
+is called through the pool until it answers again.
+
 Every outcome goes through :meth:`RecordAccumulator.finish`, which resolves a
 partition's futures in send order whatever order the answers arrive in.  An
 OUT_OF_ORDER_SEQUENCE_NUMBER answer for a batch sent while an earlier batch of
@@ -63,6 +75,36 @@ class _Finished(NamedTuple):
     error: errors.HeadwaterError | None
 
 
+def may_call_inline(
+    *,
+    acks: int,
+    requests_in_flight: int,
+    brokers_to_send: int,
+    leaderless: bool,
+    answered_before: bool,
+    queued: bool,
+) -> bool:
+    """Whether this sender thread may make a Produce call itself (see the module).
+
+    Only when it cannot delay anything else: ``acks`` != 0 (an acks=0 request
+    is never waited for), no request in flight to any broker (so nothing can
+    overtake it, and no answer waits behind it), this round sends to one broker
+    and every ready partition has a leader (no metadata refresh to make), no
+    batch is ``queued`` in the accumulator besides the ones sent, and the
+    broker ``answered_before``: its last request got an answer, not a transport
+    error (a broker that stopped answering would hold this thread for a whole
+    ``request_timeout_ms``).
+    """
+    return (
+        acks != 0
+        and requests_in_flight == 0
+        and brokers_to_send == 1
+        and not leaderless
+        and answered_before
+        and not queued
+    )
+
+
 class Sender:
     """Runs :meth:`run` on its own thread; other threads call only :meth:`wakeup`
     and :meth:`initiate_close`/:meth:`force_close`."""
@@ -75,7 +117,10 @@ class Sender:
         metadata: MetadataManager,
         channels: connection.Channels,
         clock: Clock = monotonic_ms,
+        inline_calls: bool = True,
     ) -> None:
+        """``inline_calls=False``: every request through the pool (tests that answer
+        requests in an order of their choosing)."""
         self._settings = settings
         self._acc = accumulator
         self._metadata = metadata
@@ -84,6 +129,9 @@ class Sender:
         self._wakeup = threading.Event()
         self._finished: queue.SimpleQueue[_Finished] = queue.SimpleQueue()
         self._in_flight: dict[str, int] = defaultdict(int)
+        self._inline_calls = inline_calls
+        self._answered: set[str] = set()
+        """Addresses whose last Produce got an answer (not a transport error)."""
         self._idempotence = IdempotenceState() if settings.sequenced else None
         if self._idempotence is not None:
             accumulator.may_pipeline = self._idempotence.may_pipeline
@@ -148,11 +196,13 @@ class Sender:
             return min(wait_ms, max(1.0, self._pid_retry_after_ms - now))
         meta = self._metadata.current
         by_broker: dict[str, list[TopicPartition]] = defaultdict(list)
+        leaderless = False
         for tp in check.ready:
             leader = meta.leader(tp)
             if leader is None:
                 self._metadata.request_update()
                 wait_ms = min(wait_ms, float(self._settings.retry.retry_backoff_ms))
+                leaderless = True
                 continue
             by_broker[leader.address].append(tp)
         for address, tps in by_broker.items():
@@ -160,7 +210,15 @@ class Sender:
                 continue
             batches = self._acc.drain(tps)
             if batches:
-                self._send(address, batches, now)
+                inline = self._inline_calls and may_call_inline(
+                    acks=self._settings.acks,
+                    requests_in_flight=sum(self._in_flight.values()),
+                    brokers_to_send=len(by_broker),
+                    leaderless=leaderless,
+                    answered_before=address in self._answered,
+                    queued=self._acc.has_queued(),
+                )
+                self._send(address, batches, now, inline=inline)
         return wait_ms
 
     # -- producing ------------------------------------------------------------------
@@ -186,7 +244,9 @@ class Sender:
         )
         return batch.encoded
 
-    def _send(self, address: str, batches: list[ProducerBatch], now: float) -> None:
+    def _send(
+        self, address: str, batches: list[ProducerBatch], now: float, *, inline: bool = False
+    ) -> None:
         acks = self._settings.acks
         try:
             request = broker_pb2.ProduceRequest(
@@ -211,6 +271,18 @@ class Sender:
             self._wakeup.set()
 
         timeout_s = self._settings.request_timeout_ms / 1000.0
+        if inline:
+            # Made here, answered here: no pool worker, no queue hand-off back.
+            try:
+                response, error = (
+                    self._channels.broker(address).Produce(request, timeout=max(0.001, timeout_s)),
+                    None,
+                )
+            except Exception as exc:
+                response, error = None, connection.as_error(exc, address)
+            self._finished.put(_Finished(address, batches, response, error))
+            self._handle_finished()
+            return
         try:
             if self._acc.max_in_flight_per_partition == 1 or (self._settings.sequenced and idle):
                 # The pool's persistent workers: no thread started per request (see
@@ -251,6 +323,10 @@ class Sender:
             except queue.Empty:
                 return
             self._in_flight[fin.address] -= 1
+            if isinstance(fin.error, errors.NetworkError | errors.RequestTimedOutError):
+                self._answered.discard(fin.address)
+            else:
+                self._answered.add(fin.address)
             if fin.error is not None:
                 self._channels_failed(fin)
                 for b in fin.batches:
