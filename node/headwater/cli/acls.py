@@ -25,10 +25,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import itertools
-import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from headwater.cli import zk_auth
 from headwater.cli._common import CliError, add_output_option, print_json
 from headwater.cli.topics import add_bootstrap_option, admin_for, client_errors
 from headwater.coordination import session
@@ -50,7 +50,7 @@ from headwater.security.acls import (
 
 Op = AclOperation
 PATTERN_TYPES = ("literal", "prefixed", "match", "any")
-DIGEST_PASSWORD_ENV = "HEADWATER_ZOOKEEPER_DIGEST_PASSWORD"
+DIGEST_PASSWORD_ENV = zk_auth.DIGEST_PASSWORD_ENV
 
 
 def register(sub: Any) -> None:
@@ -112,12 +112,7 @@ def _common(p: argparse.ArgumentParser) -> None:
         metavar="HOST:PORT[/CHROOT]",
         help="read/write ZooKeeper directly instead of asking a broker (default chroot /headwater)",
     )
-    p.add_argument(
-        "--zookeeper-digest-username",
-        metavar="USER",
-        help="with --zookeeper on a zookeeper.set.acl cluster: the brokers' digest identity; "
-        f"the password is read from ${DIGEST_PASSWORD_ENV}",
-    )
+    zk_auth.add_option(p)
     add_output_option(p)
 
 
@@ -282,16 +277,6 @@ def _print(bindings: Sequence[AclBinding], args: argparse.Namespace, *, title: s
             )
 
 
-def _digest(args: argparse.Namespace) -> ZkAuth | None:
-    user = args.zookeeper_digest_username
-    if not user:
-        return None
-    password = os.environ.get(DIGEST_PASSWORD_ENV, "")
-    if not password:
-        raise CliError(f"--zookeeper-digest-username needs ${DIGEST_PASSWORD_ENV}", exit_code=2)
-    return ZkAuth(user, password, set_acl=True)
-
-
 @contextlib.contextmanager
 def _zookeeper(connect: str, auth: ZkAuth | None) -> Iterator[AclZkStore]:
     try:
@@ -306,8 +291,7 @@ def _zookeeper(connect: str, auth: ZkAuth | None) -> Iterator[AclZkStore]:
         yield store
     except AccessDenied:
         raise CliError(
-            "ZooKeeper refused access to the ACL znodes (zookeeper.set.acl): give the brokers' "
-            f"identity with --zookeeper-digest-username and ${DIGEST_PASSWORD_ENV}"
+            "ZooKeeper refused access to the ACL znodes (zookeeper.set.acl): " + zk_auth.HOW
         ) from None
     finally:
         session.close(client)
@@ -337,7 +321,7 @@ def _add(args: argparse.Namespace) -> int:
     with _bad_input():
         wanted = bindings_to_add(args)
     if args.zookeeper:
-        with _zookeeper(args.zookeeper, _digest(args)) as store:
+        with _zookeeper(args.zookeeper, zk_auth.digest_auth(args)) as store:
             by_pattern: dict[Any, set[Any]] = {}
             for b in wanted:
                 by_pattern.setdefault(b.pattern, set()).add(b.entry)
@@ -360,7 +344,7 @@ def _list(args: argparse.Namespace) -> int:
         filters = filters_for(args, removing=False)
     found: set[AclBinding] = set()
     if args.zookeeper:
-        with _zookeeper(args.zookeeper, _digest(args)) as store:
+        with _zookeeper(args.zookeeper, zk_auth.digest_auth(args)) as store:
             acls = store.load_all()
         for pattern, entries in acls.items():
             for e in entries:
@@ -380,7 +364,7 @@ def _remove(args: argparse.Namespace) -> int:
         filters = filters_for(args, removing=True)
     removed: set[AclBinding] = set()
     if args.zookeeper:
-        with _zookeeper(args.zookeeper, _digest(args)) as store:
+        with _zookeeper(args.zookeeper, zk_auth.digest_auth(args)) as store:
             for pattern, entries in store.load_all().items():
                 gone = {
                     e for e in entries if any(f.matches(AclBinding(pattern, e)) for f in filters)

@@ -10,7 +10,11 @@
 Through a broker (``--bootstrap``; the Admin API salts and hashes in this process)
 or, with ``--zookeeper HOST:PORT[/chroot]``, straight into ZooKeeper before any broker
 runs: Kafka's way to create the inter-broker or admin user of a new cluster.  Both
-write the same znodes; running brokers pick the change up from its notification.
+write the same znodes; running brokers pick the change up from its notification.  On a
+``zookeeper.set.acl`` cluster ``--zookeeper`` needs the brokers' digest identity
+(:mod:`headwater.cli.zk_auth`: ``--zookeeper-digest-username`` and the password from
+``$HEADWATER_ZOOKEEPER_DIGEST_PASSWORD`` or ``--command-config``); without it ZooKeeper
+refuses, and the command says so in one line, having changed nothing.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from headwater import errors
+from headwater.cli import zk_auth
 from headwater.cli._common import CliError, add_output_option, print_json
 from headwater.cli.topics import add_bootstrap_option, admin_for, client_errors
 from headwater.client.admin_scram import (
@@ -36,6 +41,7 @@ from headwater.client.admin_scram import (
 )
 from headwater.coordination import session
 from headwater.coordination.scram_credentials import ScramCredentialStore
+from headwater.coordination.zk_security import AccessDenied, ZkAuth
 from headwater.security import scram
 from headwater.security.scram import ScramCredential, ScramMechanism
 
@@ -83,6 +89,7 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="write/read ZooKeeper directly instead of asking a broker (bootstrap a cluster; "
         "default chroot /headwater)",
     )
+    zk_auth.add_option(p)
     add_output_option(p)
 
 
@@ -106,15 +113,25 @@ def read_password(args: argparse.Namespace) -> str:
 
 
 @contextlib.contextmanager
-def _zookeeper(connect: str) -> Iterator[ScramCredentialStore]:
+def _zookeeper(args: argparse.Namespace) -> Iterator[ScramCredentialStore]:
+    connect: str = args.zookeeper
+    auth: ZkAuth | None = zk_auth.digest_auth(args)
     try:
-        client = session.connect(connect, connection_timeout_ms=10000)
+        client = session.connect(connect, connection_timeout_ms=10000, auth=auth)
     except ValueError as exc:
         raise CliError(f"--zookeeper: {exc}", exit_code=2) from None
+    except AccessDenied:  # creating the chroot under a znode of the brokers'
+        raise CliError(f"ZooKeeper refused access to {connect}: " + zk_auth.HOW) from None
     except Exception as exc:  # kazoo's timeout and connection errors
         raise CliError(f"cannot reach ZooKeeper at {connect}: {exc}") from None
     try:
         yield ScramCredentialStore(client)
+    except AccessDenied:
+        who = f"as {auth.username!r}" if auth is not None else "without an identity"
+        raise CliError(
+            f"ZooKeeper refused access to the users' credentials {who} (zookeeper.set.acl): "
+            + zk_auth.HOW
+        ) from None
     finally:
         session.close(client)
 
@@ -132,7 +149,7 @@ def _set(args: argparse.Namespace) -> int:
         credential = ScramCredential.from_password(
             mechanism, password, salt=secrets.token_bytes(SALT_BYTES), iterations=args.iterations
         )
-        with _zookeeper(args.zookeeper) as store, client_errors():
+        with _zookeeper(args) as store, client_errors():
             store.alter(args.user, upsertions={mechanism: credential})
     else:
         with client_errors(), admin_for(args) as admin:
@@ -145,7 +162,7 @@ def _set(args: argparse.Namespace) -> int:
 
 def _delete(args: argparse.Namespace) -> int:
     if args.zookeeper:
-        with _zookeeper(args.zookeeper) as store, client_errors():
+        with _zookeeper(args) as store, client_errors():
             store.alter(args.user, deletions=[ScramMechanism.from_name(args.mechanism)])
     else:
         with client_errors(), admin_for(args) as admin:
@@ -164,7 +181,7 @@ def _done(args: argparse.Namespace, what: str, extra: dict[str, Any]) -> None:
 def _describe(args: argparse.Namespace) -> int:
     described: dict[str, list[tuple[str, int]]] = {}
     if args.zookeeper:
-        with _zookeeper(args.zookeeper) as store, client_errors():
+        with _zookeeper(args) as store, client_errors():
             for user in args.users or store.list_users():
                 creds = store.read(user)
                 if not creds and args.users:

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kazoo.client import KazooClient, TransactionRequest
+from kazoo.exceptions import NoAuthError
 from kazoo.security import ACL, CREATOR_ALL_ACL, READ_ACL_UNSAFE
 
 SENSITIVE_ROOTS = (
@@ -32,6 +33,10 @@ SENSITIVE_ROOTS = (
     "/kafka-acl-extended-changes",
 )
 """Znodes under these paths are readable and writable by the brokers' identity alone."""
+
+AccessDenied = NoAuthError
+"""What ZooKeeper raises when a znode's ACL refuses the client (no identity, or not the
+brokers'), so callers outside coordination need not import kazoo."""
 
 
 @dataclasses.dataclass(frozen=True)
