@@ -2,7 +2,8 @@
 
 1. `helm install` of deploy/helm/headwater with the default topology (values-local.yaml
    changes only image names and sizes), waiting for ZooKeeper, 3 brokers and the operator
-   to be Ready by their own probes.
+   to be Ready by their own probes.  ZooKeeper ACLs are on: broker-created znodes carry
+   the brokers' digest ACL (checked again after the upgrades of 3: the Secret is kept).
 2. A Topic applied with kubectl becomes Ready, serves a producer and a consumer pod through
    the bootstrap Service, takes a config and a partition change, refuses a partition
    decrease with its condition, and is deleted.
@@ -23,6 +24,8 @@ unless HEADWATER_K8S_KEEP=1.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import signal
@@ -141,6 +144,82 @@ def test_install_brings_up_zookeeper_brokers_and_operator(release: None) -> None
     operator = kube.pods("operator")[0]
     assert operator["spec"]["serviceAccountName"] == f"{kube.RELEASE}-headwater-operator"
     kube.install_workload()
+
+
+# ZooKeeper ACLs (zookeeper.acl.enabled, the chart's default), checked from inside a broker
+# pod: only brokers may reach ZooKeeper (NetworkPolicy), and the pod has what a broker has
+# (server.properties, the digest password in its environment from the chart's Secret).  The
+# script prints ACLs with the brokers' digest replaced by a placeholder: never a password
+# or its hash.
+ZNODE_ACLS_SCRIPT = r"""
+import json, os
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoAuthError, NoNodeError
+from kazoo.security import make_digest_acl_credential
+lines = open("/etc/headwater/server.properties").read().splitlines()
+props = dict(l.split("=", 1) for l in lines if "=" in l and not l.startswith("#"))
+user = props["zookeeper.digest.username"]
+password = os.environ["HEADWATER_ZOOKEEPER_DIGEST_PASSWORD"]
+digest = make_digest_acl_credential(user, password)
+owner = KazooClient(hosts=props["zookeeper.connect"], auth_data=[("digest", user + ":" + password)])
+stranger = KazooClient(hosts=props["zookeeper.connect"])
+owner.start(timeout=30)
+stranger.start(timeout=30)
+out = {"zookeeper.set.acl": props.get("zookeeper.set.acl"), "user": user, "acls": {}}
+for path in ("/brokers/ids", "/brokers/ids/0", "/controller"):
+    acls, _ = owner.get_acls(path)
+    out["acls"][path] = sorted(
+        [a.id.scheme, "<brokers>" if a.id.id == digest else a.id.id, a.perms] for a in acls
+    )
+def attempt(action):
+    try:
+        action()
+        return "allowed"
+    except NoAuthError:
+        return "NoAuthError"
+    except NoNodeError:
+        return "NoNodeError"
+out["stranger create /brokers/ids/99"] = attempt(
+    lambda: stranger.create("/brokers/ids/99", b"{}", ephemeral=True))
+out["stranger list /config/users"] = attempt(lambda: stranger.get_children("/config/users"))
+owner.stop()
+stranger.stop()
+print(json.dumps(out))
+"""
+ZK_DIGEST_SECRET = f"{kube.RELEASE}-headwater-zookeeper-digest"
+ZK_DIGEST_HASH: dict[str, str] = {}
+"""sha256 of the digest Secret's data at install (never the password itself)."""
+
+
+def znode_acls() -> dict[str, Any]:
+    out = kube.kubectl("exec", f"{kube.BROKERS}-0", "-c", "broker", "--",
+                       "python", "-c", ZNODE_ACLS_SCRIPT, timeout_s=120)  # fmt: skip
+    parsed: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    return parsed
+
+
+def check_znode_acls() -> None:
+    """Broker-created znodes: ALL for the brokers' digest identity, READ for the world;
+    an unauthenticated client can change nothing nor list the SCRAM credentials."""
+    found = znode_acls()
+    owned = [["digest", "<brokers>", 31], ["world", "anyone", 1]]  # Perms.ALL, Perms.READ
+    assert found == {
+        "zookeeper.set.acl": "true",
+        "user": "headwater",
+        "acls": {"/brokers/ids": owned, "/brokers/ids/0": owned, "/controller": owned},
+        "stranger create /brokers/ids/99": "NoAuthError",
+        "stranger list /config/users": "NoAuthError",
+    }, found
+
+
+def zk_digest_hash() -> str:
+    data = kube.kubectl("get", "secret", ZK_DIGEST_SECRET, "-o", "jsonpath={.data}")
+    return hashlib.sha256(data.encode()).hexdigest()
+
+
+def test_install_sets_zookeeper_acls_on_broker_znodes(release: None) -> None:
+    check_znode_acls()
+    ZK_DIGEST_HASH["install"] = zk_digest_hash()
 
 
 # -- 2. Topic --------------------------------------------------------------------------------
@@ -317,6 +396,15 @@ def test_protocol_upgrade_phase_two_and_refused_downgrade(release: None) -> None
     assert broker_uids() == before, "a refused roll must restart nothing"
     kube.helm("upgrade", kube.RELEASE, str(kube.CHART), "--reuse-values",
               "--set-string", "brokers.config.inter\\.broker\\.protocol\\.version=2")  # fmt: skip
+
+
+def test_zookeeper_acls_survive_upgrade_rolls(release: None) -> None:
+    """After the `helm upgrade`s (named to run in e2e-k8s-short too) the Secret is the one
+    of the install (lookup), and the brokers restarted by the rolls registered again with
+    that identity."""
+    assert ZK_DIGEST_HASH, "test_install_sets_zookeeper_acls_on_broker_znodes did not run"
+    assert zk_digest_hash() == ZK_DIGEST_HASH["install"]
+    check_znode_acls()
 
 
 # -- 4. Spark on Kubernetes ------------------------------------------------------------------
