@@ -7,6 +7,10 @@ so that a later Kafka-protocol front end can pass them through unchanged.
 
 Exceptions are looked up by code with :func:`for_code`; each one knows whether
 a client may retry it (Kafka's ``RetriableException``).
+
+One convention for messages: a response carries the code in its error field and human
+text without the code's name in ``error_message`` (:func:`message_of`, never
+``str(error)``); ``str()`` of an exception, which the CLI prints, is ``CODE: message``.
 """
 
 from __future__ import annotations
@@ -476,6 +480,15 @@ for _cls in list(globals().values()):
         and _cls is not NoOffsetForPartitionError
     ):
         _BY_CODE.setdefault(_cls.code, _cls)
+
+
+def message_of(error: HeadwaterError | None) -> str:
+    """The ``error_message`` a response carries for ``error``: its human text without the
+    code's name, which travels in the response's error code ("" for no error or no text).
+    ``str(error)`` already starts with the code: sent on, clients print it twice."""
+    if error is None or error.message == error.code.name:
+        return ""
+    return error.message
 
 
 def for_code(code: int, message: str = "") -> HeadwaterError:

@@ -238,7 +238,7 @@ def cmd_delete(args: argparse.Namespace) -> int:
     if args.output == "json":
         print_json({"group": args.group, "error": error.code.name if error else None})
     if error is not None:
-        raise CliError(f"cannot delete group {args.group}: {error.code.name}")
+        raise CliError(str(error))  # CODE: message, as every CLI error
     if args.output != "json":
         print(f"deleted group {args.group}")
     return 0

@@ -121,7 +121,7 @@ class HostedPartition:
         try:
             found = self.log.fetch_offset_by_timestamp(timestamp)
         except errors.HeadwaterError as exc:
-            return OffsetLookup(tp, exc.code, str(exc))
+            return OffsetLookup(tp, exc.code, errors.message_of(exc))
         if timestamp == LATEST_TIMESTAMP and replica_id < 0:
             return OffsetLookup(
                 tp, ErrorCode.NONE, "", -1, state.high_watermark, state.leader_epoch
@@ -174,7 +174,9 @@ class HostedPartition:
                     spec.fetch_offset, limit, max_offset=max_offset, min_one_batch=min_one_batch
                 )
             except errors.HeadwaterError as exc:
-                return FetchResult(tp, exc.code, str(exc), state.high_watermark, start, end)
+                return FetchResult(
+                    tp, exc.code, errors.message_of(exc), state.high_watermark, start, end
+                )
             records = bytes(info.records)
         return FetchResult(
             tp, ErrorCode.NONE, "", state.high_watermark, plog.log_start_offset, end, records

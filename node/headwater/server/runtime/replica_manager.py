@@ -177,7 +177,7 @@ class ReplicaManager:
                     code = future.result()
                 if code is not ErrorCode.NONE:
                     results[index] = results[index]._replace(
-                        error=code, message=f"{code.name} while waiting for the ISR"
+                        error=code, message="while waiting for the ISR to acknowledge"
                     )
         return results
 
@@ -187,7 +187,7 @@ class ReplicaManager:
         hosted = self.partitions.get(tp)
         if hosted is None:
             code = self.missing_error(tp)
-            return ProduceResult(tp, code, f"{code.name}: {tp} is not led by this broker"), None
+            return ProduceResult(tp, code, f"{tp} is not led by this broker"), None
         state = hosted.state
         admission = state.check_produce(acks)
         if admission is not ErrorCode.NONE:
@@ -214,7 +214,7 @@ class ReplicaManager:
                 records, leader_epoch=state.leader_epoch, now_ms=wall_ms()
             )
         except errors.HeadwaterError as exc:
-            return ProduceResult(tp, exc.code, str(exc)), None
+            return ProduceResult(tp, exc.code, errors.message_of(exc)), None
         base_offset = int(info.first_offset)
         if producer_batch is not None:
             hosted.producers.update(producer_batch, base_offset=base_offset)
@@ -294,7 +294,7 @@ class ReplicaManager:
         hosted = self.partitions.get(tp)
         if hosted is None:
             code = self.missing_error(tp)
-            return FetchResult(tp, code, f"{code.name}: {tp} is not hosted here")
+            return FetchResult(tp, code, f"{tp} is not hosted here")
         refused = hosted.refuse_fetch(spec, broker_id=self.broker_id)
         if refused is not None:
             return refused
@@ -368,7 +368,7 @@ class ReplicaManager:
         hosted = self.partitions.get(tp)
         if hosted is None:
             code = self.missing_error(tp)
-            return None, code, f"{code.name}: {tp} is not hosted on broker {self.broker_id}"
+            return None, code, f"{tp} is not hosted on broker {self.broker_id}"
         if not hosted.state.is_leader:
             return (
                 None,

@@ -99,7 +99,7 @@ class AclService(acls_pb2_grpc.AclServiceServicer):
             if code is ErrorCode.NONE:
                 pattern = binding_from_pb(creation).pattern
                 if pattern in failed:
-                    code, message = failed[pattern].code, str(failed[pattern])
+                    code, message = failed[pattern].code, errors.message_of(failed[pattern])
                 else:
                     message = ""
             out.append(acls_pb2.AclCreationResult(error=pb_error(code), error_message=message))

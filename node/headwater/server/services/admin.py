@@ -109,7 +109,7 @@ class AdminService(admin_pb2_grpc.AdminServicer):
                 admin_pb2.CreatableTopicResult(
                     name=r.name,
                     error=pb_error(error.code if error is not None else ErrorCode.NONE),
-                    error_message=str(error) if error is not None else "",
+                    error_message=errors.message_of(error),
                     num_partitions=r.num_partitions,
                     replication_factor=r.replication_factor,
                 )
@@ -169,7 +169,7 @@ class AdminService(admin_pb2_grpc.AdminServicer):
             except errors.HeadwaterError as exc:
                 out.append(
                     admin_pb2.TopicResult(
-                        name=name, error=pb_error(exc.code), error_message=str(exc)
+                        name=name, error=pb_error(exc.code), error_message=errors.message_of(exc)
                     )
                 )
         if deleted:
@@ -205,7 +205,7 @@ class AdminService(admin_pb2_grpc.AdminServicer):
             except errors.HeadwaterError as exc:
                 out.append(
                     admin_pb2.TopicResult(
-                        name=t.name, error=pb_error(exc.code), error_message=str(exc)
+                        name=t.name, error=pb_error(exc.code), error_message=errors.message_of(exc)
                     )
                 )
         if grown and not request.validate_only:
@@ -214,7 +214,7 @@ class AdminService(admin_pb2_grpc.AdminServicer):
                 error = late.get(result.name)
                 if error is not None and ErrorCode(result.error) is ErrorCode.NONE:
                     result.error = pb_error(error.code)
-                    result.error_message = str(error)
+                    result.error_message = errors.message_of(error)
         timer.done()
         return admin_pb2.CreatePartitionsResponse(topics=out)
 
@@ -239,7 +239,7 @@ class AdminService(admin_pb2_grpc.AdminServicer):
                 results.append(
                     admin_pb2.DescribeConfigsResult(
                         error=pb_error(exc.code),
-                        error_message=str(exc),
+                        error_message=errors.message_of(exc),
                         type=res.type,
                         name=res.name,
                     )
@@ -367,7 +367,7 @@ class AdminService(admin_pb2_grpc.AdminServicer):
                     await run_blocking(coordinator.alter_topic_config, res.name, set_, delete)
                 code, message = ErrorCode.NONE, ""
             except errors.HeadwaterError as exc:
-                code, message = exc.code, str(exc)
+                code, message = exc.code, errors.message_of(exc)
             results.append(
                 admin_pb2.AlterConfigsResult(
                     error=pb_error(code), error_message=message, type=res.type, name=res.name
@@ -482,7 +482,7 @@ class AdminService(admin_pb2_grpc.AdminServicer):
                     topic=tp.topic,
                     partition=tp.partition,
                     error=pb_error(error.code if error is not None else ErrorCode.NONE),
-                    error_message=str(error) if error is not None else "",
+                    error_message=errors.message_of(error),
                 )
                 for tp, error in answers.items()
             ]
@@ -505,7 +505,7 @@ class AdminService(admin_pb2_grpc.AdminServicer):
         except errors.HeadwaterError as exc:
             timer.done("error")
             return admin_pb2.ListPartitionReassignmentsResponse(
-                error=pb_error(exc.code), error_message=str(exc)
+                error=pb_error(exc.code), error_message=errors.message_of(exc)
             )
         timer.done()
         return admin_pb2.ListPartitionReassignmentsResponse(
@@ -545,7 +545,7 @@ class AdminService(admin_pb2_grpc.AdminServicer):
             timer.done("error")
             return admin_pb2.DescribeLogDirsResponse(
                 error=pb_error(exc.code),
-                error_message=str(exc),
+                error_message=errors.message_of(exc),
                 broker_id=self._config.broker_id,
             )
         timer.done()

@@ -305,7 +305,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             timer.done("unauthorized")
             return broker_pb2.InitProducerIdResponse(
                 error=pb_error(denied),
-                error_message=f"{denied.name}: no ACL allows this producer id",
+                error_message="no ACL allows this producer id",
                 producer_id=-1,
                 producer_epoch=-1,
             )

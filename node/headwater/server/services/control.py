@@ -187,7 +187,7 @@ class ControlService(control_pb2_grpc.ControlServicer):
         except errors.HeadwaterError as exc:
             timer.done("error")
             return control_pb2.ControlledShutdownResponse(
-                error=pb_error(exc.code), error_message=str(exc)
+                error=pb_error(exc.code), error_message=errors.message_of(exc)
             )
         timer.done()
         return control_pb2.ControlledShutdownResponse(
