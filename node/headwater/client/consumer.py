@@ -551,8 +551,10 @@ class Consumer:
                 self._group.close()
         finally:
             self._fetcher.close()
-        self._thread.join(5.0)
+        # Channels first: closing them ends a long poll the fetcher thread may be
+        # making itself (an inline fetch, see fetcher.py), so the join is short.
         self._channels.close()
+        self._thread.join(5.0)
 
     def __enter__(self) -> Consumer:
         return self

@@ -34,6 +34,13 @@ after one to the new leader) is dropped rather than handed out twice.
 ``auto_offset_reset="none"``); leader changes trigger a metadata refresh and a
 retry after backoff.
 
+**Inline fetches.**  A fetch normally goes to a pool worker, which queues the
+answer back to this thread.  When every fetchable partition is led by one
+broker and nothing else is in flight or waiting to be decoded
+(:func:`inline_calls.may_fetch_inline`), this thread makes the long poll itself
+and handles the answer at once: one thread hand-off less between the broker's
+answer and ``poll`` (issue 16).
+
 Threads: :meth:`Fetcher.run` owns the request state (in flight, backoff,
 answers being decoded).  The buffered answers are shared with the user's
 thread (``take``, ``clear``) under one condition, which ``poll`` waits on.
@@ -49,7 +56,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple
 
 from headwater import errors, records
-from headwater.client import connection
+from headwater.client import connection, inline_calls
 from headwater.client.metadata import MetadataManager
 from headwater.client.settings import ConsumerSettings
 from headwater.client.subscription import SubscriptionState
@@ -193,7 +200,9 @@ class Fetcher:
         metadata: MetadataManager,
         channels: connection.Channels,
         clock: Clock = monotonic_ms,
+        allow_inline: bool = True,
     ) -> None:
+        """``allow_inline=False``: every fetch through the pool."""
         self._settings = settings
         self._subs = subscriptions
         self._metadata = metadata
@@ -201,6 +210,9 @@ class Fetcher:
         self._clock = clock
         self._answers: queue.SimpleQueue[_Answer] = queue.SimpleQueue()
         self._in_flight: set[str] = set()
+        self._allow_inline = allow_inline
+        self._answered: set[str] = set()
+        """Addresses whose last Fetch got an answer (not a transport error)."""
         self._backoff_until: dict[TopicPartition, float] = {}
         self._attempts: dict[TopicPartition, int] = collections.defaultdict(int)
         self._undecoded: dict[TopicPartition, _Undecoded] = {}
@@ -328,6 +340,8 @@ class Fetcher:
             try:
                 self.run_once()
             except Exception:
+                if not self._running:
+                    return  # closing: the channels are closed under the loop
                 log.exception("consumer fetcher loop failed; continuing")
                 self._undecoded.clear()
                 self._undecoded_bytes = 0
@@ -397,7 +411,12 @@ class Fetcher:
         waiting = self._pipeline()
         meta = self._metadata.current
         by_leader: dict[str, dict[TopicPartition, tuple[int, int]]] = {}
+        leaders: set[str] = set()  # of every fetchable partition, fetched now or not
+        held_back = False
         for tp, (position, epoch) in self._subs.fetchable().items():
+            leader = meta.leader(tp)
+            if leader is not None:
+                leaders.add(leader.address)
             queued = waiting.get(tp)
             if queued is not None:
                 count, queued_epoch, next_offset, large = queued
@@ -408,12 +427,13 @@ class Fetcher:
             until = self._backoff_until.get(tp, 0.0)
             if until > now:
                 wait_s = min(wait_s, (until - now) / 1000.0)
+                held_back = True
                 continue
-            leader = meta.leader(tp)
             if leader is None:
                 self._metadata.add_topics([tp.topic])
                 self._metadata.request_update()
                 self._backoff(tp, now)
+                held_back = True
                 continue
             by_leader.setdefault(leader.address, {})[tp] = (position, epoch)
         s = self._settings
@@ -439,14 +459,38 @@ class Fetcher:
                     for tp, (position, _epoch) in parts.items()
                 ],
             )
+            inline = self._allow_inline and inline_calls.may_fetch_inline(
+                requests_in_flight=len(self._in_flight),
+                leaders=len(leaders),
+                held_back=held_back,
+                undecoded=bool(self._undecoded),
+                answered_before=address in self._answered,
+            )
             self._in_flight.add(address)
-            self._start_fetch(address, request, parts)
+            self._start_fetch(address, request, parts, inline=inline)
         return wait_s
 
     def _start_fetch(
-        self, address: str, request: Any, parts: dict[TopicPartition, tuple[int, int]]
+        self,
+        address: str,
+        request: Any,
+        parts: dict[TopicPartition, tuple[int, int]],
+        *,
+        inline: bool = False,
     ) -> None:
         timeout_s = (self._settings.fetch_max_wait_ms + self._settings.request_timeout_ms) / 1000
+        if inline:
+            # Made and handled here; run_once decodes the answer right after.
+            try:
+                response, error = (
+                    self._channels.broker(address).Fetch(request, timeout=timeout_s),
+                    None,
+                )
+            except Exception as exc:
+                response, error = None, connection.as_error(exc, address)
+            self._in_flight.discard(address)
+            self._handle(_Answer(address, parts, response, error))
+            return
 
         def done(response: Any, error: errors.HeadwaterError | None) -> None:
             self._answers.put(_Answer(address, parts, response, error))
@@ -465,6 +509,10 @@ class Fetcher:
 
     def _handle(self, answer: _Answer) -> None:
         now = self._clock()
+        if isinstance(answer.error, errors.NetworkError | errors.RequestTimedOutError):
+            self._answered.discard(answer.address)
+        else:
+            self._answered.add(answer.address)
         if answer.error is not None:
             log.debug("fetch from %s failed: %s", answer.address, answer.error)
             self._metadata.request_update()

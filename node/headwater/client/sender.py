@@ -18,14 +18,11 @@ answer on a queue and wake the thread, so no lock guards that state.  Each loop:
 **Inline calls.**  A request normally goes to a pool worker
 (:class:`connection.CallPool`), which makes the blocking call and queues its
 answer for this thread.  When that request is the only work there is (nothing
-in flight to any broker, one broker to send to, nothing else queued, see
-:func:`may_call_inline`), this thread makes the call itself and handles the
-answer at once: a producer sending one record at a time saves two thread
-hand-offs per request (issue 16, docs/performance.md).  The thread is then
-busy for one round trip, as it already is for a metadata refresh or an
-``InitProducerId``: records appended meanwhile wait for it (at most
-``request_timeout_ms``), and a broker whose last request failed in transport
-is called through the pool until it answers again.
+in flight to any broker, one broker to send to, nothing else queued:
+:func:`inline_calls.may_produce_inline`), this thread makes the call itself and
+handles the answer at once, two thread hand-offs less per request for a
+producer sending one record at a time; records appended meanwhile wait for the
+call (:mod:`headwater.client.inline_calls` says why that is safe).
 
 Every outcome goes through :meth:`RecordAccumulator.finish`, which resolves a
 partition's futures in send order whatever order the answers arrive in.  An
@@ -45,7 +42,7 @@ from collections import defaultdict
 from typing import Any, NamedTuple
 
 from headwater import errors, records
-from headwater.client import connection
+from headwater.client import connection, inline_calls
 from headwater.client.accumulator import Outcome, ProducerBatch, RecordAccumulator
 from headwater.client.idempotence import IdempotenceState, ProducerIdAndEpoch
 from headwater.client.metadata import MetadataManager
@@ -75,36 +72,6 @@ class _Finished(NamedTuple):
     error: errors.HeadwaterError | None
 
 
-def may_call_inline(
-    *,
-    acks: int,
-    requests_in_flight: int,
-    brokers_to_send: int,
-    leaderless: bool,
-    answered_before: bool,
-    queued: bool,
-) -> bool:
-    """Whether this sender thread may make a Produce call itself (see the module).
-
-    Only when it cannot delay anything else: ``acks`` != 0 (an acks=0 request
-    is never waited for), no request in flight to any broker (so nothing can
-    overtake it, and no answer waits behind it), this round sends to one broker
-    and every ready partition has a leader (no metadata refresh to make), no
-    batch is ``queued`` in the accumulator besides the ones sent, and the
-    broker ``answered_before``: its last request got an answer, not a transport
-    error (a broker that stopped answering would hold this thread for a whole
-    ``request_timeout_ms``).
-    """
-    return (
-        acks != 0
-        and requests_in_flight == 0
-        and brokers_to_send == 1
-        and not leaderless
-        and answered_before
-        and not queued
-    )
-
-
 class Sender:
     """Runs :meth:`run` on its own thread; other threads call only :meth:`wakeup`
     and :meth:`initiate_close`/:meth:`force_close`."""
@@ -117,9 +84,9 @@ class Sender:
         metadata: MetadataManager,
         channels: connection.Channels,
         clock: Clock = monotonic_ms,
-        inline_calls: bool = True,
+        allow_inline: bool = True,
     ) -> None:
-        """``inline_calls=False``: every request through the pool (tests that answer
+        """``allow_inline=False``: every request through the pool (tests that answer
         requests in an order of their choosing)."""
         self._settings = settings
         self._acc = accumulator
@@ -129,7 +96,7 @@ class Sender:
         self._wakeup = threading.Event()
         self._finished: queue.SimpleQueue[_Finished] = queue.SimpleQueue()
         self._in_flight: dict[str, int] = defaultdict(int)
-        self._inline_calls = inline_calls
+        self._allow_inline = allow_inline
         self._answered: set[str] = set()
         """Addresses whose last Produce got an answer (not a transport error)."""
         self._idempotence = IdempotenceState() if settings.sequenced else None
@@ -210,7 +177,7 @@ class Sender:
                 continue
             batches = self._acc.drain(tps)
             if batches:
-                inline = self._inline_calls and may_call_inline(
+                inline = self._allow_inline and inline_calls.may_produce_inline(
                     acks=self._settings.acks,
                     requests_in_flight=sum(self._in_flight.values()),
                     brokers_to_send=len(by_broker),

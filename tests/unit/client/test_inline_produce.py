@@ -1,7 +1,7 @@
 """The sender's inline Produce call (issue 16): when the sender thread makes the call
 itself instead of handing it to a pool worker.
 
-Covers: :func:`may_call_inline`, each condition alone refusing; the real Sender and
+Covers: :func:`inline_calls.may_produce_inline`, each condition alone refusing; the real Sender and
 RecordAccumulator on a virtual clock with a fake broker whose Produce is either made
 inline (answered within the same sender loop, on the sender's thread) or submitted to
 a fake pool: the first request to a broker goes through the pool, later idle ones
@@ -19,8 +19,9 @@ from typing import Any, cast
 import grpc
 import pytest
 from headwater.client.accumulator import RecordAccumulator
+from headwater.client.inline_calls import may_produce_inline
 from headwater.client.metadata import MetadataManager
-from headwater.client.sender import Sender, may_call_inline
+from headwater.client.sender import Sender
 from headwater.client.settings import ProducerSettings
 from headwater.client.types import TopicPartition
 from headwater.errors import ErrorCode
@@ -43,9 +44,9 @@ ALL_TRUE = {
 }
 
 
-def test_may_call_inline_when_nothing_else_waits() -> None:
-    assert may_call_inline(**ALL_TRUE)  # type: ignore[arg-type]
-    assert may_call_inline(**{**ALL_TRUE, "acks": -1})  # type: ignore[arg-type]
+def test_may_produce_inline_when_nothing_else_waits() -> None:
+    assert may_produce_inline(**ALL_TRUE)  # type: ignore[arg-type]
+    assert may_produce_inline(**{**ALL_TRUE, "acks": -1})  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -60,8 +61,8 @@ def test_may_call_inline_when_nothing_else_waits() -> None:
     ],
     ids=lambda c: next(iter(c)),
 )
-def test_may_call_inline_refuses_when_anything_else_could_wait(change: dict[str, Any]) -> None:
-    assert not may_call_inline(**{**ALL_TRUE, **change})
+def test_may_produce_inline_refuses_when_anything_else_could_wait(change: dict[str, Any]) -> None:
+    assert not may_produce_inline(**{**ALL_TRUE, **change})
 
 
 class Clock:

@@ -215,7 +215,7 @@ class Harness:
             metadata=cast(MetadataManager, FakeMetadata()),
             channels=cast(Any, FakeChannels(self.broker)),
             clock=self.clock,
-            inline_calls=False,  # every call through FakePool, answered when the test says
+            allow_inline=False,  # every call through FakePool, answered when the test says
         )
         self.resolved: list[int] = []
         """The record numbers whose futures resolved, in resolution order."""
