@@ -14,6 +14,7 @@ import pytest
 from headwater.errors import ErrorCode
 from headwater.groups.consumer_group import JOIN_EPOCH, ConsumerGroup, Heartbeat
 from headwater.groups.subscription_authorization import authorize_subscription
+from headwater.groups.values import ConsumerGroupHeartbeatRequest
 from headwater.security.acls import (
     AclBinding,
     AclOperation,
@@ -28,6 +29,7 @@ from headwater.v1 import common_pb2
 from headwater.values import TopicPartition
 
 from tests.unit.groups.test_consumer_group_service import Cluster, owned
+from tests.unit.groups.test_consumer_records import _coordinator
 
 TP = TopicPartition
 Op = AclOperation
@@ -218,3 +220,39 @@ def test_service_without_authorizer_keeps_regex_matching_everything() -> None:
     finally:
         c.run(c.runtime.close())
         loop.close()
+
+
+# -- a new coordinator: the recorded matches bound the regex until the next heartbeat ------
+
+
+def test_after_replay_a_regex_matches_no_new_topic_before_its_member_heartbeats() -> None:
+    c = _coordinator()
+    counts = {"orders-eu": 1, "orders-us": 1}
+    join = ConsumerGroupHeartbeatRequest(
+        "g",
+        "",
+        0,
+        rebalance_timeout_ms=5000,
+        subscribed_topic_regex="orders-.*",
+        describable_topics=frozenset({"orders-eu"}),
+    )
+    d = c.consumer_group_heartbeat(join, request_id=1, now_ms=0, partition_counts=counts)
+    fresh = _coordinator()
+    for r in d.records:
+        fresh.replay(r.key, r.value, now_ms=10)
+    member = fresh.consumer.groups["g"].members["m0"]
+    assert member.regex_topics == {"orders-eu"}
+    # Its principal's rights are unknown to the new coordinator: no topic is added...
+    fresh.consumer.groups["g"].tick(now_ms=11, partition_counts=counts)
+    assert member.regex_topics == {"orders-eu"}
+    # ...until a heartbeat says what it may describe.
+    beat = ConsumerGroupHeartbeatRequest(
+        "g",
+        "m0",
+        1,
+        topic_partitions=(TP("orders-eu", 0),),
+        describable_topics=frozenset(counts),
+    )
+    d = fresh.consumer_group_heartbeat(beat, request_id=2, now_ms=12, partition_counts=counts)
+    assert d.replies[0].response.error_code is ErrorCode.NONE  # type: ignore[union-attr]
+    assert member.regex_topics == {"orders-eu", "orders-us"}
