@@ -7,7 +7,8 @@ rights).  Each broker's login is ``listener.name.internal.scram-sha-512.sasl.jaa
 
 - replication with acks=all and RF=3 survives a leader SIGKILL with nothing acknowledged
   lost (the followers' fetchers and the controller's calls run the SCRAM exchange, and
-  re-authenticate when a peer restarts);
+  re-authenticate when a peer restarts and, with ``connections.max.reauth.ms=4000``,
+  before their sessions end);
 - a broker restarted with the wrong inter-broker password cannot join replication: it
   stays out of the ISR and logs SASL_AUTHENTICATION_FAILED, without the password; with
   the right one it joins again;
@@ -87,6 +88,8 @@ def setup(tmp_path_factory: pytest.TempPathFactory, zookeeper: ZooKeeperServer) 
             "default.replication.factor": "3",
             "offsets.topic.replication.factor": "3",
             "replica.lag.time.max.ms": "3000",
+            # sessions end every few seconds: the brokers' channels renew them throughout
+            "connections.max.reauth.ms": "4000",
         },
         probe_credentials=grpc.ssl_channel_credentials(ca.pem),
     )

@@ -28,6 +28,8 @@ from headwater.testing.tls import CertificateAuthority, write_keystore
 SECRET = "inter-broker-Pw-1"
 CREDS = SaslCredentials("SCRAM-SHA-512", "broker", SECRET)
 METHOD = "/test.Echo/Call"
+NOW = [1000.0]
+"""The fake clock of the session tests (monotonic ms)."""
 
 
 def test_client_credentials_reload_when_the_files_change(
@@ -114,7 +116,7 @@ async def peer() -> AsyncIterator[Peer]:
     await p.server.stop(None)
 
 
-def fake_authenticator(peer: Peer, *, refuse: bool = False) -> Any:
+def fake_authenticator(peer: Peer, *, refuse: bool = False, lifetime_ms: int = 0) -> Any:
     async def authenticate(channel: grpc.aio.Channel, **kwargs: Any) -> SaslSession:
         assert kwargs["credentials"] == CREDS
         if refuse:
@@ -125,10 +127,10 @@ def fake_authenticator(peer: Peer, *, refuse: bool = False) -> Any:
         peer.issued.add(token)
         return SaslSession(
             token=bytes.fromhex(token),
-            lifetime_ms=0,
+            lifetime_ms=lifetime_ms,
             mechanism=CREDS.mechanism,
             username=CREDS.username,
-            obtained_at_ms=0.0,
+            obtained_at_ms=NOW[0],
         )
 
     return authenticate
@@ -165,3 +167,22 @@ async def test_a_refused_exchange_reaches_the_caller_without_the_password(peer: 
             await channel.unary_unary(METHOD)(b"x", timeout=5)
     assert SECRET not in str(refused.value) and peer.calls == 0
     assert SECRET not in repr(CREDS)
+
+
+@pytest.mark.asyncio
+async def test_a_session_with_a_lifetime_is_renewed_before_it_ends(peer: Peer) -> None:
+    NOW[0] = 1000.0
+    keeper = sasl_aio.SaslSessionKeeper(
+        credentials=CREDS,
+        authenticator=fake_authenticator(peer, lifetime_ms=10_000),
+        clock=lambda: NOW[0],
+    )
+    async with channel_to(peer, keeper) as channel:
+        call = channel.unary_unary(METHOD)
+        assert await call(b"a", timeout=5) == b"a"
+        NOW[0] += 8_000  # 80% of the lifetime: the session is kept
+        assert await call(b"b", timeout=5) == b"b"
+        assert keeper.authentications == 1
+        NOW[0] += 1_000  # 90%: renewed before the broker's deadline, no refusal needed
+        assert await call(b"c", timeout=5) == b"c"
+        assert keeper.authentications == 2 and peer.calls == 3
