@@ -48,21 +48,17 @@ def release() -> Iterator[None]:
         print(f"k8s tier skipped: {reason}", file=sys.stderr)
         pytest.skip(reason)
     kube.uninstall()
-    # Scaling is independent of the listeners' security: plaintext keeps this module
-    # about scaling (the scenario covers TLS).
-    patch = pytest.MonkeyPatch()
-    patch.setattr(kube, "TLS", False)
+    # The chart's defaults (TLS on): the new broker needs its certificate, the operator
+    # its super-user client certificate, the drain pod the scenario's client User.
     kube.helm(
         "install", kube.RELEASE, str(kube.CHART), "--create-namespace",
-        "-f", str(kube.HERE / "values-local.yaml"), "--set", "tls.enabled=false",
-        "--wait", "--timeout", "10m",
+        "-f", str(kube.HERE / "values-local.yaml"), "--wait", "--timeout", "10m",
     )  # fmt: skip
     try:
         yield
     finally:
         if os.environ.get("HEADWATER_K8S_KEEP") != "1":
             kube.uninstall()
-        patch.undo()
 
 
 def statefulset() -> dict[str, Any]:
@@ -162,7 +158,17 @@ def test_drained_broker_lets_the_statefulset_shrink(release: None) -> None:
     # The CLI waits for the moves and prints them; only its exit status matters here.
     kube.run_pod(
         "drain-3",
-        ["headwater", "cluster", "drain", "3", "--throttle", "10485760", "--timeout", "600"],
+        [
+            "headwater",
+            "cluster",
+            "drain",
+            "3",
+            "--throttle",
+            "10485760",
+            "--timeout",
+            "600",
+            *(["--command-config", kube.CLIENT_PROPERTIES] if kube.TLS else []),
+        ],
         timeout_s=700,
     )
     kube.wait_until(lambda: scaled_to(3), what="the operator to scale down to 3", timeout_s=600)
