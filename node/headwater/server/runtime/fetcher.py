@@ -119,7 +119,8 @@ class ReplicaFetcher:
             except asyncio.CancelledError:
                 raise
             except errors.HeadwaterError as exc:  # e.g. SASL_AUTHENTICATION_FAILED (no secret)
-                log.warning("fetch from broker %d failed: %s", self.leader.broker_id, exc)
+                level = logging.INFO if exc.retriable else logging.WARNING  # a dead leader: INFO
+                log.log(level, "fetch from broker %d failed: %s", self.leader.broker_id, exc)
                 self._back_off_all(exc.code.name)
                 await self._renew_channel_if_stale()
             except Exception:
