@@ -6,6 +6,7 @@ and ``zookeeper.digest.username``, never the password: the broker container take
 ``zookeeper.digest.password``) from a Secret, the chart's own (a random password, kept on
 uninstall) or ``zookeeper.acl.existingSecret``.  The password is in no ConfigMap, no
 command or args, no other container, and not in the pod template's checksum input.
+A password in ``brokers.config`` (it would land in the ConfigMap) is refused.
 ``zookeeper.acl.enabled=false`` renders none of it; with ``zookeeper.external`` the brokers
 still authenticate.  ZooKeeper's own pods are unchanged (its digest provider needs no
 configuration), and its NetworkPolicy still admits only brokers and peers.
@@ -146,6 +147,17 @@ def test_zookeeper_pods_and_policies_are_unchanged() -> None:
 )
 def test_schema_refuses_bad_values(values: dict[str, Any], named: str) -> None:
     assert named in chart.template_error(values)
+
+
+@pytest.mark.parametrize("enabled", [True, False], ids=["on", "off"])
+def test_a_password_in_broker_config_is_refused(enabled: bool) -> None:
+    values = {
+        "zookeeper": {"acl": {"enabled": enabled}},
+        "brokers": {"config": {"zookeeper.digest.password": "in-a-configmap"}},
+    }
+    error = chart.template_error(values)
+    assert "zookeeper.acl.existingSecret" in error
+    assert "in-a-configmap" not in error
 
 
 @pytest.mark.parametrize(

@@ -34,3 +34,10 @@ provider is always on.
     secretKeyRef: {name: {{ include "headwater.zkAcl.secret" . }}, key: password}
 {{- end }}
 {{- end -}}
+
+{{/* The password must never land in the ConfigMap: refuse it in brokers.config. */}}
+{{- define "headwater.zkAcl.validate" -}}
+{{- if hasKey .Values.brokers.config "zookeeper.digest.password" -}}
+{{- fail "brokers.config.zookeeper.digest.password would put the password in the brokers' ConfigMap: put it in a Secret (key password) named by zookeeper.acl.existingSecret, or let the chart generate one" -}}
+{{- end -}}
+{{- end -}}
