@@ -12,7 +12,9 @@ rights).  Each broker's login is ``listener.name.internal.scram-sha-512.sasl.jaa
 - a broker restarted with the wrong inter-broker password cannot join replication: it
   stays out of the ISR and logs SASL_AUTHENTICATION_FAILED, without the password; with
   the right one it joins again;
-- neither password appears in any broker's log.
+- another SASL user, with no ClusterAction, is refused the brokers' own requests
+  (CLUSTER_AUTHORIZATION_FAILED), the brokers' user is not;
+- no password appears in any broker's log.
 """
 
 from __future__ import annotations
@@ -23,16 +25,20 @@ from pathlib import Path
 
 import grpc
 import pytest
+from headwater.client import sasl
 from headwater.client.admin import Admin, NewTopic
+from headwater.client.admin_scram import ScramUpsertion
 from headwater.client.consumer import Consumer
 from headwater.client.producer import Producer
 from headwater.client.types import TopicPartition
 from headwater.coordination import session
 from headwater.coordination.scram_credentials import ScramCredentialStore
+from headwater.errors import ErrorCode
 from headwater.security.scram import ScramCredential, ScramMechanism
 from headwater.testing import Cluster
 from headwater.testing.tls import CertificateAuthority, write_keystore
 from headwater.testing.zookeeper import ZooKeeperServer
+from headwater.v1 import control_pb2, control_pb2_grpc
 
 pytestmark = pytest.mark.e2e
 
@@ -40,6 +46,7 @@ SHA512 = ScramMechanism.SCRAM_SHA_512
 BROKER_PASSWORD = "inter-Broker-Pw-5150"
 WRONG_PASSWORD = "not-The-Broker-Pw-8086"
 ADMIN_PASSWORD = "admin-Pw-7734"
+INTRUDER_PASSWORD = "intruder-Pw-1812"
 JAAS_KEY = "listener.name.internal.scram-sha-512.sasl.jaas.config"
 TOPIC = "sasl-replicated"
 
@@ -54,6 +61,7 @@ def jaas(password: str) -> str:
 class Setup:
     def __init__(self, cluster: Cluster, truststore: Path) -> None:
         self.cluster = cluster
+        self.ca_pem = truststore.read_bytes()
         self.client = {
             "security_protocol": "SASL_SSL",
             "ssl_cafile": str(truststore),
@@ -109,6 +117,37 @@ def setup(tmp_path_factory: pytest.TempPathFactory, zookeeper: ZooKeeperServer) 
         session.close(client)
     with cluster:
         yield Setup(cluster, truststore)
+
+
+def leader_and_isr_as(setup: Setup, username: str, password: str) -> ErrorCode:
+    """A harmless LeaderAndIsr (broker epoch 0: stale) to broker 0's INTERNAL listener."""
+    address = setup.cluster.brokers[0].address_of("INTERNAL")
+    raw = grpc.secure_channel(address, grpc.ssl_channel_credentials(setup.ca_pem))
+    channel = sasl.intercept(
+        raw, credentials=sasl.SaslCredentials("SCRAM-SHA-512", username, password)
+    )
+    try:
+        response = control_pb2_grpc.ControlStub(channel).LeaderAndIsr(
+            control_pb2.LeaderAndIsrRequest(controller_id=0, controller_epoch=0, broker_epoch=0),
+            timeout=10,
+        )
+    finally:
+        channel.close()
+    return ErrorCode(response.error)
+
+
+def test_inter_broker_requests_need_the_brokers_rights(setup: Setup) -> None:
+    """Kafka's rule: the inter-broker principal (here the SASL user) must be a super user
+    or hold ClusterAction; another authenticated user is refused."""
+    with Admin(setup.cluster.bootstrap, **setup.client) as admin:
+        admin.alter_user_scram_credentials(
+            [ScramUpsertion("intruder", "SCRAM-SHA-512", 4096, INTRUDER_PASSWORD)]
+        )
+    assert (
+        leader_and_isr_as(setup, "intruder", INTRUDER_PASSWORD)
+        is ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    )
+    assert leader_and_isr_as(setup, "broker", BROKER_PASSWORD) is ErrorCode.STALE_BROKER_EPOCH
 
 
 def test_replication_over_sasl_ssl_survives_a_leader_kill(setup: Setup) -> None:
@@ -173,6 +212,6 @@ def test_a_broker_with_the_wrong_password_cannot_join_replication(setup: Setup) 
     )
     for broker in cluster.brokers.values():
         text = broker.log_path.read_text(errors="replace")
-        for secret in (BROKER_PASSWORD, WRONG_PASSWORD, ADMIN_PASSWORD):
+        for secret in (BROKER_PASSWORD, WRONG_PASSWORD, ADMIN_PASSWORD, INTRUDER_PASSWORD):
             assert secret not in text
     cluster.stop(broker_id)  # a process started in a test does not outlive it
