@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from headwater.errors import ErrorCode
@@ -179,6 +180,24 @@ def secured() -> Iterator[Cluster]:
     yield c
     c.run(c.runtime.close())
     loop.close()
+
+
+class _Peer:
+    def peer(self) -> str:
+        return "ipv4:127.0.0.1:5555"
+
+
+def test_allowed_topics_are_remembered_until_the_acls_or_the_topics_change() -> None:
+    authorizer = AclAuthorizer(AuthorizerSettings(), AclSnapshot.of([acl("t", Op.DESCRIBE)]))
+    authz = RequestAuthorizer(authorizer)
+    ctx: Any = _Peer()
+    assert authz.allowed_topics(ctx, Op.DESCRIBE, ["t", "u"], version=1) == {"t"}
+    # Same ACLs, same version: the remembered answer (the names are not looked at).
+    assert authz.allowed_topics(ctx, Op.DESCRIBE, ["t", "u", "v"], version=1) == {"t"}
+    assert authz.allowed_topics(ctx, Op.DESCRIBE, ["t", "u", "v"], version=2) == {"t"}
+    authorizer.update(AclSnapshot.of([acl("t", Op.DESCRIBE), acl("v", Op.DESCRIBE)]))
+    assert authz.allowed_topics(ctx, Op.DESCRIBE, ["t", "u", "v"], version=2) == {"t", "v"}
+    assert RequestAuthorizer(None).allowed_topics(ctx, Op.DESCRIBE, ["t"], version=1) is None
 
 
 def test_service_refuses_a_named_topic_it_may_not_describe_and_creates_nothing(

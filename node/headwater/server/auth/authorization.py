@@ -9,17 +9,19 @@ authorizer (``authorizer.class.name`` empty, the default) every question is answ
 
 The mapping of RPCs to operations is Kafka's (docs/security.md) and is written in the
 servicers next to each RPC, one line each; the helpers here only spare them loops:
-:meth:`RequestAuthorizer.topics` answers for the distinct topics of a request once.
+:meth:`RequestAuthorizer.topics` answers for the distinct topics of a request once, and
+:meth:`RequestAuthorizer.allowed_topics` for a whole listing, remembered per principal
+until the ACLs or the listing change (ConsumerGroupHeartbeat asks it every heartbeat).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from headwater.errors import ErrorCode
 from headwater.security.acls import CLUSTER_NAME, AclOperation, ResourceType
-from headwater.security.authorizer import AclAuthorizer
+from headwater.security.authorizer import AclAuthorizer, AclSnapshot
 from headwater.server.auth.identity import current_identity
 from headwater.server.convert import Context
 
@@ -50,16 +52,23 @@ def denial(operation: AclOperation, resource_type: ResourceType, name: str) -> D
     )
 
 
+REMEMBERED_LISTINGS_MAX = 1024
+"""Answers of :meth:`RequestAuthorizer.allowed_topics` kept (all dropped beyond)."""
+
+_ListingKey = tuple[str, str, AclOperation]
+
+
 class RequestAuthorizer:
     """Answers the servicers' authorization questions; see the module docstring.
 
     Event-loop only.  ``authorizer`` None means authorization is off.
     """
 
-    __slots__ = ("authorizer",)
+    __slots__ = ("_listings", "authorizer")
 
     def __init__(self, authorizer: AclAuthorizer | None = None) -> None:
         self.authorizer = authorizer
+        self._listings: dict[_ListingKey, tuple[AclSnapshot, int, frozenset[str]]] = {}
 
     @property
     def enabled(self) -> bool:
@@ -98,6 +107,44 @@ class RequestAuthorizer:
             return None
         refused = frozenset(n for n in set(names) if not self.topic(context, operation, n))
         return refused or None
+
+    def allowed_topics(
+        self,
+        context: Context,
+        operation: AclOperation,
+        names: Collection[str],
+        *,
+        version: int,
+    ) -> frozenset[str] | None:
+        """The topics among ``names`` the request may do ``operation`` on (None with
+        authorization off).  ``version`` identifies ``names`` (the metadata cache's
+        version): the answer is remembered per principal, host and operation until the
+        ACLs or ``version`` change, so asking it for every request costs one lookup."""
+        authorizer = self.authorizer
+        if authorizer is None:
+            return None
+        identity = current_identity(context)
+        principal = str(identity.principal)
+        key = (principal, identity.host, operation)
+        snapshot = authorizer.snapshot
+        found = self._listings.get(key)
+        if found is not None and found[0] is snapshot and found[1] == version:
+            return found[2]
+        allowed = frozenset(
+            n
+            for n in names
+            if authorizer.authorize(
+                principal=principal,
+                host=identity.host,
+                operation=operation,
+                resource_type=ResourceType.TOPIC,
+                name=n,
+            )
+        )
+        if len(self._listings) >= REMEMBERED_LISTINGS_MAX:
+            self._listings.clear()
+        self._listings[key] = (snapshot, version, allowed)
+        return allowed
 
     def by_resource_type(
         self, context: Context, operation: AclOperation, resource_type: ResourceType

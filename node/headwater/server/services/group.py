@@ -278,14 +278,8 @@ class GroupService(group_pb2_grpc.GroupServicer):
             group_read=authz.group(context, Op.READ, request.group_id),
             subscribed_topic_names=names,
             describe_refused=authz.topics(context, Op.DESCRIBE, names or ()) or (),
-            describable_topics=(
-                frozenset(
-                    t
-                    for t in self._metadata.topics
-                    if not t.startswith("__") and authz.topic(context, Op.DESCRIBE, t)
-                )
-                if authz.enabled
-                else None
+            describable_topics=authz.allowed_topics(
+                context, Op.DESCRIBE, self._metadata.topics, version=self._metadata.version
             ),
         )
         if decided.refused:
