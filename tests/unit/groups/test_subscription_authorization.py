@@ -197,6 +197,17 @@ def test_allowed_topics_are_remembered_until_the_acls_or_the_topics_change() -> 
     assert authz.allowed_topics(ctx, Op.DESCRIBE, ["t", "u", "v"], version=2) == {"t"}
     authorizer.update(AclSnapshot.of([acl("t", Op.DESCRIBE), acl("v", Op.DESCRIBE)]))
     assert authz.allowed_topics(ctx, Op.DESCRIBE, ["t", "u", "v"], version=2) == {"t", "v"}
+    # A new version: only the new names are decided, the names gone are dropped.
+    asked: list[str] = []
+    decide = authorizer.authorize
+
+    def counting(**kw: Any) -> bool:
+        asked.append(kw["name"])
+        return decide(**kw)
+
+    authorizer.authorize = counting  # type: ignore[method-assign]
+    assert authz.allowed_topics(ctx, Op.DESCRIBE, ["v", "w"], version=3) == {"v"}
+    assert asked == ["w"]
     assert RequestAuthorizer(None).allowed_topics(ctx, Op.DESCRIBE, ["t"], version=1) is None
 
 

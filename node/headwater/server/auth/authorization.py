@@ -58,6 +58,16 @@ REMEMBERED_LISTINGS_MAX = 1024
 _ListingKey = tuple[str, str, AclOperation]
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Listing:
+    """One remembered answer of :meth:`RequestAuthorizer.allowed_topics`."""
+
+    snapshot: AclSnapshot
+    version: int
+    names: frozenset[str]
+    allowed: frozenset[str]
+
+
 class RequestAuthorizer:
     """Answers the servicers' authorization questions; see the module docstring.
 
@@ -68,7 +78,7 @@ class RequestAuthorizer:
 
     def __init__(self, authorizer: AclAuthorizer | None = None) -> None:
         self.authorizer = authorizer
-        self._listings: dict[_ListingKey, tuple[AclSnapshot, int, frozenset[str]]] = {}
+        self._listings: dict[_ListingKey, _Listing] = {}
 
     @property
     def enabled(self) -> bool:
@@ -118,8 +128,10 @@ class RequestAuthorizer:
     ) -> frozenset[str] | None:
         """The topics among ``names`` the request may do ``operation`` on (None with
         authorization off).  ``version`` identifies ``names`` (the metadata cache's
-        version): the answer is remembered per principal, host and operation until the
-        ACLs or ``version`` change, so asking it for every request costs one lookup."""
+        version): the answer is remembered per principal, host and operation, whole
+        while neither the ACLs nor ``version`` change (one lookup per request), and for
+        the names it had already decided when only ``version`` changes (only new names
+        are decided)."""
         authorizer = self.authorizer
         if authorizer is None:
             return None
@@ -128,11 +140,16 @@ class RequestAuthorizer:
         key = (principal, identity.host, operation)
         snapshot = authorizer.snapshot
         found = self._listings.get(key)
-        if found is not None and found[0] is snapshot and found[1] == version:
-            return found[2]
-        allowed = frozenset(
+        if found is not None and found.snapshot is snapshot and found.version == version:
+            return found.allowed
+        current = frozenset(names)
+        if found is not None and found.snapshot is snapshot:
+            kept, new = found.allowed & current, current - found.names
+        else:
+            kept, new = frozenset(), current
+        allowed = kept | frozenset(
             n
-            for n in names
+            for n in new
             if authorizer.authorize(
                 principal=principal,
                 host=identity.host,
@@ -143,7 +160,7 @@ class RequestAuthorizer:
         )
         if len(self._listings) >= REMEMBERED_LISTINGS_MAX:
             self._listings.clear()
-        self._listings[key] = (snapshot, version, allowed)
+        self._listings[key] = _Listing(snapshot, version, current, allowed)
         return allowed
 
     def by_resource_type(
