@@ -95,6 +95,74 @@ def _raise_for(code: int, message: str) -> None:
         raise errors.for_code(code, message)
 
 
+class ScramExchange:
+    """The client's side of one SaslHandshake + SaslAuthenticate exchange, without I/O.
+
+    Each method turns the previous response into the next request (raising the Kafka
+    error a response carries), so the blocking :func:`authenticate` and the asyncio
+    ``headwater.client.sasl_aio.authenticate`` run the same steps:
+    :meth:`handshake` -> :meth:`first` -> :meth:`final` -> :meth:`session`.
+    """
+
+    def __init__(self, credentials: SaslCredentials, *, nonce: Nonce = random_nonce) -> None:
+        self._credentials = credentials
+        self._client = ScramClient(
+            ScramMechanism.from_name(credentials.mechanism),
+            username=credentials.username,
+            password=credentials.password,
+            nonce=nonce,
+        )
+        self._session_id = b""
+
+    def handshake(self) -> sasl_pb2.SaslHandshakeRequest:
+        return sasl_pb2.SaslHandshakeRequest(mechanism=self._credentials.mechanism)
+
+    def first(self, handshake: sasl_pb2.SaslHandshakeResponse) -> sasl_pb2.SaslAuthenticateRequest:
+        _raise_for(handshake.error, handshake.error_message)
+        self._session_id = handshake.session_id
+        return sasl_pb2.SaslAuthenticateRequest(
+            session_id=self._session_id, auth_bytes=self._client.first_message()
+        )
+
+    def final(self, first: sasl_pb2.SaslAuthenticateResponse) -> sasl_pb2.SaslAuthenticateRequest:
+        _raise_for(first.error, first.error_message)
+        return sasl_pb2.SaslAuthenticateRequest(
+            session_id=self._session_id, auth_bytes=self._client.on_server_first(first.auth_bytes)
+        )
+
+    def session(self, final: sasl_pb2.SaslAuthenticateResponse, *, now_ms: float) -> SaslSession:
+        """The session, once the broker's own proof is checked."""
+        _raise_for(final.error, final.error_message)
+        self._client.on_server_final(final.auth_bytes)
+        if not final.session_token:
+            raise errors.IllegalSaslStateError(
+                "the broker completed the SASL exchange without a session token"
+            )
+        return SaslSession(
+            token=final.session_token,
+            lifetime_ms=final.session_lifetime_ms,
+            mechanism=self._credentials.mechanism,
+            username=self._credentials.username,
+            obtained_at_ms=now_ms,
+        )
+
+
+def exchange_deadline(*, timeout_s: float, address: str, clock: Clock) -> Callable[[], float]:
+    """Seconds left for the next call of an exchange bounded by ``timeout_s`` as a whole;
+    raises REQUEST_TIMED_OUT once it has run out."""
+    deadline = clock() + timeout_s * 1000.0
+
+    def remaining_s() -> float:
+        left = (deadline - clock()) / 1000.0
+        if left <= 0:
+            raise errors.RequestTimedOutError(
+                f"SASL authentication with {address or 'the broker'} took over {timeout_s} s"
+            )
+        return left
+
+    return remaining_s
+
+
 def authenticate(
     channel: grpc.Channel,
     *,
@@ -110,53 +178,16 @@ def authenticate(
 
     ``timeout_s`` bounds the whole exchange (three calls).
     """
-    scram_mechanism = ScramMechanism.from_name(mechanism)
-    client = ScramClient(scram_mechanism, username=username, password=password, nonce=nonce)
+    exchange = ScramExchange(SaslCredentials(mechanism, username, password), nonce=nonce)
     stub = sasl_pb2_grpc.SaslServiceStub(channel)
-    deadline = clock() + timeout_s * 1000.0
-
-    def remaining_s() -> float:
-        left = (deadline - clock()) / 1000.0
-        if left <= 0:
-            raise errors.RequestTimedOutError(
-                f"SASL authentication with {address or 'the broker'} took over {timeout_s} s"
-            )
-        return left
-
+    remaining_s = exchange_deadline(timeout_s=timeout_s, address=address, clock=clock)
     try:
-        handshake = stub.SaslHandshake(
-            sasl_pb2.SaslHandshakeRequest(mechanism=mechanism), timeout=remaining_s()
-        )
-        _raise_for(handshake.error, handshake.error_message)
-        first = stub.SaslAuthenticate(
-            sasl_pb2.SaslAuthenticateRequest(
-                session_id=handshake.session_id, auth_bytes=client.first_message()
-            ),
-            timeout=remaining_s(),
-        )
-        _raise_for(first.error, first.error_message)
-        final_message = client.on_server_first(first.auth_bytes)
-        final = stub.SaslAuthenticate(
-            sasl_pb2.SaslAuthenticateRequest(
-                session_id=handshake.session_id, auth_bytes=final_message
-            ),
-            timeout=remaining_s(),
-        )
-        _raise_for(final.error, final.error_message)
+        handshake = stub.SaslHandshake(exchange.handshake(), timeout=remaining_s())
+        first = stub.SaslAuthenticate(exchange.first(handshake), timeout=remaining_s())
+        final = stub.SaslAuthenticate(exchange.final(first), timeout=remaining_s())
     except grpc.RpcError as exc:
         raise connection.translate_rpc_error(exc, address or "broker") from None
-    client.on_server_final(final.auth_bytes)
-    if not final.session_token:
-        raise errors.IllegalSaslStateError(
-            "the broker completed the SASL exchange without a session token"
-        )
-    return SaslSession(
-        token=final.session_token,
-        lifetime_ms=final.session_lifetime_ms,
-        mechanism=mechanism,
-        username=username,
-        obtained_at_ms=clock(),
-    )
+    return exchange.session(final, now_ms=clock())
 
 
 class _CallDetails(NamedTuple):

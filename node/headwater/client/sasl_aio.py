@@ -33,17 +33,14 @@ from headwater.client.sasl import (
     SESSION_METADATA_KEY,
     SaslCredentials,
     SaslSession,
+    ScramExchange,
+    exchange_deadline,
 )
 from headwater.clock import Clock, monotonic_ms
-from headwater.security.scram import Nonce, ScramClient, ScramMechanism, random_nonce
-from headwater.v1 import sasl_pb2, sasl_pb2_grpc
+from headwater.security.scram import Nonce, random_nonce
+from headwater.v1 import sasl_pb2_grpc
 
 SASL_SERVICE_PREFIX = "/headwater.v1.SaslService/"
-
-
-def _raise_for(code: int, message: str) -> None:
-    if code:
-        raise errors.for_code(code, message)
 
 
 async def authenticate(
@@ -59,56 +56,16 @@ async def authenticate(
 
     ``timeout_s`` bounds the whole exchange (three calls).
     """
-    mechanism = ScramMechanism.from_name(credentials.mechanism)
-    client = ScramClient(
-        mechanism, username=credentials.username, password=credentials.password, nonce=nonce
-    )
+    exchange = ScramExchange(credentials, nonce=nonce)
     stub = sasl_pb2_grpc.SaslServiceStub(channel)
-    deadline = clock() + timeout_s * 1000.0
-
-    def remaining_s() -> float:
-        left = (deadline - clock()) / 1000.0
-        if left <= 0:
-            raise errors.RequestTimedOutError(
-                f"SASL authentication with {address or 'the broker'} took over {timeout_s} s"
-            )
-        return left
-
+    remaining_s = exchange_deadline(timeout_s=timeout_s, address=address, clock=clock)
     try:
-        handshake = await stub.SaslHandshake(
-            sasl_pb2.SaslHandshakeRequest(mechanism=credentials.mechanism),
-            timeout=remaining_s(),
-        )
-        _raise_for(handshake.error, handshake.error_message)
-        first = await stub.SaslAuthenticate(
-            sasl_pb2.SaslAuthenticateRequest(
-                session_id=handshake.session_id, auth_bytes=client.first_message()
-            ),
-            timeout=remaining_s(),
-        )
-        _raise_for(first.error, first.error_message)
-        final = await stub.SaslAuthenticate(
-            sasl_pb2.SaslAuthenticateRequest(
-                session_id=handshake.session_id,
-                auth_bytes=client.on_server_first(first.auth_bytes),
-            ),
-            timeout=remaining_s(),
-        )
-        _raise_for(final.error, final.error_message)
+        handshake = await stub.SaslHandshake(exchange.handshake(), timeout=remaining_s())
+        first = await stub.SaslAuthenticate(exchange.first(handshake), timeout=remaining_s())
+        final = await stub.SaslAuthenticate(exchange.final(first), timeout=remaining_s())
     except grpc.RpcError as exc:
         raise connection.translate_rpc_error(exc, address or "broker") from None
-    client.on_server_final(final.auth_bytes)
-    if not final.session_token:
-        raise errors.IllegalSaslStateError(
-            "the broker completed the SASL exchange without a session token"
-        )
-    return SaslSession(
-        token=final.session_token,
-        lifetime_ms=final.session_lifetime_ms,
-        mechanism=credentials.mechanism,
-        username=credentials.username,
-        obtained_at_ms=clock(),
-    )
+    return exchange.session(final, now_ms=clock())
 
 
 def _method(details: grpc.aio.ClientCallDetails) -> str:
