@@ -27,13 +27,16 @@ import logging
 import os
 import re
 import threading
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import Generic, NamedTuple, TypeVar
 
 import grpc
 
 from headwater.server.listeners import SslConfig
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 _CERT = re.compile(rb"-----BEGIN CERTIFICATE-----.+?-----END CERTIFICATE-----", re.S)
 _KEY = re.compile(
@@ -108,6 +111,56 @@ def _stamp(path: str) -> tuple[int, int] | None:
     return (st.st_mtime_ns, st.st_size)
 
 
+class _ReloadingFiles(Generic[T]):
+    """What ``load`` makes of a listener's PEM files, made again when they change.
+
+    A change is a different ``(mtime, size)`` of the keystore or truststore file (two
+    ``stat`` calls per check).  Invariants: :meth:`snapshot` answers what the last files
+    that loaded made; files that failed to load are logged once (without contents) and
+    not tried again until they change again; ``generation`` counts successful reloads.
+    Thread-safe.
+    """
+
+    def __init__(self, ssl: SslConfig, *, load: Callable[[], T], what: str, listener: str) -> None:
+        self._load = load
+        self._what = what
+        self._listener = listener
+        self._lock = threading.Lock()
+        self._files = tuple(p for p in (ssl.keystore_location, ssl.truststore_location) if p)
+        self._stamps = self._current_stamps()
+        self._failed_stamps: tuple[tuple[int, int] | None, ...] | None = None
+        self._value = load()
+        self.generation = 0
+
+    def _current_stamps(self) -> tuple[tuple[int, int] | None, ...]:
+        return tuple(_stamp(p) for p in self._files)
+
+    def refresh(self) -> bool:
+        """Load again if the files changed; True when that gave a new value."""
+        if not self._files:
+            return False
+        stamps = self._current_stamps()
+        with self._lock:
+            if stamps == self._stamps or stamps == self._failed_stamps:
+                return False
+            try:
+                value = self._load()
+            except TlsMaterialError as exc:
+                self._failed_stamps = stamps
+                log.warning(
+                    "listener %s: keeping the previous %s: %s", self._listener, self._what, exc
+                )
+                return False
+            self._stamps, self._failed_stamps, self._value = stamps, None, value
+            self.generation += 1
+        log.info("listener %s: reloaded the %s", self._listener, self._what)
+        return True
+
+    def snapshot(self) -> tuple[int, T]:
+        with self._lock:
+            return self.generation, self._value
+
+
 class ReloadingServerCredentials:
     """A listener's gRPC server credentials that pick up rewritten PEM files.
 
@@ -117,51 +170,35 @@ class ReloadingServerCredentials:
 
     def __init__(self, ssl: SslConfig, *, listener: str) -> None:
         self._ssl = ssl
-        self._listener = listener
-        self._lock = threading.Lock()
-        self._files = tuple(p for p in (ssl.keystore_location, ssl.truststore_location) if p)
-        self._stamps = self._current_stamps()
-        self._failed_stamps: tuple[tuple[int, int] | None, ...] | None = None
-        self.reloads = 0
-        self._initial = self._configuration()
-
-    def _current_stamps(self) -> tuple[tuple[int, int] | None, ...]:
-        return tuple(_stamp(p) for p in self._files)
-
-    def _configuration(self) -> grpc.ServerCertificateConfiguration:
-        keystore = load_keystore(self._ssl)
-        return grpc.ssl_server_certificate_configuration(
-            [(keystore.private_key, keystore.certificate_chain)],
-            root_certificates=load_truststore(self._ssl),
+        self._files = _ReloadingFiles(
+            ssl,
+            load=lambda: _server_configuration(ssl),
+            what="TLS keystore/truststore",
+            listener=listener,
         )
+
+    @property
+    def reloads(self) -> int:
+        return self._files.generation
 
     def credentials(self) -> grpc.ServerCredentials:
         return grpc.dynamic_ssl_server_credentials(
-            self._initial,
+            self._files.snapshot()[1],
             self.fetch,  # type: ignore[arg-type]  # gRPC documents None as "unchanged"
             require_client_authentication=self._ssl.client_auth == "required",
         )
 
     def fetch(self) -> grpc.ServerCertificateConfiguration | None:
         """gRPC's fetch callback: a new configuration when the files changed, else None."""
-        if not self._files:
-            return None
-        stamps = self._current_stamps()
-        with self._lock:
-            if stamps == self._stamps or stamps == self._failed_stamps:
-                return None
-            try:
-                config = self._configuration()
-            except TlsMaterialError as exc:
-                self._failed_stamps = stamps
-                log.warning(
-                    "listener %s: keeping the previous TLS material: %s", self._listener, exc
-                )
-                return None
-            self._stamps, self._failed_stamps = stamps, None
-            self.reloads += 1
-        log.info("listener %s: reloaded its TLS keystore/truststore", self._listener)
-        return config
+        return self._files.snapshot()[1] if self._files.refresh() else None
+
+
+def _server_configuration(ssl: SslConfig) -> grpc.ServerCertificateConfiguration:
+    keystore = load_keystore(ssl)
+    return grpc.ssl_server_certificate_configuration(
+        [(keystore.private_key, keystore.certificate_chain)],
+        root_certificates=load_truststore(ssl),
+    )
 
 
 def server_credentials(ssl: SslConfig, *, listener: str) -> grpc.ServerCredentials:
@@ -194,40 +231,19 @@ class ReloadingChannelCredentials:
     """
 
     def __init__(self, ssl: SslConfig, *, listener: str) -> None:
-        self._ssl = ssl
-        self._listener = listener
-        self._lock = threading.Lock()
-        self._files = tuple(p for p in (ssl.keystore_location, ssl.truststore_location) if p)
-        self._stamps = self._current_stamps()
-        self._failed_stamps: tuple[tuple[int, int] | None, ...] | None = None
-        self._credentials = channel_credentials(ssl)
-        self.generation = 0
-        """Successful reloads so far."""
+        self._files = _ReloadingFiles(
+            ssl,
+            load=lambda: channel_credentials(ssl),
+            what="client keystore/truststore for new channels to other brokers",
+            listener=listener,
+        )
 
-    def _current_stamps(self) -> tuple[tuple[int, int] | None, ...]:
-        return tuple(_stamp(p) for p in self._files)
+    @property
+    def generation(self) -> int:
+        """Successful reloads so far."""
+        return self._files.generation
 
     def current(self) -> tuple[int, grpc.ChannelCredentials]:
         """``(generation, credentials)`` for a new channel, reloading changed files first."""
-        stamps = self._current_stamps()
-        with self._lock:
-            if stamps != self._stamps and stamps != self._failed_stamps:
-                try:
-                    credentials = channel_credentials(self._ssl)
-                except TlsMaterialError as exc:
-                    self._failed_stamps = stamps
-                    log.warning(
-                        "listener %s: keeping the previous client TLS material: %s",
-                        self._listener,
-                        exc,
-                    )
-                else:
-                    self._stamps, self._failed_stamps = stamps, None
-                    self._credentials = credentials
-                    self.generation += 1
-                    log.info(
-                        "listener %s: reloaded the client keystore/truststore for new "
-                        "channels to other brokers",
-                        self._listener,
-                    )
-            return self.generation, self._credentials
+        self._files.refresh()
+        return self._files.snapshot()
