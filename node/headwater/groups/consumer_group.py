@@ -26,6 +26,11 @@ heartbeat was lost), else FENCED_MEMBER_EPOCH.  Epoch 0 joins, -1 leaves, -2 lea
 temporarily as a static member, whose place (and assignment) a restart with the same
 ``group.instance.id`` takes over within the session timeout.
 
+A regex subscription matches only the topics the member's principal may DESCRIBE, as
+its last heartbeat said (``Heartbeat.describable_topics``, decided in
+:mod:`headwater.groups.subscription_authorization`): a topic created since waits for the
+next heartbeat, one it may no longer describe is revoked.
+
 Time is passed in (``now_ms``); partition counts are passed in, since topic metadata is
 the runtime's.  Not thread-safe: the runtime calls one method at a time.
 """
