@@ -4,7 +4,9 @@ The asyncio twin of :mod:`headwater.client.sasl` (same exchange, same session
 metadata, same renewal rules), for the broker's own asyncio channels to other brokers
 (replica fetchers, controlled shutdown, the group lag's ListOffsets).  gRPC asyncio
 takes interceptors when the channel is made, so the interceptor lets the SaslService's
-own calls through untouched and runs the exchange on the very channel it intercepts:
+own calls through untouched and runs the exchange on the very channel it intercepts.
+A :class:`SaslSessionKeeper` holds the session with one broker and may serve many
+channels (the broker's short-lived ones reuse it):
 
 * the first call authenticates (once, under an :class:`asyncio.Lock`);
 * a session with a lifetime is renewed after ``REAUTH_FRACTION`` of it;
@@ -90,10 +92,13 @@ Authenticator = Callable[..., Any]
 
 
 class SaslSessionKeeper:
-    """Holds one channel's session; see the module docstring.
+    """One user's session with one broker, shared by every channel to that broker.
 
-    Invariant: at most one exchange runs at a time; a refused call re-authenticates only
-    if no other call already replaced the session it used.  Event-loop only.
+    The broker knows a session by its token alone, so short-lived channels (one request
+    each) reuse the session instead of running an exchange each; the exchange runs on
+    the channel whose call needs it.  Invariant: at most one exchange runs at a time; a
+    refused call re-authenticates only if no other call already replaced the session it
+    used.  Event-loop only (one loop).
     """
 
     def __init__(
@@ -105,10 +110,8 @@ class SaslSessionKeeper:
         clock: Clock = monotonic_ms,
         authenticator: Authenticator = authenticate,
     ) -> None:
-        self.channel: grpc.aio.Channel | None = None
-        """The channel the exchange runs on; set once it is made."""
-        self._credentials = credentials
-        self._address = address
+        self.credentials = credentials
+        self.address = address
         self._timeout_s = timeout_s
         self._clock = clock
         self._authenticate = authenticator
@@ -117,9 +120,11 @@ class SaslSessionKeeper:
         self.authentications = 0
         """How many exchanges ran (for tests and metrics)."""
 
-    async def session(self, *, replacing: SaslSession | None = None) -> SaslSession:
-        """The current session, authenticating first if there is none, it is due for
-        renewal, or it is ``replacing`` (the one a refused call used)."""
+    async def session(
+        self, channel: grpc.aio.Channel, *, replacing: SaslSession | None = None
+    ) -> SaslSession:
+        """The current session, authenticating on ``channel`` first if there is none, it
+        is due for renewal, or it is ``replacing`` (the one a refused call used)."""
         async with self._lock:
             current = self._session
             if (
@@ -128,59 +133,55 @@ class SaslSessionKeeper:
                 and not current.needs_renewal(self._clock())
             ):
                 return current
-            if self.channel is None:
-                raise errors.IllegalSaslStateError("the SASL channel is not open yet")
             fresh: SaslSession = await self._authenticate(
-                self.channel,
-                credentials=self._credentials,
+                channel,
+                credentials=self.credentials,
                 timeout_s=self._timeout_s,
-                address=self._address,
+                address=self.address,
             )
             self.authentications += 1
             self._session = fresh
             return fresh
 
 
-class _UnaryUnary(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[type-arg]
+class _SessionInterceptor(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[type-arg]
+    """One channel's interceptor; ``channel`` is set once gRPC has made the channel."""
+
     def __init__(self, keeper: SaslSessionKeeper) -> None:
         self._keeper = keeper
+        self.channel: grpc.aio.Channel | None = None
 
     async def intercept_unary_unary(
         self, continuation: Callable[..., Any], client_call_details: Any, request: Any
     ) -> Any:
         if _method(client_call_details).startswith(SASL_SERVICE_PREFIX):
             return await continuation(client_call_details, request)
-        session = await self._keeper.session()
+        if self.channel is None:
+            raise errors.IllegalSaslStateError("the SASL channel is not open yet")
+        session = await self._keeper.session(self.channel)
         call = await continuation(_with_session(client_call_details, session), request)
         if await call.code() != grpc.StatusCode.UNAUTHENTICATED:
             return call
-        session = await self._keeper.session(replacing=session)
+        session = await self._keeper.session(self.channel, replacing=session)
         return await continuation(_with_session(client_call_details, session), request)
-
-
-def interceptors(keeper: SaslSessionKeeper) -> list[grpc.aio.ClientInterceptor]:
-    """Pass to ``grpc.aio.*_channel(interceptors=...)``, then set ``keeper.channel``."""
-    return [_UnaryUnary(keeper)]  # type: ignore[list-item]  # grpc-stubs: partial stub
 
 
 def sasl_channel(
     address: str,
     *,
-    credentials: SaslCredentials,
+    keeper: SaslSessionKeeper,
     channel_credentials: grpc.ChannelCredentials | None = None,
     options: list[tuple[str, Any]] | None = None,
-    timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> grpc.aio.Channel:
     """A channel to ``address`` (TLS when ``channel_credentials`` are given) whose calls
-    carry a SASL session."""
-    keeper = SaslSessionKeeper(credentials=credentials, address=address, timeout_s=timeout_s)
+    carry ``keeper``'s session."""
+    interceptor = _SessionInterceptor(keeper)
+    interceptors: list[Any] = [interceptor]
     if channel_credentials is None:
-        channel = grpc.aio.insecure_channel(
-            address, options=options, interceptors=interceptors(keeper)
-        )
+        channel = grpc.aio.insecure_channel(address, options=options, interceptors=interceptors)
     else:
         channel = grpc.aio.secure_channel(
-            address, channel_credentials, options=options, interceptors=interceptors(keeper)
+            address, channel_credentials, options=options, interceptors=interceptors
         )
-    keeper.channel = channel
+    interceptor.channel = channel
     return channel

@@ -137,11 +137,7 @@ def fake_authenticator(peer: Peer, *, refuse: bool = False, lifetime_ms: int = 0
 
 
 def channel_to(peer: Peer, keeper: sasl_aio.SaslSessionKeeper) -> grpc.aio.Channel:
-    channel = grpc.aio.insecure_channel(
-        f"127.0.0.1:{peer.port}", interceptors=sasl_aio.interceptors(keeper)
-    )
-    keeper.channel = channel
-    return channel
+    return sasl_aio.sasl_channel(f"127.0.0.1:{peer.port}", keeper=keeper)
 
 
 @pytest.mark.asyncio
@@ -186,3 +182,12 @@ async def test_a_session_with_a_lifetime_is_renewed_before_it_ends(peer: Peer) -
         NOW[0] += 1_000  # 90%: renewed before the broker's deadline, no refusal needed
         assert await call(b"c", timeout=5) == b"c"
         assert keeper.authentications == 2 and peer.calls == 3
+
+
+@pytest.mark.asyncio
+async def test_short_lived_channels_to_one_peer_share_its_session(peer: Peer) -> None:
+    keeper = sasl_aio.SaslSessionKeeper(credentials=CREDS, authenticator=fake_authenticator(peer))
+    for i in range(3):
+        async with channel_to(peer, keeper) as channel:
+            assert await channel.unary_unary(METHOD)(b"%d" % i, timeout=5) == b"%d" % i
+    assert keeper.authentications == 1 and peer.calls == 3

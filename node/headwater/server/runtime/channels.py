@@ -65,12 +65,16 @@ class InterBrokerSecurity:
 
 
 _security = InterBrokerSecurity()
+_keepers: dict[tuple[str, bool], sasl_aio.SaslSessionKeeper] = {}
+"""The asyncio channels' SASL session per peer address (and role), shared by every
+channel to it: a short-lived channel does not cost an exchange.  Event-loop only."""
 
 
 def configure_inter_broker(security: InterBrokerSecurity) -> None:
     """Called once by the broker at startup, before any channel to another broker."""
     global _security
     _security = security
+    _keepers.clear()
 
 
 def _peer(control_plane: bool) -> PeerSecurity:
@@ -91,8 +95,12 @@ def aio_channel(
     peer = _peer(control_plane)
     creds = peer.tls.current()[1] if peer.tls is not None else None
     if peer.sasl is not None:
+        keeper = _keepers.get((address, control_plane))
+        if keeper is None or keeper.credentials != peer.sasl:
+            keeper = sasl_aio.SaslSessionKeeper(credentials=peer.sasl, address=address)
+            _keepers[(address, control_plane)] = keeper
         return sasl_aio.sasl_channel(
-            address, credentials=peer.sasl, channel_credentials=creds, options=list(options)
+            address, keeper=keeper, channel_credentials=creds, options=list(options)
         )
     if creds is None:
         return grpc.aio.insecure_channel(address, options=list(options))
