@@ -44,6 +44,7 @@ from collections.abc import Callable, Mapping
 
 from headwater.errors import ErrorCode
 from headwater.groups.consumer_assignors import ASSIGNORS
+from headwater.groups.subscription_authorization import regex_authorized
 from headwater.groups.values import Protocol
 from headwater.values import TopicPartition
 
@@ -255,7 +256,7 @@ class ConsumerGroup:
             member.server_assignor, changed = hb.server_assignor, True
         if hb.subscribed_topic_regex is not None:
             member.subscribed_regex = hb.subscribed_topic_regex or None
-        _authorize_regex(member, hb.describable_topics)
+        member.regex_authorized = regex_authorized(member.subscribed_regex, hb.describable_topics)
         if self._resolve_regexes(partition_counts):  # a topic created or deleted
             changed = True
         if changed:
@@ -306,7 +307,9 @@ class ConsumerGroup:
                 client_id=hb.client_id,
                 client_host=hb.client_host,
             )
-            _authorize_regex(member, hb.describable_topics)
+            member.regex_authorized = regex_authorized(
+                member.subscribed_regex, hb.describable_topics
+            )
             self._resolve_regexes(partition_counts, only=member)
         self.members[member.member_id] = member
         if instance is not None:
@@ -588,15 +591,6 @@ class ConsumerGroup:
         else:
             new = GroupState.STABLE
         return new
-
-
-def _authorize_regex(member: ConsumerMember, describable: frozenset[str] | None) -> None:
-    """Keep, of a heartbeat's ``describable_topics``, those the member's regex matches."""
-    if describable is None or not member.subscribed_regex:
-        member.regex_authorized = None
-        return
-    pattern = re.compile(member.subscribed_regex)
-    member.regex_authorized = frozenset(t for t in describable if pattern.fullmatch(t))
 
 
 def _valid_regex(pattern: str) -> bool:

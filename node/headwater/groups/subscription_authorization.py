@@ -16,12 +16,14 @@ Fetching the assigned partitions needs READ on each topic, checked by Fetch itse
 The decision is taken here, apart from the I/O: the servicer asks the authorizer and
 passes its answers; :func:`authorize_subscription` answers with the refusal or with the
 topics the member may be given by its regex (``describable_topics``), which the
-heartbeat carries to :class:`~headwater.groups.consumer_group.ConsumerGroup`.  Pure.
+heartbeat carries to :class:`~headwater.groups.consumer_group.ConsumerGroup`, where
+:func:`regex_authorized` keeps those the member's regex matches.  Pure.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Collection
 
 from headwater.errors import ErrorCode
@@ -73,3 +75,15 @@ def authorize_subscription(
             "not authorized to DESCRIBE TOPIC " + ", ".join(repr(t) for t in refused),
         )
     return SubscriptionAuthorization(ErrorCode.NONE, describable_topics=describable_topics)
+
+
+def regex_authorized(
+    regex: str | None, describable: frozenset[str] | None
+) -> frozenset[str] | None:
+    """The topics a member's ``regex`` may match: those of its heartbeat's
+    ``describable_topics`` it matches (whole name), or None (any) without an authorizer
+    or a regex.  ``regex`` was validated when the member sent it."""
+    if describable is None or not regex:
+        return None
+    pattern = re.compile(regex)
+    return frozenset(t for t in describable if pattern.fullmatch(t))

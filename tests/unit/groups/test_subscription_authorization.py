@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from headwater.errors import ErrorCode
 from headwater.groups.consumer_group import JOIN_EPOCH, ConsumerGroup, Heartbeat
-from headwater.groups.subscription_authorization import authorize_subscription
+from headwater.groups.subscription_authorization import authorize_subscription, regex_authorized
 from headwater.groups.values import ConsumerGroupHeartbeatRequest
 from headwater.security.acls import (
     AclBinding,
@@ -86,6 +86,13 @@ def test_names_absent_from_the_heartbeat_are_not_checked() -> None:
         describable_topics=None,
     )
     assert not d.refused and d.describable_topics is None
+
+
+def test_regex_authorized_keeps_the_whole_name_matches_of_the_describable_topics() -> None:
+    describable = frozenset({"orders-eu", "orders-eu-old", "xorders-us", "payments"})
+    assert regex_authorized("orders-[a-z]+", describable) == {"orders-eu"}
+    assert regex_authorized("orders-.*", None) is None
+    assert regex_authorized(None, describable) is None
 
 
 # -- the state machine: a regex matches only describable topics -----------------------------
