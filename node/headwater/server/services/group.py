@@ -273,14 +273,19 @@ class GroupService(group_pb2_grpc.GroupServicer):
             else None
         )
         authz = self._authz
+        group_read = authz.group(context, Op.READ, request.group_id)  # asked first, as Kafka
         decided = authorize_subscription(
             group_id=request.group_id,
-            group_read=authz.group(context, Op.READ, request.group_id),
+            group_read=group_read,
             subscribed_topic_names=names,
-            describe_refused=authz.topics(context, Op.DESCRIBE, names or ()) or (),
+            describe_refused=(authz.topics(context, Op.DESCRIBE, names or ()) or ())
+            if group_read
+            else (),
             describable_topics=authz.allowed_topics(
                 context, Op.DESCRIBE, self._metadata.topics, version=self._metadata.version
-            ),
+            )
+            if group_read
+            else None,
         )
         if decided.refused:
             return group_pb2.ConsumerGroupHeartbeatResponse(
