@@ -14,11 +14,14 @@ rights).  Each broker's login is ``listener.name.internal.scram-sha-512.sasl.jaa
   the right one it joins again;
 - another SASL user, with no ClusterAction, is refused the brokers' own requests
   (CLUSTER_AUTHORIZATION_FAILED), the brokers' user is not;
-- no password appears in any broker's log.
+- no password appears in any broker's log;
+- a broker with no login, or one that does not parse, stops at once with a one-line
+  error naming the key (and not the password).
 """
 
 from __future__ import annotations
 
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,8 +39,9 @@ from headwater.coordination.scram_credentials import ScramCredentialStore
 from headwater.errors import ErrorCode
 from headwater.security.scram import ScramCredential, ScramMechanism
 from headwater.testing import Cluster
+from headwater.testing.cluster import broker_command
 from headwater.testing.tls import CertificateAuthority, write_keystore
-from headwater.testing.zookeeper import ZooKeeperServer
+from headwater.testing.zookeeper import ZooKeeperServer, free_port
 from headwater.v1 import control_pb2, control_pb2_grpc
 
 pytestmark = pytest.mark.e2e
@@ -117,6 +121,35 @@ def setup(tmp_path_factory: pytest.TempPathFactory, zookeeper: ZooKeeperServer) 
         session.close(client)
     with cluster:
         yield Setup(cluster, truststore)
+
+
+@pytest.mark.parametrize(
+    ("login", "message"),
+    [
+        (None, f"{JAAS_KEY} is missing"),
+        (jaas(BROKER_PASSWORD).rstrip(";"), f"{JAAS_KEY}: the login module's options must end"),
+    ],
+)
+def test_a_broker_without_a_usable_login_stops_with_one_line(
+    tmp_path: Path, login: str | None, message: str
+) -> None:
+    overrides = {"inter.broker.listener.name": "INTERNAL"}
+    if login is not None:
+        overrides[JAAS_KEY] = login
+    command = broker_command(
+        0,
+        port=free_port(),
+        log_dir=tmp_path,
+        zookeeper_connect="127.0.0.1:1",  # never reached: the config is refused first
+        overrides=overrides,
+        listeners={"CLIENT": free_port(), "INTERNAL": free_port()},
+        protocols={"CLIENT": "PLAINTEXT", "INTERNAL": "SASL_PLAINTEXT"},
+    )
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], done.stderr
+    assert BROKER_PASSWORD not in done.stderr + done.stdout
 
 
 def leader_and_isr_as(setup: Setup, username: str, password: str) -> ErrorCode:
