@@ -9,7 +9,7 @@ itself is a fake (the real SCRAM exchange is covered end to end).
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +19,12 @@ import pytest_asyncio
 from headwater import errors
 from headwater.client import sasl_aio
 from headwater.client.sasl import SESSION_METADATA_KEY, SaslCredentials, SaslSession
+from headwater.coordination.model import BrokerRegistration
 from headwater.server import tls
 from headwater.server.config import BrokerConfig
 from headwater.server.listeners import SslConfig
 from headwater.server.runtime import channels
+from headwater.server.runtime.controller_channel import GrpcControllerChannel
 from headwater.testing.tls import CertificateAuthority, write_keystore
 
 SECRET = "inter-broker-Pw-1"
@@ -191,3 +193,37 @@ async def test_short_lived_channels_to_one_peer_share_its_session(peer: Peer) ->
         async with channel_to(peer, keeper) as channel:
             assert await channel.unary_unary(METHOD)(b"%d" % i, timeout=5) == b"%d" % i
     assert keeper.authentications == 1 and peer.calls == 3
+
+
+@pytest.fixture
+def rotating_security(tmp_path: Path) -> Iterator[tuple[Path, CertificateAuthority]]:
+    """The process-wide inter-broker security on files in ``tmp_path``; reset afterwards."""
+    ca = CertificateAuthority.create()
+    keystore = write_keystore(tmp_path / "broker.pem", ca.issue("broker"))
+    reloading = tls.ReloadingChannelCredentials(
+        SslConfig(keystore_location=str(keystore)), listener="INTERNAL"
+    )
+    peer = channels.PeerSecurity(tls=reloading)
+    channels.configure_inter_broker(
+        channels.InterBrokerSecurity(inter_broker=peer, control_plane=peer)
+    )
+    try:
+        yield keystore, ca
+    finally:
+        channels.configure_inter_broker(channels.InterBrokerSecurity())
+
+
+def test_the_controller_replaces_a_channel_made_before_a_rotation(
+    rotating_security: tuple[Path, CertificateAuthority],
+) -> None:
+    keystore, ca = rotating_security
+    controller = GrpcControllerChannel(controller_id=0, timeout_ms=1000, max_message_bytes=1 << 20)
+    broker = BrokerRegistration(broker_id=1, host="127.0.0.1", port=1, epoch=1)
+    try:
+        first = controller._stub(broker)
+        assert controller._stub(broker) is first  # unchanged files: the same channel
+        write_keystore(keystore, ca.issue("broker-rotated"))
+        assert channels.credentials_generation(control_plane=True) == 1
+        assert controller._stub(broker) is not first  # made again with the new certificate
+    finally:
+        controller.close()
