@@ -17,7 +17,7 @@ Only unary-unary calls are intercepted: Headwater's protocol has no streaming RP
 
 An exchange the peer refuses raises the Kafka error to the caller of the RPC
 (:class:`~headwater.errors.SaslAuthenticationFailedError` and kin); its message holds
-no password.  Thread model: one channel, one event loop.
+no password.  Thread model: everything on one event loop (the broker's).
 """
 
 from __future__ import annotations
