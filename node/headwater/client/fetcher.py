@@ -360,6 +360,10 @@ class Fetcher:
             self._decode_pending()
         # Large answers are decoded after the next fetches go out (pipelining).
         wait_s = self._send_fetches()
+        if self._undecoded_bytes >= PIPELINE_MIN_BYTES:
+            # A large answer of an inline fetch: its partition's next fetch goes out
+            # (through the pool: an answer waits undecoded) before it is decoded.
+            wait_s = min(wait_s, self._send_fetches())
         if self._undecoded:
             self._decode_pending()
             self._wakeup.set()  # decoded answers may leave room for another fetch
@@ -412,7 +416,7 @@ class Fetcher:
         meta = self._metadata.current
         by_leader: dict[str, dict[TopicPartition, tuple[int, int]]] = {}
         leaders: set[str] = set()  # of every fetchable partition, fetched now or not
-        held_back = False
+        held_back = pipelined = False
         for tp, (position, epoch) in self._subs.fetchable().items():
             leader = meta.leader(tp)
             if leader is not None:
@@ -422,6 +426,7 @@ class Fetcher:
                 count, queued_epoch, next_offset, large = queued
                 if count >= MAX_BUFFERED_ANSWERS or not large:
                     continue
+                pipelined = True
                 if queued_epoch == epoch:
                     position = next_offset
             until = self._backoff_until.get(tp, 0.0)
@@ -464,6 +469,7 @@ class Fetcher:
                 leaders=len(leaders),
                 held_back=held_back,
                 undecoded=bool(self._undecoded),
+                pipelined=pipelined,
                 answered_before=address in self._answered,
             )
             self._in_flight.add(address)

@@ -25,6 +25,12 @@ Pure functions of the state the threads keep: no I/O, no clock.
 
 from __future__ import annotations
 
+INLINE_MAX_BYTES = 64 * 1024
+"""The largest Produce request (its batches' estimated bytes) made inline.  A
+larger one means records arrive faster than a trickle: the call takes longer
+(the broker appends more), and a batch filling meanwhile should be pipelined
+beside it, which only a free sender thread does."""
+
 
 def may_produce_inline(
     *,
@@ -34,6 +40,7 @@ def may_produce_inline(
     leaderless: bool,
     answered_before: bool,
     queued: bool,
+    request_bytes: int,
 ) -> bool:
     """Whether the sender thread may make this Produce call itself.
 
@@ -43,10 +50,12 @@ def may_produce_inline(
     ``max_in_flight_requests_per_connection`` hold trivially), this round sends
     to one broker and every ready partition has a leader (no metadata refresh
     waits), no batch is ``queued`` in the accumulator besides the ones sent,
-    and the broker ``answered_before``.
+    the broker ``answered_before``, and the request is at most
+    :data:`INLINE_MAX_BYTES`.
     """
     return (
-        acks != 0
+        request_bytes <= INLINE_MAX_BYTES
+        and acks != 0
         and requests_in_flight == 0
         and brokers_to_send == 1
         and not leaderless
@@ -61,6 +70,7 @@ def may_fetch_inline(
     leaders: int,
     held_back: bool,
     undecoded: bool,
+    pipelined: bool,
     answered_before: bool,
 ) -> bool:
     """Whether the fetcher thread may make this Fetch call (a long poll) itself.
@@ -70,11 +80,14 @@ def may_fetch_inline(
     for ``poll``, since ``poll`` taking it would otherwise want a fetch to
     another broker at once), none is ``held_back`` (backing off after an error,
     or without a leader: a metadata refresh waits on this thread), no answer is
-    ``undecoded`` (large answers are decoded while the next fetch is out), and
-    the broker ``answered_before``.
+    ``undecoded`` and none of the partitions is fetched ``pipelined``, past a
+    large answer still waiting for ``poll`` (both are the throughput case: the
+    next fetch goes out while the thread decodes), and the broker
+    ``answered_before``.
     """
     return (
         requests_in_flight == 0
+        and not pipelined
         and leaders == 1
         and not held_back
         and not undecoded

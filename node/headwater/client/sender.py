@@ -184,6 +184,7 @@ class Sender:
                     leaderless=leaderless,
                     answered_before=address in self._answered,
                     queued=self._acc.has_queued(),
+                    request_bytes=sum(b.size_bytes for b in batches),
                 )
                 self._send(address, batches, now, inline=inline)
         return wait_ms

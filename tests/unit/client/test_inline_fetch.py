@@ -6,8 +6,10 @@ real Fetcher and SubscriptionState with a fake broker whose Fetch is either made
 inline (its records buffered for ``poll`` within the same fetcher loop, on the
 fetcher's thread) or submitted to a fake pool: the first fetch from a broker goes
 through the pool and later ones inline; partitions led by two brokers, or one held
-back after an error, keep the pool; a transport failure inline is retried through the
-pool and the broker is called inline again once it answered.
+back after an error, keep the pool; a large answer of an inline fetch has its
+next fetch sent through the pool before it is decoded (pipelining); a transport
+failure inline is retried through the pool and the broker is called inline again
+once it answered.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any, cast
 
 import pytest
 from headwater import errors, records
-from headwater.client.fetcher import Fetcher
+from headwater.client.fetcher import PIPELINE_MIN_BYTES, Fetcher
 from headwater.client.inline_calls import may_fetch_inline
 from headwater.client.metadata import MetadataManager
 from headwater.client.settings import ConsumerSettings
@@ -34,6 +36,7 @@ ALL_TRUE = {
     "leaders": 1,
     "held_back": False,
     "undecoded": False,
+    "pipelined": False,
     "answered_before": True,
 }
 
@@ -50,6 +53,7 @@ def test_may_fetch_inline_when_nothing_else_waits() -> None:
         {"leaders": 0},
         {"held_back": True},
         {"undecoded": True},
+        {"pipelined": True},
         {"answered_before": False},
     ],
     ids=lambda c: f"{next(iter(c))}={next(iter(c.values()))}",
@@ -77,10 +81,12 @@ class FakeStub:
         self.log: dict[TopicPartition, list[bytes]] = {TP: [], OTHER_TP: []}
         self.Fetch = self
 
-    def append(self, tp: TopicPartition) -> None:
+    def append(self, tp: TopicPartition, value: bytes = b"") -> None:
         base = len(self.log[tp])
         self.log[tp].append(
-            records.build_batch([records.Record(None, b"%d" % base, (), 0)], base_offset=base)
+            records.build_batch(
+                [records.Record(None, value or b"%d" % base, (), 0)], base_offset=base
+            )
         )
 
     def __call__(self, request: Any, timeout: float) -> Any:
@@ -271,3 +277,19 @@ def test_without_allow_inline_every_fetch_goes_through_the_pool() -> None:
     h.a.append(TP)
     h.step()
     assert h.channels.pool.submitted == ["a:9092", "a:9092"] and not h.a.inline
+
+
+def test_a_large_inline_answer_is_pipelined_its_next_fetch_through_the_pool() -> None:
+    h = Harness()
+    h.first_answered()
+    h.a.append(TP, b"x" * PIPELINE_MIN_BYTES)
+    h.step()  # inline fetch, large answer: the next fetch out before decoding it
+    assert len(h.a.inline) == 1
+    assert h.channels.pool.submitted == ["a:9092", "a:9092"]
+    (request,) = [r for _s, r, _d, _a in h.channels.pool.pending]
+    assert [p.fetch_offset for p in request.partitions] == [2]
+    assert h.take() == [1]
+    h.channels.pool.answer_all()  # nothing new: an empty answer
+    h.step()
+    assert h.channels.pool.submitted == ["a:9092", "a:9092"]  # next one inline again
+    assert len(h.a.inline) == 2

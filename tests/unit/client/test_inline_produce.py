@@ -6,8 +6,9 @@ RecordAccumulator on a virtual clock with a fake broker whose Produce is either 
 inline (answered within the same sender loop, on the sender's thread) or submitted to
 a fake pool: the first request to a broker goes through the pool, later idle ones
 inline; anything else waiting (a queued batch, a second broker, a request in flight)
-keeps the pool; a transport failure inline is retried through the pool and the
-broker is called inline again only once it answered; an idempotent producer's
+keeps the pool, as does a request over ``INLINE_MAX_BYTES``; a transport failure
+inline is retried through the pool and the broker is called inline again only once
+it answered; an idempotent producer's
 sequence numbers and a retriable error answered inline; ``acks=0`` never inline.
 """
 
@@ -19,7 +20,7 @@ from typing import Any, cast
 import grpc
 import pytest
 from headwater.client.accumulator import RecordAccumulator
-from headwater.client.inline_calls import may_produce_inline
+from headwater.client.inline_calls import INLINE_MAX_BYTES, may_produce_inline
 from headwater.client.metadata import MetadataManager
 from headwater.client.sender import Sender
 from headwater.client.settings import ProducerSettings
@@ -41,6 +42,7 @@ ALL_TRUE = {
     "leaderless": False,
     "answered_before": True,
     "queued": False,
+    "request_bytes": 100,
 }
 
 
@@ -58,6 +60,7 @@ def test_may_produce_inline_when_nothing_else_waits() -> None:
         {"leaderless": True},
         {"answered_before": False},
         {"queued": True},
+        {"request_bytes": INLINE_MAX_BYTES + 1},
     ],
     ids=lambda c: next(iter(c)),
 )
@@ -300,6 +303,19 @@ def test_idempotent_sequences_and_a_retriable_answer_inline() -> None:
     h.send()
     h.step()
     assert parse_header(h.a.inline[-1].partitions[0].records, 0).base_sequence == 2
+
+
+def test_a_large_request_keeps_the_pool() -> None:
+    h = Harness(acks=1)  # a record over batch_size: a batch of its own
+    h.first_answered()
+    fut = h.acc.append(
+        TP, Record(None, b"x" * (INLINE_MAX_BYTES + 1), (), 0), max_block_ms=0
+    ).future
+    h.step()
+    assert h.channels.pool.submitted == 2 and not h.a.inline
+    h.channels.pool.answer_all()
+    h.step()
+    assert fut.result(0).offset == 1
 
 
 def test_acks_0_never_inline() -> None:
