@@ -77,8 +77,9 @@ class Listener(NamedTuple):
         return f"{self.protocol}://{self.host}:{self.port}"
 
 
-def _key(name: str, default: Any, doc: str) -> Any:
-    return dataclasses.field(default=default, metadata={"key": name, "doc": doc})
+def _key(name: str, default: Any, doc: str, *, secret: bool = False) -> Any:
+    """A config field under Kafka's ``name``; a ``secret`` one is left out of ``repr``."""
+    return dataclasses.field(default=default, repr=not secret, metadata={"key": name, "doc": doc})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,12 +119,20 @@ class BrokerConfig:
     ssl_keystore_certificate_chain: str = _key(
         "ssl.keystore.certificate.chain", "", "Inline PEM certificate chain (and ssl.keystore.key)."
     )
-    ssl_keystore_key: str = _key("ssl.keystore.key", "", "Inline PEM private key (sensitive).")
+    ssl_keystore_key: str = _key(
+        "ssl.keystore.key", "", "Inline PEM private key (sensitive).", secret=True
+    )
     ssl_key_password: str = _key(
-        "ssl.key.password", "", "Password of an encrypted key (not supported: leave unset)."
+        "ssl.key.password",
+        "",
+        "Password of an encrypted key (not supported: leave unset).",
+        secret=True,
     )
     ssl_keystore_password: str = _key(
-        "ssl.keystore.password", "", "Keystore password (not supported for PEM: leave unset)."
+        "ssl.keystore.password",
+        "",
+        "Keystore password (not supported for PEM: leave unset).",
+        secret=True,
     )
     ssl_truststore_type: str = _key("ssl.truststore.type", "PEM", "Truststore format (PEM only).")
     ssl_truststore_location: str = _key(
@@ -133,7 +142,7 @@ class BrokerConfig:
         "ssl.truststore.certificates", "", "Inline PEM CA certificates trusted for peers."
     )
     ssl_truststore_password: str = _key(
-        "ssl.truststore.password", "", "Truststore password (not supported for PEM)."
+        "ssl.truststore.password", "", "Truststore password (not supported for PEM).", secret=True
     )
     ssl_client_auth: str = _key(
         "ssl.client.auth", "none", "Client certificates on SSL listeners: required or none."
@@ -165,6 +174,7 @@ class BrokerConfig:
         "Per-listener settings: listener.name.<lower-case name>.ssl.*, "
         "listener.name.<name>.sasl.enabled.mechanisms and, for the broker's own login on a "
         "SASL inter-broker listener, listener.name.<name>.<mechanism>.sasl.jaas.config.",
+        secret=True,
     )
     log_dirs: str = _key(
         "log.dirs", "/tmp/headwater-logs", "Comma-separated directories holding partition logs."
@@ -356,6 +366,7 @@ class BrokerConfig:
         "zookeeper.digest.password",
         "",
         "Password of zookeeper.digest.username (sensitive: never shown by DescribeConfigs).",
+        secret=True,
     )
 
     # -- derived views ------------------------------------------------------------------

@@ -182,3 +182,23 @@ def test_consumer_group_settings_are_read() -> None:
 def test_bad_consumer_group_settings_name_the_key(overrides: list[str], match: str) -> None:
     with pytest.raises(ConfigError, match=match):
         BrokerConfig.load(environ={}, overrides=["broker.id=0", *overrides])
+
+
+def test_repr_leaves_out_every_secret() -> None:
+    config = BrokerConfig.from_properties(
+        {
+            "broker.id": "0",
+            "zookeeper.digest.username": "brokers",
+            "zookeeper.digest.password": "zk-s3cret",
+            "ssl.keystore.key": "-----BEGIN PRIVATE KEY-----inline-key",
+            "listener.name.internal.scram-sha-512.sasl.jaas.config": (
+                "org.apache.kafka.common.security.scram.ScramLoginModule required "
+                'username="broker" password="jaas-s3cret";'
+            ),
+        }
+    )
+    assert config.zookeeper_digest_password == "zk-s3cret"  # kept, only not shown
+    shown = repr(config)
+    assert "broker_id=0" in shown and "zookeeper_digest_username='brokers'" in shown
+    for secret in ("zk-s3cret", "inline-key", "jaas-s3cret"):
+        assert secret not in shown
