@@ -73,7 +73,7 @@ class GrpcControllerChannel:
     def _check(error: int, what: str, broker: BrokerRegistration) -> None:
         code = ErrorCode(error)
         if code is not ErrorCode.NONE:
-            raise errors.for_code(code, f"{what} to broker {broker.broker_id}: {code.name}")
+            raise errors.for_code(code, f"{what} to broker {broker.broker_id} refused")
 
     def send_leader_and_isr(
         self,

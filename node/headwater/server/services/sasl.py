@@ -61,7 +61,7 @@ class SaslService(sasl_pb2_grpc.SaslServiceServicer):
             exchange_id = self._exchanges.handshake(request.mechanism, allowed=enabled)
         except errors.HeadwaterError as exc:
             return sasl_pb2.SaslHandshakeResponse(
-                error=pb_error(exc.code), error_message=exc.message, mechanisms=enabled
+                error=pb_error(exc.code), error_message=errors.message_of(exc), mechanisms=enabled
             )
         return sasl_pb2.SaslHandshakeResponse(mechanisms=enabled, session_id=exchange_id)
 
@@ -75,7 +75,7 @@ class SaslService(sasl_pb2_grpc.SaslServiceServicer):
             user = user or self._exchanges.attempted_user(request.session_id)
             log.info("SASL authentication from %s failed (user %r): %s", context.peer(), user, exc)
             return sasl_pb2.SaslAuthenticateResponse(
-                error=pb_error(exc.code), error_message=exc.message
+                error=pb_error(exc.code), error_message=errors.message_of(exc)
             )
         if result.principal is not None:
             log.info("SASL authentication from %s succeeded: %s", context.peer(), result.principal)
@@ -114,7 +114,7 @@ class ScramAdminService(sasl_pb2_grpc.ScramAdminServicer):
             store = self._zk()
         except errors.HeadwaterError as exc:
             return sasl_pb2.DescribeUserScramCredentialsResponse(
-                error=pb_error(exc.code), error_message=exc.message
+                error=pb_error(exc.code), error_message=errors.message_of(exc)
             )
         names = list(request.users)
         if len(set(names)) != len(names):
