@@ -346,8 +346,12 @@ class Producer:
         self._thread.join(timeout)
         if self._thread.is_alive():
             self._sender.force_close()
+            # Channels first: closing them ends a call the sender thread may be
+            # making itself (an inline call, see sender.py), so the join is short.
+            self._channels.close()
             self._thread.join(5.0)
-        self._channels.close()
+        else:
+            self._channels.close()
 
     def __enter__(self) -> Producer:
         return self

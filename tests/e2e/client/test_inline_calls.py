@@ -2,11 +2,13 @@
 ``headwater.client.inline_calls``): one record at a time, the sender and the fetcher
 make their calls themselves (the pool is used only for the first one), and every
 record is acknowledged and polled back in order, exactly once; across a SIGKILL of the
-leader the inline calls fail over without losing or duplicating a record; and
-``Consumer.close`` ends a long poll the fetcher thread is making itself."""
+leader the inline calls fail over without losing or duplicating a record;
+``Consumer.close`` ends a long poll the fetcher thread is making itself, and
+``Producer.close(timeout)`` a call to a paused leader the sender thread is making."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import headwater
@@ -117,3 +119,44 @@ def test_close_ends_a_long_poll_the_fetcher_thread_makes_itself(cluster: Cluster
     # close's join found the thread ended: closing the channels ended its long poll
     # (joined first, it would have waited out its 5 s with the poll still held).
     assert alive_after_join == [False]
+
+
+def test_close_with_a_timeout_ends_an_inline_call_to_a_paused_leader(trio: Cluster) -> None:
+    topic = make_topic(trio.bootstrap)
+    leader = wait_leader(trio, topic)
+    p = headwater.Producer(
+        trio.bootstrap,
+        acks=1,
+        linger_ms=0,
+        request_timeout_ms=60_000,  # longer than close's 5 s join after force_close
+        delivery_timeout_ms=120_000,
+    )
+    try:
+        for value in (b"first", b"second"):  # the leader answered: the next call inline
+            p.send(topic, value).result(60)
+        sender = p._sender
+        trio.pause(leader)
+        try:
+            during = p.send(topic, b"during")
+            for _ in range(200):  # bounded: the call is out, on the sender thread
+                if sum(sender._in_flight.values()):
+                    break
+                time.sleep(0.05)
+            assert sum(sender._in_flight.values()) == 1 and not during.done()
+            thread, alive_after_join = p._thread, []
+            join = thread.join
+
+            def observed_join(timeout: float | None = None) -> None:
+                join(timeout)
+                alive_after_join.append(thread.is_alive())
+
+            thread.join = observed_join  # type: ignore[method-assign]
+            p.close(0.2)
+        finally:
+            trio.resume(leader)
+    finally:
+        p.close()
+    # The first join timed out (the call was held); after force_close the second found
+    # the thread ended: closing the channels ended its call.
+    assert alive_after_join == [True, False]
+    assert during.exception(0) is not None
