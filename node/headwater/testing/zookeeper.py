@@ -43,6 +43,19 @@ def free_port() -> int:
         return port
 
 
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct TCP ports on 127.0.0.1, free right now: all are bound at once
+    (calling :func:`free_port` repeatedly may hand out the same port twice)."""
+    sockets = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
 def _port_free(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         try:

@@ -25,7 +25,7 @@ from urllib.request import urlopen
 import headwater
 import pytest
 from headwater.testing.cluster import is_healthy
-from headwater.testing.zookeeper import ZooKeeperServer, free_port
+from headwater.testing.zookeeper import ZooKeeperServer, free_ports
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 from kazoo.security import Permissions, make_digest_acl_credential
@@ -86,8 +86,8 @@ def brokers(zookeeper: ZooKeeperServer, tmp_path: Path) -> Iterator[Running]:
         }
     )
     pods: list[LocalPod] = []
-    ports = [free_port() for _ in range(BROKERS)]
-    metrics_ports = [free_port() for _ in range(BROKERS)]
+    distinct = free_ports(2 * BROKERS)
+    ports, metrics_ports = distinct[:BROKERS], distinct[BROKERS:]
     for i, broker in enumerate(rendered):
         home = tmp_path / broker.hostname
         (home / "data").mkdir(parents=True)

@@ -35,7 +35,7 @@ from cryptography.hazmat.primitives import serialization
 from headwater import errors
 from headwater.testing.cluster import is_healthy
 from headwater.testing.tls import CertificateAuthority, write_keystore
-from headwater.testing.zookeeper import ZooKeeperServer, free_port
+from headwater.testing.zookeeper import ZooKeeperServer, free_port, free_ports
 from headwater_operator.config import OperatorConfig
 from headwater_operator.user_reconciler import UserReconciler, UserResource
 from headwater_operator.users_kube import AdminUsers, PemClientsCa, new_password
@@ -119,7 +119,8 @@ def brokers(
         "ssl.keystore.location": tls / "tls-combined.pem",
         "ssl.truststore.location": tls / "ca.crt",
     }
-    ports = [{name: free_port() for name in LISTENERS} for _ in range(BROKERS)]
+    distinct = iter(free_ports(len(LISTENERS) * BROKERS))
+    ports = [{name: next(distinct) for name in LISTENERS} for _ in range(BROKERS)]
     pods: list[LocalPod] = []
     for i in range(BROKERS):
         hostname = f"{sts}-{i}"

@@ -16,7 +16,7 @@ import pytest
 from headwater import errors
 from headwater.client import NewTopic, TopicPartition
 from headwater.testing import Cluster
-from headwater.testing.zookeeper import ZooKeeperServer, free_port
+from headwater.testing.zookeeper import ZooKeeperServer, free_ports
 
 from .conftest import (
     TP,
@@ -39,7 +39,7 @@ SIZES = "sizes"
 @pytest.fixture
 def scraped(zookeeper: ZooKeeperServer, tmp_path: Path) -> Iterator[tuple[Cluster, dict[int, int]]]:
     """The reassignment tests' four brokers, each serving Prometheus metrics on its own port."""
-    ports = {b: free_port() for b in range(4)}
+    ports = dict(enumerate(free_ports(4)))
     overrides = {
         "min.insync.replicas": "2",
         "replica.lag.time.max.ms": "3000",

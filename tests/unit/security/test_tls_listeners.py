@@ -24,7 +24,7 @@ from headwater.server.config import BrokerConfig
 from headwater.server.runtime import listener_servers
 from headwater.server.tls import TlsMaterialError
 from headwater.testing.tls import CertificateAuthority, IssuedCertificate, write_keystore
-from headwater.testing.zookeeper import free_port
+from headwater.testing.zookeeper import free_ports
 
 WHO = "/headwater.v1.Test/WhoAmI"
 SASL = "/headwater.v1.SaslService/SaslHandshake"
@@ -80,7 +80,7 @@ async def _call(channel: grpc.aio.Channel, method: str = WHO, token: str | None 
 
 @pytest_asyncio.fixture
 async def listeners(pki: dict[str, Any]) -> AsyncIterator[dict[str, str]]:
-    ports = {name: free_port() for name in ("MTLS", "TLS", "PLAIN", "SASL")}
+    ports = dict(zip(("MTLS", "TLS", "PLAIN", "SASL"), free_ports(4), strict=True))
     config = BrokerConfig.from_properties(
         {
             "broker.id": "0",
