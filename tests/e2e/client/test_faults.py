@@ -85,7 +85,14 @@ def test_acks_1_pipelines_and_keeps_order_across_a_leader_sigkill(trio: Cluster)
     ok = [f.result(0).offset for f in futs if f.exception(0) is None]
     assert len(ok) > total // 2
     # Offsets the dead leader acknowledged may be lost and handed out again (acks=1).
+    # The last acknowledgements came from the new leader, whose high watermark reaches
+    # them once its followers have fetched (acks=1 does not wait for that).
+    last_acked = max(ok)
     with headwater.Consumer(bootstrap_servers=trio.bootstrap) as c:
+        trio.wait_for(
+            lambda: c.end_offsets([TP(name, 0)])[TP(name, 0)] > last_acked,
+            what="the high watermark to pass the last acknowledged offset",
+        )
         end = c.end_offsets([TP(name, 0)])[TP(name, 0)]
     values = read_values(trio.bootstrap, name, end)
     assert len(values) == end
