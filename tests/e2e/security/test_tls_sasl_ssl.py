@@ -65,7 +65,21 @@ def sasl_ssl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster
             )
         finally:
             session.close(client)
+        # The brokers learn the credential through their ZooKeeper watch, a moment later.
+        cluster.wait_for(
+            lambda: all(knows_alice(b.address, truststore) for b in cluster.brokers.values()),
+            what="every broker to know alice's credential",
+        )
         yield cluster, truststore
+
+
+def knows_alice(address: str, truststore: Path) -> bool:
+    try:
+        with Admin(address, **options(truststore)) as admin:
+            admin.describe_cluster()
+    except errors.SaslAuthenticationFailedError:
+        return False
+    return True
 
 
 def options(truststore: Path, password: str | None = PASSWORD) -> dict[str, str]:
