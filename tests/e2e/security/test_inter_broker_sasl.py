@@ -31,9 +31,6 @@ import pytest
 from headwater.client import sasl
 from headwater.client.admin import Admin, NewTopic
 from headwater.client.admin_scram import ScramUpsertion
-from headwater.client.consumer import Consumer
-from headwater.client.producer import Producer
-from headwater.client.types import TopicPartition
 from headwater.coordination import session
 from headwater.coordination.scram_credentials import ScramCredentialStore
 from headwater.errors import ErrorCode
@@ -43,6 +40,8 @@ from headwater.testing.cluster import broker_command
 from headwater.testing.tls import CertificateAuthority, write_keystore
 from headwater.testing.zookeeper import ZooKeeperServer, free_port
 from headwater.v1 import control_pb2, control_pb2_grpc
+
+from tests.e2e.security.failover import produce_across_leader_kill, read_from_survivors
 
 pytestmark = pytest.mark.e2e
 
@@ -188,35 +187,10 @@ def test_replication_over_sasl_ssl_survives_a_leader_kill(setup: Setup) -> None:
     with Admin(cluster.bootstrap, **setup.client) as admin:
         admin.create_topics([NewTopic(TOPIC, 1, 3)])
     cluster.wait_for(lambda: len(cluster.isr_for(TOPIC, 0)) == 3, what="a full ISR")
-    acked: list[bytes] = []
-    with Producer(cluster.bootstrap, acks="all", **setup.client) as producer:
-        for i in range(150):
-            producer.send(TOPIC, b"before-%d" % i).result(timeout=60)
-            acked.append(b"before-%d" % i)
-        leader = cluster.leader_for(TOPIC, 0)
-        assert leader is not None
-        cluster.kill(leader)
-        for i in range(150):
-            producer.send(TOPIC, b"after-%d" % i).result(timeout=60)
-            acked.append(b"after-%d" % i)
+    acked, leader = produce_across_leader_kill(cluster, TOPIC, setup.client, per_side=150)
     new_leader = cluster.leader_for(TOPIC, 0)
     assert new_leader is not None and new_leader != leader
-    survivors = ",".join(b.address for i, b in cluster.brokers.items() if i != leader)
-    consumer = Consumer(
-        bootstrap_servers=survivors,
-        auto_offset_reset="earliest",
-        consumer_timeout_ms=10000,
-        **setup.client,
-    )
-    try:
-        consumer.assign([TopicPartition(TOPIC, 0)])
-        seen = []
-        for record in consumer:
-            seen.append(record.value)
-            if len(seen) >= len(acked):
-                break
-    finally:
-        consumer.close()
+    seen = read_from_survivors(cluster, TOPIC, setup.client, killed=leader, count=len(acked))
     assert seen == acked
 
 

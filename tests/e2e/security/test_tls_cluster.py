@@ -20,11 +20,10 @@ import grpc
 import pytest
 from headwater import errors
 from headwater.client.admin import Admin, NewTopic
-from headwater.client.consumer import Consumer
-from headwater.client.producer import Producer
-from headwater.client.types import TopicPartition
 from headwater.testing import Cluster
 from headwater.testing.tls import CertificateAuthority, IssuedCertificate, write_keystore
+
+from tests.e2e.security.failover import produce_across_leader_kill, read_from_survivors
 
 pytestmark = pytest.mark.e2e
 
@@ -169,33 +168,8 @@ def test_replication_over_mtls_survives_a_leader_kill(tls_trio: Cluster, pki: Pk
     with Admin(tls_trio.bootstrap, **client) as admin:
         admin.create_topics([NewTopic(topic, 1, 3)])
     tls_trio.wait_for(lambda: len(tls_trio.isr_for(topic, 0)) == 3, what="a full ISR")
-    acked: list[bytes] = []
-    with Producer(tls_trio.bootstrap, acks="all", **client) as producer:
-        for i in range(200):
-            producer.send(topic, b"before-%d" % i).result(timeout=60)
-            acked.append(b"before-%d" % i)
-        leader = tls_trio.leader_for(topic, 0)
-        assert leader is not None
-        tls_trio.kill(leader)
-        for i in range(200):
-            producer.send(topic, b"after-%d" % i).result(timeout=60)
-            acked.append(b"after-%d" % i)
+    acked, leader = produce_across_leader_kill(tls_trio, topic, client, per_side=200)
     new_leader = tls_trio.leader_for(topic, 0)
     assert new_leader is not None and new_leader != leader
-    survivors = ",".join(b.address for i, b in tls_trio.brokers.items() if i != leader)
-    consumer = Consumer(
-        bootstrap_servers=survivors,
-        auto_offset_reset="earliest",
-        consumer_timeout_ms=10000,
-        **client,
-    )
-    try:
-        consumer.assign([TopicPartition(topic, 0)])
-        seen = []
-        for record in consumer:
-            seen.append(record.value)
-            if len(seen) >= len(acked):
-                break
-    finally:
-        consumer.close()
+    seen = read_from_survivors(tls_trio, topic, client, killed=leader, count=len(acked))
     assert seen == acked
