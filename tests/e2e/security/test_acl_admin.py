@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from headwater import errors
@@ -179,6 +180,23 @@ def test_cli_add_list_remove(
 ) -> None:
     cluster, writer = secured
     writer.add(*MANAGE)
+    # Every CLI call below needs ALTER or DESCRIBE on the broker it reaches, and the two
+    # are separate writes, each followed by its own notification: a broker that had
+    # seen ALTER (the add succeeded) could still refuse the list that follows.  DESCRIBE
+    # was added after ALTER and a broker re-reads the resource when notified, so once a
+    # broker allows DescribeAcls it has both.
+    everything = acls_pb2.AclBindingFilter(
+        resource_type=1, pattern_type=1, operation=1, permission_type=1
+    )
+    for b in cluster.brokers.values():
+        stub = acls(b.address)
+
+        def describe(stub: Any = stub) -> int:
+            return int(stub.DescribeAcls(acls_pb2.DescribeAclsRequest(filter=everything)).error)
+
+        eventually(
+            describe, lambda e: e == ErrorCode.NONE, what=f"DescribeAcls allowed on {b.address}"
+        )
     topic = name("cli-")
     eventually(
         lambda: main(
