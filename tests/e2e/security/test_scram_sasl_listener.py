@@ -186,6 +186,17 @@ def test_producer_and_consumer_keep_working_across_a_broker_restart(
         assert PASSWORD not in log and "wrong-Pw-1" not in log
 
 
+def can_log_in(address: str, user: str, password: str) -> bool:
+    with grpc.insecure_channel(address) as channel:
+        try:
+            sasl.authenticate(
+                channel, mechanism="SCRAM-SHA-512", username=user, password=password, timeout_s=10
+            )
+        except errors.SaslAuthenticationFailedError:
+            return False
+    return True
+
+
 def test_deleting_a_credential_ends_its_open_sessions(cluster: Cluster) -> None:
     internal = cluster.brokers[0].address_of("INTERNAL")
     with Admin(internal) as admin:
@@ -193,6 +204,12 @@ def test_deleting_a_credential_ends_its_open_sessions(cluster: Cluster) -> None:
             [ScramUpsertion("temp", "SCRAM-SHA-512", 4096, "temp-Secret-8")]
         )
     address = client_address(cluster)
+    # The broker's credential cache learns of "temp" through its ZooKeeper watch, a
+    # moment after the write: the session below must not be the first to try.
+    cluster.wait_for(
+        lambda: can_log_in(address, "temp", "temp-Secret-8"),
+        what="the broker to know temp's credential",
+    )
     raw = grpc.insecure_channel(address)
     interceptor = sasl.SaslClientInterceptor(
         raw,
