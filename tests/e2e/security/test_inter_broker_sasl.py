@@ -28,6 +28,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+from headwater import errors
 from headwater.client import sasl
 from headwater.client.admin import Admin, NewTopic
 from headwater.client.admin_scram import ScramUpsertion
@@ -168,6 +169,19 @@ def leader_and_isr_as(setup: Setup, username: str, password: str) -> ErrorCode:
     return ErrorCode(response.error)
 
 
+def can_log_in(setup: Setup, username: str, password: str) -> bool:
+    """True once broker 0's INTERNAL listener accepts this SCRAM login."""
+    address = setup.cluster.brokers[0].address_of("INTERNAL")
+    with grpc.secure_channel(address, grpc.ssl_channel_credentials(setup.ca_pem)) as channel:
+        try:
+            sasl.authenticate(
+                channel, mechanism="SCRAM-SHA-512", username=username, password=password
+            )
+        except errors.SaslAuthenticationFailedError:
+            return False
+    return True
+
+
 def test_inter_broker_requests_need_the_brokers_rights(setup: Setup) -> None:
     """Kafka's rule: the inter-broker principal (here the SASL user) must be a super user
     or hold ClusterAction; another authenticated user is refused."""
@@ -175,6 +189,11 @@ def test_inter_broker_requests_need_the_brokers_rights(setup: Setup) -> None:
         admin.alter_user_scram_credentials(
             [ScramUpsertion("intruder", "SCRAM-SHA-512", 4096, INTRUDER_PASSWORD)]
         )
+    # Broker 0 learns the new user through its ZooKeeper watch, a moment after the write.
+    setup.cluster.wait_for(
+        lambda: can_log_in(setup, "intruder", INTRUDER_PASSWORD),
+        what="broker 0 to know intruder's credential",
+    )
     assert (
         leader_and_isr_as(setup, "intruder", INTRUDER_PASSWORD)
         is ErrorCode.CLUSTER_AUTHORIZATION_FAILED
