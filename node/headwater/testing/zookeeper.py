@@ -19,8 +19,10 @@ Thread safety: one thread owns a server object; ``stop`` is idempotent.
 from __future__ import annotations
 
 import atexit
+import collections
 import contextlib
 import os
+import random
 import shutil
 import signal
 import socket
@@ -36,16 +38,69 @@ _LIVE: weakref.WeakSet[ZooKeeperServer] = weakref.WeakSet()
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that is free right now (the kernel picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+    """A TCP port on 127.0.0.1 that is free right now (see :func:`free_ports`)."""
+    (port,) = free_ports(1)
+    return port
 
 
 def free_ports(count: int) -> list[int]:
-    """``count`` distinct TCP ports on 127.0.0.1, free right now: all are bound at once
-    (calling :func:`free_port` repeatedly may hand out the same port twice)."""
+    """``count`` distinct TCP ports on 127.0.0.1, free right now, all bound at once.
+
+    A port is handed out free and bound later by a child process (a broker, ZooKeeper),
+    seconds after. Two races would take it in between, and both are closed here:
+
+    - the kernel's ``bind(0)`` picks among the ephemeral ports, which every outgoing
+      connection on the machine also draws its local port from: a client connecting in
+      that window could take a broker's port. Ports are drawn below the ephemeral range
+      (``net.ipv4.ip_local_port_range``) instead, where only an explicit bind lands;
+    - a port handed out here is not handed out again while it is among the last
+      :data:`_REMEMBERED` given, so two calls in one test process never collide.
+
+    Falls back to ``bind(0)`` when the range below the ephemeral ports is too small.
+    """
+    low, high = _FIXED_PORTS_LOW, _ephemeral_low() - 1
+    if high - low < _REMEMBERED:
+        return _kernel_ports(count)
+    sockets: list[socket.socket] = []
+    try:
+        for _ in range(count * 200):  # bounded: most draws in an idle range are free
+            if len(sockets) == count:
+                break
+            port = _rng.randint(low, high)
+            if port in _recent or any(s.getsockname()[1] == port for s in sockets):
+                continue
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                s.close()
+                continue
+            sockets.append(s)
+        if len(sockets) < count:
+            raise RuntimeError(f"found {len(sockets)} of {count} free ports in {low}..{high}")
+        ports = [int(s.getsockname()[1]) for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+    _recent.extend(ports)
+    return ports
+
+
+_FIXED_PORTS_LOW = 15000
+_REMEMBERED = 2048
+_recent: collections.deque[int] = collections.deque(maxlen=_REMEMBERED)
+_rng = random.Random()
+
+
+def _ephemeral_low() -> int:
+    try:
+        text = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text()
+        return int(text.split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
+
+
+def _kernel_ports(count: int) -> list[int]:
     sockets = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
     try:
         for s in sockets:
