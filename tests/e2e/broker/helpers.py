@@ -63,17 +63,23 @@ def batch(values: list[bytes]) -> bytes:
 
 
 def produce(
-    address: str, topic: str, records: bytes, *, acks: int = -1, partition: int = 0
+    address: str,
+    topic: str,
+    records: bytes,
+    *,
+    acks: int = -1,
+    partition: int = 0,
+    timeout_ms: int = 5000,
 ) -> broker_pb2.ProducePartitionResponse:
     response = broker_stub(address).Produce(
         broker_pb2.ProduceRequest(
             acks=acks,
-            timeout_ms=5000,
+            timeout_ms=timeout_ms,
             partitions=[
                 broker_pb2.ProducePartitionData(topic=topic, partition=partition, records=records)
             ],
         ),
-        timeout=15,
+        timeout=timeout_ms / 1000 + 10,
     )
     return response.partitions[0]
 
@@ -135,14 +141,25 @@ def read_all(address: str, topic: str, *, partition: int = 0) -> list[tuple[int,
 def produce_to_leader(
     cluster: Cluster, topic: str, records: bytes, *, acks: int = -1, timeout_s: float = 30.0
 ) -> int:
-    """Produce, following leadership changes and retrying retriable errors; the base offset."""
+    """Produce, following leadership changes and retrying retriable errors; the base offset.
+
+    These batches are not idempotent, so a retry after the leader appended (a timed-out
+    acks=all wait) would write the records twice: the broker's wait is the whole
+    ``timeout_s``, so that a follower slow to follow a new leader under load still
+    acknowledges within the first request, and retries are left for refusals."""
     deadline = time.monotonic() + timeout_s
     last = None
     while time.monotonic() < deadline:
         leader = cluster.leader_for(topic, 0)
         if leader is not None and cluster.brokers[leader].running:
             try:
-                result = produce(cluster.brokers[leader].address, topic, records, acks=acks)
+                result = produce(
+                    cluster.brokers[leader].address,
+                    topic,
+                    records,
+                    acks=acks,
+                    timeout_ms=int(timeout_s * 1000),
+                )
                 if result.error == ErrorCode.NONE:
                     return result.base_offset
                 last = ErrorCode(result.error).name
