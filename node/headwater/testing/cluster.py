@@ -35,7 +35,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from headwater.coordination import session
 from headwater.coordination.store import ZkStore
-from headwater.testing.zookeeper import ZooKeeperServer, free_port, free_ports
+from headwater.testing.zookeeper import ZooKeeperServer, free_port
 
 _LIVE: weakref.WeakSet[Cluster] = weakref.WeakSet()
 
@@ -212,14 +212,11 @@ class Cluster:
         self.zookeeper_server: ZooKeeperServer | None = None
         self.chroot = f"/headwater-test-{uuid.uuid4().hex[:10]}"
         self.brokers: dict[int, BrokerProcess] = {}
-        # Every port at once: free_port() asked again and again may hand out one twice
-        # (the kernel picks at random among the free ones, and each is free again at once).
-        pool = iter(free_ports(brokers * max(1, len(self.listeners))))
         for i in range(brokers):
-            ports = {name: next(pool) for name in self.listeners}
+            ports = {name: free_port() for name in self.listeners}
             self.brokers[i] = BrokerProcess(
                 i,
-                port=next(iter(ports.values())) if ports else next(pool),
+                port=next(iter(ports.values())) if ports else free_port(),
                 data_dir=self.data_dir / f"broker-{i}",
                 ports=ports,
             )
@@ -253,9 +250,7 @@ class Cluster:
         _LIVE.add(self)
         try:
             if self._external_zookeeper is None:
-                self.zookeeper_server = ZooKeeperServer(
-                    self.data_dir / "zookeeper", port=self._port_not_ours()
-                )
+                self.zookeeper_server = ZooKeeperServer(self.data_dir / "zookeeper")
                 self.zookeeper_server.start()
             for broker_id in self.brokers:
                 self.start_broker(broker_id, wait=False)
@@ -295,16 +290,6 @@ class Cluster:
     ) -> None:
         self.close()
 
-    def _port_not_ours(self) -> int:
-        """A free port that is none of this cluster's brokers' (a stopped broker's port
-        is free too, and it will want it back)."""
-        ours = {p for b in self.brokers.values() for p in (b.port, *b.ports.values())}
-        for _ in range(100):  # bounded: the kernel picks at random among thousands
-            port = free_port()
-            if port not in ours:
-                return port
-        raise RuntimeError(f"free_port() kept answering this cluster's own ports {sorted(ours)}")
-
     # -- one broker -----------------------------------------------------------------------
 
     def start_broker(self, broker_id: int, *, wait: bool = True) -> None:
@@ -341,7 +326,7 @@ class Cluster:
         """
         broker_id = max(self.brokers, default=-1) + 1
         self.brokers[broker_id] = BrokerProcess(
-            broker_id, port=self._port_not_ours(), data_dir=self.data_dir / f"broker-{broker_id}"
+            broker_id, port=free_port(), data_dir=self.data_dir / f"broker-{broker_id}"
         )
         self.start_broker(broker_id, wait=wait)
         return broker_id

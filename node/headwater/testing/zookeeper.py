@@ -54,7 +54,9 @@ def free_ports(count: int) -> list[int]:
       that window could take a broker's port. Ports are drawn below the ephemeral range
       (``net.ipv4.ip_local_port_range``) instead, where only an explicit bind lands;
     - a port handed out here is not handed out again while it is among the last
-      :data:`_REMEMBERED` given, so two calls in one test process never collide.
+      :data:`_REMEMBERED` given, so two calls in one test process never collide (a
+      cluster's brokers, its ZooKeeper, a broker added later, a test's metrics ports);
+      a port drawn twice in one call fails to bind the second time and is skipped.
 
     Falls back to ``bind(0)`` when the range below the ephemeral ports is too small.
     """
@@ -67,7 +69,7 @@ def free_ports(count: int) -> list[int]:
             if len(sockets) == count:
                 break
             port = _rng.randint(low, high)
-            if port in _recent or any(s.getsockname()[1] == port for s in sockets):
+            if port in _recent:
                 continue
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             try:

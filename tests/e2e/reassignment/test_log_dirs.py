@@ -39,6 +39,7 @@ SIZES = "sizes"
 @pytest.fixture
 def scraped(zookeeper: ZooKeeperServer, tmp_path: Path) -> Iterator[tuple[Cluster, dict[int, int]]]:
     """The reassignment tests' four brokers, each serving Prometheus metrics on its own port."""
+    ports = dict(enumerate(free_ports(4)))
     overrides = {
         "min.insync.replicas": "2",
         "replica.lag.time.max.ms": "3000",
@@ -47,19 +48,13 @@ def scraped(zookeeper: ZooKeeperServer, tmp_path: Path) -> Iterator[tuple[Cluste
         "offsets.topic.replication.factor": "3",
         "offsets.topic.num.partitions": "4",
     }
-    cluster = Cluster(
-        brokers=4, data_dir=tmp_path, zookeeper=zookeeper.connect_string, overrides=overrides
-    )
-    # Not one of the brokers' own ports, drawn separately (the kernel may hand one out twice).
-    taken = {b.port for b in cluster.brokers.values()}
-    for _ in range(100):  # bounded
-        ports = dict(enumerate(free_ports(4)))
-        if not taken & set(ports.values()):
-            break
-    else:
-        raise AssertionError(f"no metrics ports outside the brokers' {sorted(taken)}")
-    cluster.broker_overrides = {b: {"metrics.port": str(p)} for b, p in ports.items()}
-    with cluster:
+    with Cluster(
+        brokers=4,
+        data_dir=tmp_path,
+        zookeeper=zookeeper.connect_string,
+        overrides=overrides,
+        broker_overrides={b: {"metrics.port": str(p)} for b, p in ports.items()},
+    ) as cluster:
         yield cluster, ports
 
 

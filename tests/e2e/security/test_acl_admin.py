@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from headwater import errors
@@ -55,6 +54,19 @@ def secured(
         zookeeper.connect_string, data_dir, brokers=2, initial=(INTER_BROKER, *MANAGE)
     ) as pair:
         yield pair
+
+
+EVERYTHING = acls_pb2.AclBindingFilter(
+    resource_type=1, pattern_type=1, operation=1, permission_type=1
+)
+"""A filter every binding matches (ANY in each field)."""
+
+
+def describe_acls_error(address: str) -> ErrorCode:
+    """DescribeAcls of everything on ``address``: harmless, so tests wait with it for ACL
+    changes to reach a broker."""
+    request = acls_pb2.DescribeAclsRequest(filter=EVERYTHING)
+    return ErrorCode(acls(address).DescribeAcls(request).error)
 
 
 def test_admin_creates_describes_and_deletes(secured: tuple[Cluster, AclWriter]) -> None:
@@ -153,19 +165,16 @@ def test_acl_rpcs_need_alter_and_describe_on_the_cluster(
         resource_type=2, resource_name="x", pattern_type=3, principal="User:a", host="*",
         operation=Op.READ, permission_type=3,
     )  # fmt: skip
-    everything = acls_pb2.AclBindingFilter(
-        resource_type=1, pattern_type=1, operation=1, permission_type=1
-    )
     # Wait with the harmless DescribeAcls: DESCRIBE was removed after ALTER, and a broker
     # applies notifications in order, so ALTER is gone too once it is refused.
     eventually(
-        lambda: stub.DescribeAcls(acls_pb2.DescribeAclsRequest(filter=everything)).error,
+        lambda: describe_acls_error(cluster.brokers[1].address),
         lambda e: e == ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
         what="DescribeAcls refused",
     )
     created = stub.CreateAcls(acls_pb2.CreateAclsRequest(creations=[creation]))
     assert created.results[0].error == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
-    deleted = stub.DeleteAcls(acls_pb2.DeleteAclsRequest(filters=[everything]))
+    deleted = stub.DeleteAcls(acls_pb2.DeleteAclsRequest(filters=[EVERYTHING]))
     assert deleted.filter_results[0].error == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
     assert writer.all() == [b for b in before if b not in MANAGE]
     with (
@@ -185,17 +194,11 @@ def test_cli_add_list_remove(
     # seen ALTER (the add succeeded) could still refuse the list that follows.  DESCRIBE
     # was added after ALTER and a broker re-reads the resource when notified, so once a
     # broker allows DescribeAcls it has both.
-    everything = acls_pb2.AclBindingFilter(
-        resource_type=1, pattern_type=1, operation=1, permission_type=1
-    )
     for b in cluster.brokers.values():
-        stub = acls(b.address)
-
-        def describe(stub: Any = stub) -> int:
-            return int(stub.DescribeAcls(acls_pb2.DescribeAclsRequest(filter=everything)).error)
-
         eventually(
-            describe, lambda e: e == ErrorCode.NONE, what=f"DescribeAcls allowed on {b.address}"
+            lambda a=b.address: describe_acls_error(a),  # type: ignore[misc]
+            lambda e: e == ErrorCode.NONE,
+            what=f"DescribeAcls allowed on {b.address}",
         )
     topic = name("cli-")
     eventually(

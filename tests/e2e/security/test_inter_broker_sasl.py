@@ -28,7 +28,6 @@ from pathlib import Path
 
 import grpc
 import pytest
-from headwater import errors
 from headwater.client import sasl
 from headwater.client.admin import Admin, NewTopic
 from headwater.client.admin_scram import ScramUpsertion
@@ -43,6 +42,7 @@ from headwater.testing.zookeeper import ZooKeeperServer, free_port
 from headwater.v1 import control_pb2, control_pb2_grpc
 
 from tests.e2e.security.failover import produce_across_leader_kill, read_from_survivors
+from tests.e2e.security.scram_helpers import logs_in
 
 pytestmark = pytest.mark.e2e
 
@@ -173,13 +173,7 @@ def can_log_in(setup: Setup, username: str, password: str) -> bool:
     """True once broker 0's INTERNAL listener accepts this SCRAM login."""
     address = setup.cluster.brokers[0].address_of("INTERNAL")
     with grpc.secure_channel(address, grpc.ssl_channel_credentials(setup.ca_pem)) as channel:
-        try:
-            sasl.authenticate(
-                channel, mechanism="SCRAM-SHA-512", username=username, password=password
-            )
-        except errors.SaslAuthenticationFailedError:
-            return False
-    return True
+        return logs_in(channel, username, password)
 
 
 def test_inter_broker_requests_need_the_brokers_rights(setup: Setup) -> None:

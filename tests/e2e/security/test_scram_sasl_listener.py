@@ -26,6 +26,8 @@ from headwater.testing.cluster import Cluster
 from headwater.testing.zookeeper import ZooKeeperServer
 from headwater.v1 import admin_pb2, admin_pb2_grpc, broker_pb2, broker_pb2_grpc
 
+from tests.e2e.security.scram_helpers import logs_in
+
 PASSWORD = "listener-Secret-4411"
 SHA512 = ScramMechanism.SCRAM_SHA_512
 
@@ -188,13 +190,7 @@ def test_producer_and_consumer_keep_working_across_a_broker_restart(
 
 def can_log_in(address: str, user: str, password: str) -> bool:
     with grpc.insecure_channel(address) as channel:
-        try:
-            sasl.authenticate(
-                channel, mechanism="SCRAM-SHA-512", username=user, password=password, timeout_s=10
-            )
-        except errors.SaslAuthenticationFailedError:
-            return False
-    return True
+        return logs_in(channel, user, password)
 
 
 def test_deleting_a_credential_ends_its_open_sessions(cluster: Cluster) -> None:
