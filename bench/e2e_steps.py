@@ -7,12 +7,13 @@ end-to-end``), waits for its acknowledgement, polls it back, and timestamps
 each step: ``send`` returning, the sender thread's ``CallPool.submit`` of the
 Produce request (if it went through the pool), the start and end of the
 blocking Produce call (on the pool worker, or on the sender thread itself when
-it calls inline, see ``headwater.client.inline_calls``: then the submit step is
-0 and "send -> sender submits" ends when the call starts), ``result()``
+it calls inline, see ``headwater.client.inline_calls``, as a message on a
+``ProduceStream``: then the submit step is 0 and "send -> sender submits" ends
+when the call starts), ``result()``
 returning, and ``poll`` returning the record.  Prints the median and average of
 each step in microseconds (after 200 untimed records), and how many timed
-requests went through the pool.  The producer under test's pool and Broker
-stub are wrapped, nothing else.
+requests went through the pool.  The producer under test's pool, Broker stub
+and inline caller are wrapped, nothing else.
 """
 
 from __future__ import annotations
@@ -68,10 +69,10 @@ def main() -> None:
         submit(method, request, **kw)
 
     def timed(method: Any) -> Any:
-        def call(req: Any, **kw: Any) -> Any:
+        def call(*args: Any, **kw: Any) -> Any:
             marks["call"] = pc()
             try:
-                return method(req, **kw)
+                return method(*args, **kw)
             finally:
                 marks["called"] = pc()
 
@@ -85,6 +86,8 @@ def main() -> None:
             if i == WARMUP:  # the stubs exist now: time their Produce calls
                 for _channel, stub in producer._channels._brokers.values():
                     stub.Produce = timed(stub.Produce)  # type: ignore[method-assign]
+                inline = producer._sender._inline  # an inline call: a message on a stream
+                inline.call = timed(inline.call)  # type: ignore[method-assign]
             marks.pop("submit", None)
             value = b"%08d" % i + b"x" * 92
             t0 = pc()

@@ -26,7 +26,7 @@ import logging
 import queue
 import threading
 from collections.abc import Callable
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 import grpc
 
@@ -96,6 +96,16 @@ class _Item(NamedTuple):
     address: str
     ticket: int
     done: Done
+
+
+class InlineCaller(Protocol):
+    """Blocking calls of one Broker method, made by the one thread that owns this."""
+
+    def call(self, address: str, request: Any, *, timeout_s: float) -> Any:
+        """The answer to ``request``; raises a Kafka error on failure."""
+
+    def close(self) -> None:
+        """Release what the calls hold open."""
 
 
 class CallPool:
@@ -243,6 +253,16 @@ class Channels:
         if entry is None or entry[0] is not ch:
             entry = self._brokers[address] = (ch, broker_pb2_grpc.BrokerStub(ch))
         return entry[1]
+
+    def inline_caller(self, method: str) -> InlineCaller:
+        """How one thread makes its inline ``method`` calls (``"Produce"``, ``"Fetch"``):
+        as messages on a long-lived stream per broker, or, for a SASL client (a
+        session renewed per call), as unary calls; see :mod:`headwater.client.streams`."""
+        from headwater.client import streams  # imports this module
+
+        if self.security.uses_sasl:
+            return streams.UnaryCalls(self, method)
+        return streams.StreamedCalls(self, method)
 
     def admin(self, address: str) -> admin_pb2_grpc.AdminStub:
         return admin_pb2_grpc.AdminStub(self.channel(address))

@@ -39,7 +39,8 @@ answer back to this thread.  When every fetchable partition is led by one
 broker and nothing else is in flight or waiting to be decoded
 (:func:`inline_calls.may_fetch_inline`), this thread makes the long poll itself
 and handles the answer at once: one thread hand-off less between the broker's
-answer and ``poll`` (issue 16).
+answer and ``poll`` (issue 16).  That long poll is a message on a long-lived
+``FetchStream`` to the broker (:mod:`headwater.client.streams`).
 
 Threads: :meth:`Fetcher.run` owns the request state (in flight, backoff,
 answers being decoded).  The buffered answers are shared with the user's
@@ -211,6 +212,7 @@ class Fetcher:
         self._answers: queue.SimpleQueue[_Answer] = queue.SimpleQueue()
         self._in_flight: set[str] = set()
         self._allow_inline = allow_inline
+        self._inline = channels.inline_caller("Fetch")
         self._answered: set[str] = set()
         """Addresses whose last Fetch got an answer (not a transport error)."""
         self._backoff_until: dict[TopicPartition, float] = {}
@@ -336,16 +338,19 @@ class Fetcher:
     # -- the fetcher thread ---------------------------------------------------------
 
     def run(self) -> None:
-        while self._running:
-            try:
-                self.run_once()
-            except Exception:
-                if not self._running:
-                    return  # closing: the channels are closed under the loop
-                log.exception("consumer fetcher loop failed; continuing")
-                self._undecoded.clear()
-                self._undecoded_bytes = 0
-                self._wakeup.wait(_IDLE_WAIT_S)
+        try:
+            while self._running:
+                try:
+                    self.run_once()
+                except Exception:
+                    if not self._running:
+                        return  # closing: the channels are closed under the loop
+                    log.exception("consumer fetcher loop failed; continuing")
+                    self._undecoded.clear()
+                    self._undecoded_bytes = 0
+                    self._wakeup.wait(_IDLE_WAIT_S)
+        finally:
+            self._inline.close()
 
     def run_once(self) -> None:
         self._metadata.maybe_refresh()
@@ -488,10 +493,7 @@ class Fetcher:
         if inline:
             # Made and handled here; run_once decodes the answer right after.
             try:
-                response, error = (
-                    self._channels.broker(address).Fetch(request, timeout=timeout_s),
-                    None,
-                )
+                response, error = self._inline.call(address, request, timeout_s=timeout_s), None
             except Exception as exc:
                 response, error = None, connection.as_error(exc, address)
             self._in_flight.discard(address)

@@ -22,7 +22,9 @@ in flight to any broker, one broker to send to, nothing else queued:
 :func:`inline_calls.may_produce_inline`), this thread makes the call itself and
 handles the answer at once, two thread hand-offs less per request for a
 producer sending one record at a time; records appended meanwhile wait for the
-call (:mod:`headwater.client.inline_calls` says why that is safe).
+call (:mod:`headwater.client.inline_calls` says why that is safe).  An inline
+request is a message on a long-lived ``ProduceStream`` to its broker
+(:mod:`headwater.client.streams`), not a unary call of its own.
 
 Every outcome goes through :meth:`RecordAccumulator.finish`, which resolves a
 partition's futures in send order whatever order the answers arrive in.  An
@@ -97,6 +99,7 @@ class Sender:
         self._finished: queue.SimpleQueue[_Finished] = queue.SimpleQueue()
         self._in_flight: dict[str, int] = defaultdict(int)
         self._allow_inline = allow_inline
+        self._inline = channels.inline_caller("Produce")
         self._answered: set[str] = set()
         """Addresses whose last Produce got an answer (not a transport error)."""
         self._idempotence = IdempotenceState() if settings.sequenced else None
@@ -132,6 +135,7 @@ class Sender:
         except Exception:
             log.exception("producer sender thread failed")
             self._forced = True
+        self._inline.close()
         if self._forced:
             self._abort(errors.HeadwaterError("producer closed before the record was sent"))
 
@@ -242,10 +246,7 @@ class Sender:
         if inline:
             # Made here, answered here: no pool worker, no queue hand-off back.
             try:
-                response, error = (
-                    self._channels.broker(address).Produce(request, timeout=max(0.001, timeout_s)),
-                    None,
-                )
+                response, error = self._inline.call(address, request, timeout_s=timeout_s), None
             except Exception as exc:
                 response, error = None, connection.as_error(exc, address)
             self._finished.put(_Finished(address, batches, response, error))

@@ -64,6 +64,16 @@ class BrokerStub:
                 request_serializer=headwater_dot_v1_dot_broker__pb2.InitProducerIdRequest.SerializeToString,
                 response_deserializer=headwater_dot_v1_dot_broker__pb2.InitProducerIdResponse.FromString,
                 _registered_method=True)
+        self.ProduceStream = channel.stream_stream(
+                '/headwater.v1.Broker/ProduceStream',
+                request_serializer=headwater_dot_v1_dot_broker__pb2.ProduceRequest.SerializeToString,
+                response_deserializer=headwater_dot_v1_dot_broker__pb2.ProduceResponse.FromString,
+                _registered_method=True)
+        self.FetchStream = channel.stream_stream(
+                '/headwater.v1.Broker/FetchStream',
+                request_serializer=headwater_dot_v1_dot_broker__pb2.FetchRequest.SerializeToString,
+                response_deserializer=headwater_dot_v1_dot_broker__pb2.FetchResponse.FromString,
+                _registered_method=True)
 
 
 class BrokerServicer:
@@ -107,6 +117,24 @@ class BrokerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ProduceStream(self, request_iterator, context):
+        """Produce and Fetch as messages on one long-lived stream: each request is
+        answered on the stream, in the order sent, exactly as the unary call would
+        answer it.  A client sends one request at a time on it where it would wait
+        for a unary call alone (a record at a time); a message on an open stream
+        costs a fraction of a unary call's setup.  A broker without them answers
+        UNIMPLEMENTED, and the client goes back to the unary calls.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def FetchStream(self, request_iterator, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_BrokerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -139,6 +167,16 @@ def add_BrokerServicer_to_server(servicer, server):
                     servicer.InitProducerId,
                     request_deserializer=headwater_dot_v1_dot_broker__pb2.InitProducerIdRequest.FromString,
                     response_serializer=headwater_dot_v1_dot_broker__pb2.InitProducerIdResponse.SerializeToString,
+            ),
+            'ProduceStream': grpc.stream_stream_rpc_method_handler(
+                    servicer.ProduceStream,
+                    request_deserializer=headwater_dot_v1_dot_broker__pb2.ProduceRequest.FromString,
+                    response_serializer=headwater_dot_v1_dot_broker__pb2.ProduceResponse.SerializeToString,
+            ),
+            'FetchStream': grpc.stream_stream_rpc_method_handler(
+                    servicer.FetchStream,
+                    request_deserializer=headwater_dot_v1_dot_broker__pb2.FetchRequest.FromString,
+                    response_serializer=headwater_dot_v1_dot_broker__pb2.FetchResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -303,6 +341,60 @@ class Broker:
             '/headwater.v1.Broker/InitProducerId',
             headwater_dot_v1_dot_broker__pb2.InitProducerIdRequest.SerializeToString,
             headwater_dot_v1_dot_broker__pb2.InitProducerIdResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ProduceStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/headwater.v1.Broker/ProduceStream',
+            headwater_dot_v1_dot_broker__pb2.ProduceRequest.SerializeToString,
+            headwater_dot_v1_dot_broker__pb2.ProduceResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def FetchStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/headwater.v1.Broker/FetchStream',
+            headwater_dot_v1_dot_broker__pb2.FetchRequest.SerializeToString,
+            headwater_dot_v1_dot_broker__pb2.FetchResponse.FromString,
             options,
             channel_credentials,
             insecure,

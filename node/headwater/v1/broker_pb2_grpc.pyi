@@ -42,6 +42,15 @@ class BrokerStub:
     ListOffsets: _grpc.UnaryUnaryMultiCallable[_broker_pb2.ListOffsetsRequest, _broker_pb2.ListOffsetsResponse]
     OffsetsForLeaderEpoch: _grpc.UnaryUnaryMultiCallable[_broker_pb2.OffsetsForLeaderEpochRequest, _broker_pb2.OffsetsForLeaderEpochResponse]
     InitProducerId: _grpc.UnaryUnaryMultiCallable[_broker_pb2.InitProducerIdRequest, _broker_pb2.InitProducerIdResponse]
+    ProduceStream: _grpc.StreamStreamMultiCallable[_broker_pb2.ProduceRequest, _broker_pb2.ProduceResponse]
+    """Produce and Fetch as messages on one long-lived stream: each request is
+    answered on the stream, in the order sent, exactly as the unary call would
+    answer it.  A client sends one request at a time on it where it would wait
+    for a unary call alone (a record at a time); a message on an open stream
+    costs a fraction of a unary call's setup.  A broker without them answers
+    UNIMPLEMENTED, and the client goes back to the unary calls.
+    """
+    FetchStream: _grpc.StreamStreamMultiCallable[_broker_pb2.FetchRequest, _broker_pb2.FetchResponse]
 
 @_typing.type_check_only
 class BrokerAsyncStub(BrokerStub):
@@ -55,6 +64,15 @@ class BrokerAsyncStub(BrokerStub):
     ListOffsets: _aio.UnaryUnaryMultiCallable[_broker_pb2.ListOffsetsRequest, _broker_pb2.ListOffsetsResponse]  # type: ignore[assignment]
     OffsetsForLeaderEpoch: _aio.UnaryUnaryMultiCallable[_broker_pb2.OffsetsForLeaderEpochRequest, _broker_pb2.OffsetsForLeaderEpochResponse]  # type: ignore[assignment]
     InitProducerId: _aio.UnaryUnaryMultiCallable[_broker_pb2.InitProducerIdRequest, _broker_pb2.InitProducerIdResponse]  # type: ignore[assignment]
+    ProduceStream: _aio.StreamStreamMultiCallable[_broker_pb2.ProduceRequest, _broker_pb2.ProduceResponse]  # type: ignore[assignment]
+    """Produce and Fetch as messages on one long-lived stream: each request is
+    answered on the stream, in the order sent, exactly as the unary call would
+    answer it.  A client sends one request at a time on it where it would wait
+    for a unary call alone (a record at a time); a message on an open stream
+    costs a fraction of a unary call's setup.  A broker without them answers
+    UNIMPLEMENTED, and the client goes back to the unary calls.
+    """
+    FetchStream: _aio.StreamStreamMultiCallable[_broker_pb2.FetchRequest, _broker_pb2.FetchResponse]  # type: ignore[assignment]
 
 class BrokerServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -101,5 +119,26 @@ class BrokerServicer(metaclass=_abc_1.ABCMeta):
         request: _broker_pb2.InitProducerIdRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_broker_pb2.InitProducerIdResponse, _abc.Awaitable[_broker_pb2.InitProducerIdResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def ProduceStream(
+        self,
+        request_iterator: _MaybeAsyncIterator[_broker_pb2.ProduceRequest],
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_broker_pb2.ProduceResponse], _abc.AsyncIterator[_broker_pb2.ProduceResponse]]:
+        """Produce and Fetch as messages on one long-lived stream: each request is
+        answered on the stream, in the order sent, exactly as the unary call would
+        answer it.  A client sends one request at a time on it where it would wait
+        for a unary call alone (a record at a time); a message on an open stream
+        costs a fraction of a unary call's setup.  A broker without them answers
+        UNIMPLEMENTED, and the client goes back to the unary calls.
+        """
+
+    @_abc_1.abstractmethod
+    def FetchStream(
+        self,
+        request_iterator: _MaybeAsyncIterator[_broker_pb2.FetchRequest],
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_broker_pb2.FetchResponse], _abc.AsyncIterator[_broker_pb2.FetchResponse]]: ...
 
 def add_BrokerServicer_to_server(servicer: BrokerServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

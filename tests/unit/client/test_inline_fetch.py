@@ -23,6 +23,7 @@ from headwater.client.fetcher import PIPELINE_MIN_BYTES, Fetcher
 from headwater.client.inline_calls import may_fetch_inline
 from headwater.client.metadata import MetadataManager
 from headwater.client.settings import ConsumerSettings
+from headwater.client.streams import UnaryCalls
 from headwater.client.subscription import SubscriptionState
 from headwater.client.types import TopicPartition
 from headwater.retry import RetryPolicy
@@ -171,6 +172,9 @@ class FakeChannels:
 
     def broker(self, address: str) -> FakeStub:
         return self.stubs[address]
+
+    def inline_caller(self, method: str) -> UnaryCalls:
+        return UnaryCalls(self, method)  # the stub's unary method, as over a SASL channel
 
 
 class Harness:

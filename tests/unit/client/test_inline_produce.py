@@ -24,6 +24,7 @@ from headwater.client.inline_calls import INLINE_MAX_BYTES, may_produce_inline
 from headwater.client.metadata import MetadataManager
 from headwater.client.sender import Sender
 from headwater.client.settings import ProducerSettings
+from headwater.client.streams import UnaryCalls
 from headwater.client.types import TopicPartition
 from headwater.errors import ErrorCode
 from headwater.records import Record, parse_header
@@ -155,6 +156,9 @@ class FakeChannels:
 
     def broker(self, address: str) -> FakeStub:
         return self.stubs[address]
+
+    def inline_caller(self, method: str) -> UnaryCalls:
+        return UnaryCalls(self, method)  # the stub's unary method, as over a SASL channel
 
 
 class _Leader:

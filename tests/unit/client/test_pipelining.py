@@ -24,6 +24,7 @@ from headwater.client.idempotence import ProducerIdAndEpoch
 from headwater.client.metadata import MetadataManager
 from headwater.client.sender import Sender
 from headwater.client.settings import ProducerSettings
+from headwater.client.streams import UnaryCalls
 from headwater.client.types import RecordMetadata, TopicPartition
 from headwater.errors import ErrorCode
 from headwater.records import Record, parse_header
@@ -164,6 +165,9 @@ class FakeChannels:
     def broker(self, address: str) -> FakeBroker:
         assert address == ADDRESS
         return self._broker
+
+    def inline_caller(self, method: str) -> UnaryCalls:
+        return UnaryCalls(self, method)  # the stub's unary method, as over a SASL channel
 
 
 class _Leader:

@@ -7,7 +7,7 @@ and the replication state machines; this module only converts.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
 from headwater import errors
@@ -225,6 +225,20 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 log_end_offset=r.log_end_offset,
             )
         return response
+
+    async def ProduceStream(
+        self, requests: AsyncIterator[broker_pb2.ProduceRequest], context: Context
+    ) -> AsyncIterator[broker_pb2.ProduceResponse]:
+        """:meth:`Produce` for each request of the stream, answered in order."""
+        async for request in requests:
+            yield await self.Produce(request, context)
+
+    async def FetchStream(
+        self, requests: AsyncIterator[broker_pb2.FetchRequest], context: Context
+    ) -> AsyncIterator[broker_pb2.FetchResponse]:
+        """:meth:`Fetch` (a long poll) for each request of the stream, answered in order."""
+        async for request in requests:
+            yield await self.Fetch(request, context)
 
     async def ListOffsets(
         self, request: broker_pb2.ListOffsetsRequest, context: Context
