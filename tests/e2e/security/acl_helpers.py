@@ -167,37 +167,39 @@ def create_topic(address: str, topic: str, *, partitions: int = 1, rf: int = 1) 
     )
 
 
-def produce(address: str, topic: str, value: bytes = b"v") -> broker_pb2.ProduceResponse:
+def produce_request(topic: str, value: bytes = b"v") -> broker_pb2.ProduceRequest:
     batch = build_batch([Record(key=None, value=value)])
-    return broker(address).Produce(
-        broker_pb2.ProduceRequest(
-            acks=-1,
-            timeout_ms=10000,
-            partitions=[broker_pb2.ProducePartitionData(topic=topic, partition=0, records=batch)],
-        ),
-        timeout=30,
+    return broker_pb2.ProduceRequest(
+        acks=-1,
+        timeout_ms=10000,
+        partitions=[broker_pb2.ProducePartitionData(topic=topic, partition=0, records=batch)],
     )
+
+
+def fetch_request(topic: str) -> broker_pb2.FetchRequest:
+    return broker_pb2.FetchRequest(
+        replica_id=-1,
+        max_wait_ms=0,
+        min_bytes=0,
+        max_bytes=1 << 20,
+        partitions=[
+            broker_pb2.FetchPartition(
+                topic=topic,
+                partition=0,
+                fetch_offset=0,
+                current_leader_epoch=-1,
+                partition_max_bytes=1 << 20,
+            )
+        ],
+    )
+
+
+def produce(address: str, topic: str, value: bytes = b"v") -> broker_pb2.ProduceResponse:
+    return broker(address).Produce(produce_request(topic, value), timeout=30)
 
 
 def fetch(address: str, topic: str) -> broker_pb2.FetchResponse:
-    return broker(address).Fetch(
-        broker_pb2.FetchRequest(
-            replica_id=-1,
-            max_wait_ms=0,
-            min_bytes=0,
-            max_bytes=1 << 20,
-            partitions=[
-                broker_pb2.FetchPartition(
-                    topic=topic,
-                    partition=0,
-                    fetch_offset=0,
-                    current_leader_epoch=-1,
-                    partition_max_bytes=1 << 20,
-                )
-            ],
-        ),
-        timeout=30,
-    )
+    return broker(address).Fetch(fetch_request(topic), timeout=30)
 
 
 def metadata(address: str, *topics: str) -> broker_pb2.MetadataResponse:

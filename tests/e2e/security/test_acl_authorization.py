@@ -12,7 +12,9 @@ from pathlib import Path
 import grpc
 import pytest
 from headwater import errors
+from headwater.client import connection
 from headwater.client.admin import Admin
+from headwater.client.streams import StreamedCalls
 from headwater.errors import ErrorCode
 from headwater.security.acls import AclOperation as Op
 from headwater.security.acls import AclPermissionType, PatternType, ResourceType
@@ -30,10 +32,12 @@ from tests.e2e.security.acl_helpers import (
     create_topic,
     eventually,
     fetch,
+    fetch_request,
     group,
     metadata,
     name,
     produce,
+    produce_request,
     secured_cluster,
 )
 
@@ -205,6 +209,44 @@ def test_fetch_needs_read_and_list_offsets_describe(secured: tuple[Cluster, AclW
     assert b"secret" in fetched.records
     writer.remove(acl(TOPIC, topic, Op.WRITE), acl(TOPIC, topic, Op.READ))
     eventually(list_offsets, lambda e: e == DENIED_TOPIC, what="ListOffsets refused")
+
+
+def test_each_request_on_a_produce_or_fetch_stream_is_authorized_as_the_unary_call(
+    secured: tuple[Cluster, AclWriter],
+) -> None:
+    cluster, writer = secured
+    topic = new_topic(cluster, writer)
+    leader = leader_address(cluster, topic)
+    channels = connection.Channels()
+    produce_on, fetch_on = channels.inline_caller("Produce"), channels.inline_caller("Fetch")
+    try:
+
+        def streamed_produce() -> int:
+            return int(
+                produce_on.call(leader, produce_request(topic), timeout_s=30).partitions[0].error
+            )
+
+        def streamed_fetch() -> broker_pb2.FetchedPartition:
+            return fetch_on.call(leader, fetch_request(topic), timeout_s=30).partitions[0]
+
+        assert streamed_produce() == DENIED_TOPIC
+        refused = streamed_fetch()
+        assert refused.error == DENIED_TOPIC and refused.records == b""
+        writer.add(acl(TOPIC, topic, Op.WRITE), acl(TOPIC, topic, Op.READ))
+        eventually(streamed_produce, lambda e: e == ErrorCode.NONE, what="streamed produce")
+        fetched = eventually(
+            streamed_fetch, lambda p: p.error == ErrorCode.NONE, what="streamed fetch"
+        )
+        assert b"v" in fetched.records
+        # Both went on their streams (not a fallback to unary calls).
+        assert isinstance(produce_on, StreamedCalls) and isinstance(fetch_on, StreamedCalls)
+        assert list(produce_on._streams) == [leader] and list(fetch_on._streams) == [leader]
+        writer.remove(acl(TOPIC, topic, Op.WRITE))
+        eventually(streamed_produce, lambda e: e == DENIED_TOPIC, what="refused again")
+    finally:
+        produce_on.close()
+        fetch_on.close()
+        channels.close()
 
 
 def test_group_rpcs_need_group_acls(secured: tuple[Cluster, AclWriter]) -> None:
