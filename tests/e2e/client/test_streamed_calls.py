@@ -207,3 +207,36 @@ def test_a_stream_the_broker_aborts_fails_the_call_retriably_and_is_not_reused(
     assert failed.value.retriable
     assert after.partitions[0].base_offset == 8
     assert servicer.streams_opened == 2 and servicer.unary_calls == 0
+
+
+def test_many_open_streams_on_one_connection_hold_back_no_other_call(cluster: Cluster) -> None:
+    """Every Producer and Consumer keeps a stream open per broker; many clients in one
+    process share a connection, which must not cap them at HTTP/2's customary 100."""
+    topic = make_topic(cluster.bootstrap, replication_factor=1)
+    leader = cluster.brokers[wait_leader(cluster, topic)].address
+    channel = grpc.insecure_channel(leader)
+    stub = broker_pb2_grpc.BrokerStub(channel)
+    long_poll = broker_pb2.FetchRequest(
+        replica_id=-1,
+        max_wait_ms=20_000,
+        min_bytes=1,
+        max_bytes=1 << 20,
+        partitions=[
+            broker_pb2.FetchPartition(
+                topic=topic,
+                partition=0,
+                fetch_offset=0,
+                current_leader_epoch=-1,
+                partition_max_bytes=1 << 20,
+            )
+        ],
+    )
+    held = [stub.FetchStream(iter([long_poll]), timeout=30) for _ in range(150)]
+    try:
+        time.sleep(1.0)  # let them all reach the broker and wait there
+        answer = stub.Metadata(broker_pb2.MetadataRequest(topics=[topic]), timeout=10)
+    finally:
+        for call in held:
+            call.cancel()
+        channel.close()
+    assert answer.topics[0].name == topic and answer.topics[0].partitions[0].leader >= 0
