@@ -16,7 +16,8 @@ Invariants:
   requests outstanding, so the next message on it is always the answer to the
   request just sent.
 - A stream that failed in any way (transport error, a missed deadline, a
-  closed channel) is dropped, never reused; the next call opens a new one.
+  closed channel), or whose answer came just as the watchdog cancelled it, is
+  dropped, never reused; the next call opens a new one.
   The request that failed is not resent here: the caller's retry rules decide,
   as for a failed unary call.
 - A broker that answers UNIMPLEMENTED (one from before these methods, met in a
@@ -172,6 +173,8 @@ class StreamedCalls:
                 return self._unary.call(address, request, timeout_s=timeout_s)
             raise error from None
         stream.deadline = None
+        if stream.timed_out:  # the watchdog cancelled it as the answer came: not reused
+            self._drop(address, stream)
         return answer
 
     def close(self) -> None:
