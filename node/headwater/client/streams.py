@@ -17,7 +17,8 @@ Invariants:
   request just sent.
 - A stream that failed in any way (transport error, a missed deadline, a
   closed channel), or whose answer came just as the watchdog cancelled it, is
-  dropped, never reused; the next call opens a new one.
+  dropped, never reused; the next call opens a new one.  So is one left unused
+  for :data:`MAX_IDLE_S` (its connection may have died unseen meanwhile).
   The request that failed is not resent here: the caller's retry rules decide,
   as for a failed unary call.
 - A broker that answers UNIMPLEMENTED (one from before these methods, met in a
@@ -44,6 +45,14 @@ import grpc
 from headwater import errors
 from headwater.client import connection
 
+MAX_IDLE_S = 1.0
+"""A stream unused for longer is replaced before its next request.  An idle stream
+stays bound to the connection it was opened on, and a broker that was restarted
+meanwhile (a rolling upgrade: its partitions led elsewhere for a while, then back)
+may have left that connection dead without a word; a new stream goes over the
+channel's live connection.  A client sending a record at a time reuses its
+streams well within this; a trickle pays a stream's setup, about a unary call."""
+
 WATCHDOG_INTERVAL_S = 0.05
 """How often overdue answers are looked for: a call's deadline is kept to this."""
 
@@ -65,6 +74,7 @@ class _Stream:
         self.answers = multicallable(iter(self.outbox.get, _END))
         self.deadline: float | None = None
         self.timed_out = False
+        self.last_used = time.monotonic()
 
     def expire(self, now: float) -> None:
         """Called by the watchdog: cancel the call if its answer is overdue."""
@@ -150,11 +160,12 @@ class StreamedCalls:
         if self._unary_only.get(address) is channel:
             return self._unary.call(address, request, timeout_s=timeout_s)
         stream = self._streams.get(address)
-        if stream is None or stream.channel is not channel:
+        now = time.monotonic()
+        if stream is None or stream.channel is not channel or now - stream.last_used > MAX_IDLE_S:
             if stream is not None:
                 stream.end()
             stream = self._open(address, channel)
-        stream.deadline = time.monotonic() + max(0.001, timeout_s)
+        stream.deadline = now + max(0.001, timeout_s)
         stream.outbox.put(request)
         try:
             answer = next(stream.answers)
@@ -173,6 +184,7 @@ class StreamedCalls:
                 return self._unary.call(address, request, timeout_s=timeout_s)
             raise error from None
         stream.deadline = None
+        stream.last_used = time.monotonic()
         if stream.timed_out:  # the watchdog cancelled it as the answer came: not reused
             self._drop(address, stream)
         return answer
@@ -196,4 +208,4 @@ class StreamedCalls:
             del self._streams[address]
 
 
-__all__ = ["WATCHDOG_INTERVAL_S", "StreamedCalls", "UnaryCalls"]
+__all__ = ["MAX_IDLE_S", "WATCHDOG_INTERVAL_S", "StreamedCalls", "UnaryCalls"]

@@ -119,3 +119,16 @@ def test_close_ends_every_stream() -> None:
     (only,) = channels.stub.calls
     assert only.cancelled and only.ended.wait(5)
     assert not calls._streams
+
+
+def test_a_stream_left_idle_is_replaced_before_its_next_request(monkeypatch: Any) -> None:
+    channels, calls = make()
+    calls.call("a:1", "r1", timeout_s=5)
+    first = channels.stub.calls[0]
+    monkeypatch.setattr(streams, "MAX_IDLE_S", 0.05)
+    time.sleep(0.1)  # idle past it: its connection may have died unseen
+    assert calls.call("a:1", "r2", timeout_s=5) == ("answer", "r2")
+    assert len(channels.stub.calls) == 2 and first.cancelled and first.ended.wait(5)
+    calls.call("a:1", "r3", timeout_s=5)  # used again at once: the same stream
+    assert len(channels.stub.calls) == 2
+    calls.close()
