@@ -77,7 +77,11 @@ def test_a_corrupt_batch_on_the_stream_is_refused_and_the_stream_goes_on(
     calls = channels.inline_caller("Produce")
     try:
         assert isinstance(calls, streams.StreamedCalls)
-        refused = calls.call(leader, request(bytes(bad)), timeout_s=10).partitions[0]
+        for _ in range(200):  # bounded: until the leader has applied its LeaderAndIsr
+            refused = calls.call(leader, request(bytes(bad)), timeout_s=10).partitions[0]
+            if refused.error not in NOT_YET_LEADER:
+                break
+            time.sleep(0.05)
         stream = calls._streams[leader]
         accepted = calls.call(leader, request(good), timeout_s=10).partitions[0]
         assert calls._streams[leader] is stream  # the same stream carried both
@@ -86,6 +90,13 @@ def test_a_corrupt_batch_on_the_stream_is_refused_and_the_stream_goes_on(
         channels.close()
     assert refused.error == errors.ErrorCode.CORRUPT_MESSAGE
     assert accepted.error == errors.ErrorCode.NONE and accepted.base_offset == 0
+
+
+NOT_YET_LEADER = (
+    errors.ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    errors.ErrorCode.NOT_LEADER_OR_FOLLOWER,
+    errors.ErrorCode.LEADER_NOT_AVAILABLE,
+)
 
 
 class MisbehavingBroker(broker_pb2_grpc.BrokerServicer):
