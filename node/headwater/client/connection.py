@@ -260,7 +260,7 @@ class Channels:
         session renewed per call), as unary calls; see :mod:`headwater.client.streams`."""
         from headwater.client import streams  # imports this module
 
-        if self.security.uses_sasl:
+        if self.security.uses_sasl or not streams.ENABLED:
             return streams.UnaryCalls(self, method)
         return streams.StreamedCalls(self, method)
 

@@ -35,7 +35,10 @@ pytestmark = pytest.mark.e2e
 TP = headwater.TopicPartition
 
 
-def test_one_at_a_time_calls_ride_one_stream_per_thread(cluster: Cluster) -> None:
+def test_one_at_a_time_calls_ride_one_stream_per_thread(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(streams, "ENABLED", True)  # off by default (streams.ENABLED)
     topic = make_topic(cluster.bootstrap)
     leader = cluster.brokers[wait_leader(cluster, topic)].address
     with (
@@ -74,7 +77,7 @@ def test_a_corrupt_batch_on_the_stream_is_refused_and_the_stream_goes_on(
         )
 
     channels = connection.Channels()
-    calls = channels.inline_caller("Produce")
+    calls = streams.StreamedCalls(channels, "Produce")
     try:
         assert isinstance(calls, streams.StreamedCalls)
         for _ in range(200):  # bounded: until the leader has applied its LeaderAndIsr
@@ -166,7 +169,7 @@ def test_a_broker_without_the_stream_methods_gets_unary_calls(
 ) -> None:
     servicer, address = misbehaving
     channels = connection.Channels()
-    calls = channels.inline_caller("Produce")
+    calls = streams.StreamedCalls(channels, "Produce")
     try:
         first = calls.call(address, REQUEST, timeout_s=10)
         second = calls.call(address, REQUEST, timeout_s=10)
@@ -184,7 +187,7 @@ def test_an_answer_that_never_comes_times_out_and_the_stream_is_replaced(
     servicer, address = misbehaving
     servicer.stream_mode = "silent"
     channels = connection.Channels()
-    calls = channels.inline_caller("Produce")
+    calls = streams.StreamedCalls(channels, "Produce")
     try:
         started = time.monotonic()
         with pytest.raises(errors.RequestTimedOutError):
@@ -205,7 +208,7 @@ def test_a_stream_the_broker_aborts_fails_the_call_retriably_and_is_not_reused(
     servicer, address = misbehaving
     servicer.stream_mode = "abort"
     channels = connection.Channels()
-    calls = channels.inline_caller("Produce")
+    calls = streams.StreamedCalls(channels, "Produce")
     try:
         with pytest.raises(errors.NetworkError) as failed:
             calls.call(address, REQUEST, timeout_s=10)

@@ -12,9 +12,8 @@ from pathlib import Path
 import grpc
 import pytest
 from headwater import errors
-from headwater.client import connection
+from headwater.client import connection, streams
 from headwater.client.admin import Admin
-from headwater.client.streams import StreamedCalls
 from headwater.errors import ErrorCode
 from headwater.security.acls import AclOperation as Op
 from headwater.security.acls import AclPermissionType, PatternType, ResourceType
@@ -218,7 +217,10 @@ def test_each_request_on_a_produce_or_fetch_stream_is_authorized_as_the_unary_ca
     topic = new_topic(cluster, writer)
     leader = leader_address(cluster, topic)
     channels = connection.Channels()
-    produce_on, fetch_on = channels.inline_caller("Produce"), channels.inline_caller("Fetch")
+    produce_on, fetch_on = (
+        streams.StreamedCalls(channels, "Produce"),
+        streams.StreamedCalls(channels, "Fetch"),
+    )
     try:
 
         def streamed_produce() -> int:
@@ -239,7 +241,7 @@ def test_each_request_on_a_produce_or_fetch_stream_is_authorized_as_the_unary_ca
         )
         assert b"v" in fetched.records
         # Both went on their streams (not a fallback to unary calls).
-        assert isinstance(produce_on, StreamedCalls) and isinstance(fetch_on, StreamedCalls)
+        assert isinstance(produce_on, streams.StreamedCalls)
         assert list(produce_on._streams) == [leader] and list(fetch_on._streams) == [leader]
         writer.remove(acl(TOPIC, topic, Op.WRITE))
         eventually(streamed_produce, lambda e: e == DENIED_TOPIC, what="refused again")
