@@ -39,19 +39,25 @@ STEPS = [
 WARMUP = 200
 
 
+def new_topic(bootstrap: str, prefix: str) -> str:
+    """A new one-partition topic named ``prefix`` + 8 hex digits, its leader known."""
+    topic = prefix + uuid.uuid4().hex[:8]
+    with headwater.Admin(bootstrap) as admin:
+        admin.create_topic(topic, 1, 1)
+        for _ in range(100):  # bounded: 5 s
+            parts = admin.describe_topics([topic])[topic].partitions
+            if all(p.leader >= 0 for p in parts):
+                break
+            time.sleep(0.05)
+    return topic
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bootstrap", required=True)
     ap.add_argument("--records", type=int, default=2000)
     args = ap.parse_args()
-    topic = "e2e-steps-" + uuid.uuid4().hex[:8]
-    with headwater.Admin(args.bootstrap) as admin:
-        admin.create_topic(topic, 1, 1)
-        for _ in range(100):
-            parts = admin.describe_topics([topic])[topic].partitions
-            if all(p.leader >= 0 for p in parts):
-                break
-            time.sleep(0.05)
+    topic = new_topic(args.bootstrap, "e2e-steps-")
     tp = TopicPartition(topic, 0)
     consumer = headwater.Consumer(
         bootstrap_servers=args.bootstrap, auto_offset_reset="latest", fetch_max_wait_ms=500

@@ -18,11 +18,11 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-import uuid
 from collections.abc import Callable
 from typing import Any
 
 import headwater
+from e2e_steps import new_topic  # bench/ is on the path when run as a script
 from headwater.client.types import TopicPartition
 
 STEPS = [
@@ -57,14 +57,7 @@ def main() -> None:
     ap.add_argument("--bootstrap", required=True)
     ap.add_argument("--records", type=int, default=2000)
     args = ap.parse_args()
-    topic = "e2e-timeline-" + uuid.uuid4().hex[:8]
-    with headwater.Admin(args.bootstrap) as admin:
-        admin.create_topic(topic, 1, 1)
-        for _ in range(100):
-            parts = admin.describe_topics([topic])[topic].partitions
-            if all(p.leader >= 0 for p in parts):
-                break
-            time.sleep(0.05)
+    topic = new_topic(args.bootstrap, "e2e-timeline-")
     tp = TopicPartition(topic, 0)
     consumer = headwater.Consumer(
         bootstrap_servers=args.bootstrap, auto_offset_reset="latest", fetch_max_wait_ms=500
