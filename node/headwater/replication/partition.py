@@ -227,13 +227,20 @@ class Partition:
         return False
 
     def update_follower_fetch(
-        self, follower_id: int, *, fetch_offset: int, now_ms: int
+        self, follower_id: int, *, fetch_offset: int, now_ms: int, may_join_isr: bool = True
     ) -> FollowerFetchResult:
         """A follower fetched from ``fetch_offset``: it holds everything below it.
 
         Kafka's rule for "caught up": a fetch at or beyond the leader's current
         end makes the follower caught up now; a fetch at or beyond the leader's
         end at the *previous* fetch makes it caught up as of that previous fetch.
+
+        ``may_join_isr`` is False for a follower that is shutting down: its
+        position still counts for the high watermark, but it is never proposed
+        for the ISR (Kafka's KIP-841).  The controller took it out of the ISR in
+        its controlled shutdown; put back by its last fetches, it would stop
+        moments later and hold the high watermark, and every ``acks=all``
+        produce, until shrunk out ``replica.lag.time.max.ms`` later.
         """
         if not self.is_leader or follower_id not in self.followers:
             return FollowerFetchResult(False, None)
@@ -249,7 +256,7 @@ class Partition:
             last_fetch_time_ms=now_ms,
             last_fetch_leader_log_end_offset=self.log_end_offset,
         )
-        isr_change = self.maybe_expand_isr(follower_id)
+        isr_change = self.maybe_expand_isr(follower_id) if may_join_isr else None
         return FollowerFetchResult(self.maybe_increment_high_watermark(), isr_change)
 
     def maybe_expand_isr(self, follower_id: int) -> IsrChange | None:

@@ -253,6 +253,7 @@ class BrokerServer:
             await self._stop.wait()
             log.info("broker %d shutting down", config.broker_id)
             await self.health.enter_graceful_shutdown()
+            fetchers.begin_shutdown()
             if config.controlled_shutdown_enable and self.coordinator is not None:
                 await controlled_shutdown(
                     ask_controller(

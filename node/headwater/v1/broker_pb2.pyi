@@ -331,6 +331,7 @@ class FetchRequest(_message.Message):
     MAX_BYTES_FIELD_NUMBER: _builtins.int
     ISOLATION_LEVEL_FIELD_NUMBER: _builtins.int
     PARTITIONS_FIELD_NUMBER: _builtins.int
+    SHUTTING_DOWN_FIELD_NUMBER: _builtins.int
     replica_id: _builtins.int
     """-1 for consumers; the broker id for followers"""
     replica_epoch: _builtins.int
@@ -339,6 +340,12 @@ class FetchRequest(_message.Message):
     min_bytes: _builtins.int
     max_bytes: _builtins.int
     isolation_level: Global___IsolationLevel.ValueType
+    shutting_down: _builtins.bool
+    """Followers: this broker is shutting down.  The leader counts its fetches for the
+    high watermark but never adds it to the ISR (Kafka's KIP-841): a broker that
+    rejoined the ISR after its controlled shutdown and then stopped would hold every
+    acks=all produce until it was shrunk out, replica.lag.time.max.ms later.
+    """
     @_builtins.property
     def partitions(self) -> _containers.RepeatedCompositeFieldContainer[Global___FetchPartition]: ...
     def __init__(
@@ -351,10 +358,11 @@ class FetchRequest(_message.Message):
         max_bytes: _builtins.int = ...,
         isolation_level: Global___IsolationLevel.ValueType = ...,
         partitions: _abc.Iterable[Global___FetchPartition] | None = ...,
+        shutting_down: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["isolation_level", b"isolation_level", "max_bytes", b"max_bytes", "max_wait_ms", b"max_wait_ms", "min_bytes", b"min_bytes", "partitions", b"partitions", "replica_epoch", b"replica_epoch", "replica_id", b"replica_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["isolation_level", b"isolation_level", "max_bytes", b"max_bytes", "max_wait_ms", b"max_wait_ms", "min_bytes", b"min_bytes", "partitions", b"partitions", "replica_epoch", b"replica_epoch", "replica_id", b"replica_id", "shutting_down", b"shutting_down"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -96,3 +96,24 @@ def test_controlled_shutdown_moves_leadership_first(trio: Cluster) -> None:
     produce_to_leader(trio, topic, batch([b"b"]), timeout_s=5)
     print(f"controlled shutdown took {time.monotonic() - started:.2f}s")
     assert [v for _, v in read_all(trio.brokers[new_leader].address, topic)] == [b"a", b"b"]
+
+
+def test_a_broker_shutting_down_does_not_rejoin_the_isr_on_its_way_out(trio: Cluster) -> None:
+    """Its controlled shutdown takes a leader out of the ISR and makes it a follower of
+    the partitions it led; the fetches it makes until it stops must not put it back
+    (Kafka's KIP-841), or the ISR would name a stopped broker and hold every acks=all
+    produce until replica.lag.time.max.ms shrank it out."""
+    topic = create_topic(trio, replication_factor=3)
+    for round_ in range(3):  # the last fetches race the stop: three rounds to catch it
+        produce_to_leader(trio, topic, batch([f"r{round_}".encode()]))
+        stopping = trio.leader_for(topic, 0)
+        assert stopping is not None
+        assert trio.stop(stopping) == 0
+        isr = trio.isr_for(topic, 0)
+        assert stopping not in isr and len(isr) == 2, (round_, stopping, isr)
+        trio.start_broker(stopping)
+        trio.wait_for(
+            lambda: stopping in trio.isr_for(topic, 0),  # noqa: B023 (used at once)
+            what="the restarted broker back in the ISR",
+            timeout_s=60,
+        )

@@ -97,3 +97,20 @@ def test_under_replicated_flag() -> None:
     p = leader(isr=(1, 2), replicas=(1, 2, 3))
     assert p.is_under_replicated
     assert not leader().is_under_replicated
+
+
+def test_shutting_down_follower_counts_for_the_hw_but_never_rejoins() -> None:
+    """KIP-841: a broker in controlled shutdown that fetches on its way out (it became
+    a follower of the partitions it led) must not be put back into the ISR it was just
+    taken out of; its position still moves the high watermark."""
+    p = leader(isr=(1, 2), replicas=(1, 2, 3), leo=0)
+    p.on_leader_append(10)
+    outcome = p.update_follower_fetch(3, fetch_offset=10, now_ms=1, may_join_isr=False)
+    assert outcome.isr_change is None
+    assert p.isr == (1, 2) and p.isr_state is IsrState.COMMITTED
+    assert p.maybe_expand_isr(2) is None  # already in; 3 was never proposed
+    p.update_follower_fetch(2, fetch_offset=10, now_ms=2)
+    assert p.high_watermark == 10
+    # The same broker back from its restart fetches as usual and rejoins.
+    change = p.update_follower_fetch(3, fetch_offset=10, now_ms=3).isr_change
+    assert change is not None and change.new_isr == (1, 2, 3)

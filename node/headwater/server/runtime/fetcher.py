@@ -77,6 +77,9 @@ class ReplicaFetcher:
         self._stub = broker_pb2_grpc.BrokerStub(self._channel)
         self._changed = asyncio.Event()
         self._closed = False
+        self.shutting_down = False
+        """Set when this broker begins to shut down: its fetches then say so, and the
+        leader no longer adds it to any ISR (see ``FetchRequest.shutting_down``)."""
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     def add(self, tp: TopicPartition, leader_epoch: int) -> None:
@@ -253,6 +256,7 @@ class ReplicaFetcher:
             min_bytes=1,
             max_bytes=max(self._max_bytes * len(specs), self._max_bytes),
             partitions=specs,
+            shutting_down=self.shutting_down,
         )
         fetch = asyncio.ensure_future(self._call_fetch(request))
         # A partition added or removed meanwhile should not wait for the long poll.
@@ -320,6 +324,16 @@ class ReplicaFetcherManager:
         self._settings = (max_bytes, max_wait_ms, backoff_ms, max_message_bytes)
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self._closing: set[asyncio.Task[None]] = set()
+        self._shutting_down = False
+
+    def begin_shutdown(self) -> None:
+        """This broker is shutting down: from now on every fetch, from fetchers already
+        running and from those a LeaderAndIsr still starts (its controlled shutdown
+        makes it a follower of the partitions it led), tells the leader not to add it
+        to the ISR.  Called before the controlled shutdown request."""
+        self._shutting_down = True
+        for fetcher in self.fetchers.values():
+            fetcher.shutting_down = True
 
     def add_partitions(
         self,
@@ -349,6 +363,7 @@ class ReplicaFetcherManager:
                     backoff_ms=backoff_ms,
                     max_message_bytes=max_message_bytes,
                 )
+                fetcher.shutting_down = self._shutting_down
                 self.fetchers[leader_id] = fetcher
             fetcher.add(tp, epoch)
 

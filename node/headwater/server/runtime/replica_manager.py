@@ -243,8 +243,13 @@ class ReplicaManager:
         min_bytes: int,
         max_bytes: int,
         specs: Sequence[FetchSpec],
+        may_join_isr: bool = True,
     ) -> list[FetchResult]:
-        """Read ``specs``, holding the call until ``min_bytes`` or ``max_wait_ms`` (long poll)."""
+        """Read ``specs``, holding the call until ``min_bytes`` or ``max_wait_ms`` (long poll).
+
+        ``may_join_isr``: False for a follower that is shutting down
+        (:meth:`Partition.update_follower_fetch`).
+        """
         wait = FetchWait.start(now_ms=monotonic_ms(), max_wait_ms=max_wait_ms, min_bytes=min_bytes)
         event = asyncio.Event()
         watched = [
@@ -257,7 +262,12 @@ class ReplicaManager:
         try:
             while True:
                 event.clear()
-                results = self._read_all(replica_id=replica_id, max_bytes=max_bytes, specs=specs)
+                results = self._read_all(
+                    replica_id=replica_id,
+                    max_bytes=max_bytes,
+                    specs=specs,
+                    may_join_isr=may_join_isr,
+                )
                 available = sum(len(r.records) for r in results)
                 has_error = any(r.error is not ErrorCode.NONE for r in results)
                 now = monotonic_ms()
@@ -274,13 +284,24 @@ class ReplicaManager:
         return results
 
     def _read_all(
-        self, *, replica_id: int, max_bytes: int, specs: Sequence[FetchSpec]
+        self,
+        *,
+        replica_id: int,
+        max_bytes: int,
+        specs: Sequence[FetchSpec],
+        may_join_isr: bool = True,
     ) -> list[FetchResult]:
         budget = max_bytes if max_bytes > 0 else 1 << 30
         out = []
         first = True
         for spec in specs:
-            result = self._read_one(spec, replica_id=replica_id, budget=budget, min_one_batch=first)
+            result = self._read_one(
+                spec,
+                replica_id=replica_id,
+                budget=budget,
+                min_one_batch=first,
+                may_join_isr=may_join_isr,
+            )
             if result.records:
                 budget = max(budget - len(result.records), 0)
                 first = False
@@ -288,7 +309,13 @@ class ReplicaManager:
         return out
 
     def _read_one(
-        self, spec: FetchSpec, *, replica_id: int, budget: int, min_one_batch: bool
+        self,
+        spec: FetchSpec,
+        *,
+        replica_id: int,
+        budget: int,
+        min_one_batch: bool,
+        may_join_isr: bool = True,
     ) -> FetchResult:
         tp = spec.topic_partition
         hosted = self.partitions.get(tp)
@@ -301,7 +328,10 @@ class ReplicaManager:
         state = hosted.state
         if replica_id >= 0:
             outcome = state.update_follower_fetch(
-                replica_id, fetch_offset=spec.fetch_offset, now_ms=int(self._clock_ms())
+                replica_id,
+                fetch_offset=spec.fetch_offset,
+                now_ms=int(self._clock_ms()),
+                may_join_isr=may_join_isr,
             )
             if outcome.high_watermark_changed:
                 self._high_watermark_moved(hosted)

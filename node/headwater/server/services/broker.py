@@ -185,6 +185,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             refused = self._authz.topics(context, Op.READ, (p.topic for p in request.partitions))
         results = await self._replicas.fetch(
             replica_id=request.replica_id,
+            may_join_isr=not request.shutting_down,
             max_wait_ms=request.max_wait_ms,
             min_bytes=request.min_bytes,
             max_bytes=request.max_bytes,
