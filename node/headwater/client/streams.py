@@ -45,10 +45,12 @@ import grpc
 from headwater import errors
 from headwater.client import connection
 
-ENABLED = False
-"""Off: on the local Kubernetes a rolling upgrade stalled a one-at-a-time producer for
-its 30 s request timeout with streams, and under 1 s with unary calls; until that is
-understood, clients make their inline calls unary (see docs/performance.md)."""
+ENABLED = True
+"""Whether :meth:`connection.Channels.inline_caller` hands out streams (PLAINTEXT and SSL
+clients).  Off for a while: a Kubernetes rolling upgrade stalled a one-at-a-time
+producer 30 s with them.  The cause was the brokers' (a broker in controlled shutdown
+rejoined the ISR on its way out, KIP-841, fixed in the broker), not the streams; it
+stays a switch so that a comparison with unary calls is one assignment away."""
 
 MAX_IDLE_S = 1.0
 """A stream unused for longer is replaced before its next request.  An idle stream

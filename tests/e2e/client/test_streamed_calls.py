@@ -38,7 +38,7 @@ TP = headwater.TopicPartition
 def test_one_at_a_time_calls_ride_one_stream_per_thread(
     cluster: Cluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(streams, "ENABLED", True)  # off by default (streams.ENABLED)
+    monkeypatch.setattr(streams, "ENABLED", True)  # whatever the default, this test is of streams
     topic = make_topic(cluster.bootstrap)
     leader = cluster.brokers[wait_leader(cluster, topic)].address
     with (
