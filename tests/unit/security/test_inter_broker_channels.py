@@ -227,21 +227,3 @@ def test_the_controller_replaces_a_channel_made_before_a_rotation(
         assert controller._stub(broker) is not first  # made again with the new certificate
     finally:
         controller.close()
-
-
-def test_the_controller_makes_a_new_channel_for_a_broker_that_registered_again() -> None:
-    """A restarted broker (a new pod, a new IP behind the same name) is reached on a new
-    channel, which resolves the name afresh; a late call for its old registration uses
-    the new channel too."""
-    controller = GrpcControllerChannel(controller_id=0, timeout_ms=1000, max_message_bytes=1 << 20)
-    before = BrokerRegistration(broker_id=1, host="127.0.0.1", port=1, epoch=7)
-    after = BrokerRegistration(broker_id=1, host="127.0.0.1", port=1, epoch=9)
-    try:
-        first = controller._stub(before)
-        assert controller._stub(before) is first  # the same registration: the same channel
-        second = controller._stub(after)
-        assert second is not first
-        assert controller._stub(before) is second  # epochs only grow: never back to the old
-        assert controller._stub(after) is second
-    finally:
-        controller.close()

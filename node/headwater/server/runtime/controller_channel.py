@@ -47,19 +47,10 @@ class GrpcControllerChannel:
         self._cluster_id = cluster_id
         self._lock = threading.Lock()
         self._channels: dict[
-            tuple[str, int], tuple[grpc.Channel, control_pb2_grpc.ControlStub, int, int]
+            tuple[str, int], tuple[grpc.Channel, control_pb2_grpc.ControlStub, int]
         ] = {}
-        """Per broker address: the channel, its stub, the credentials generation it was
-        made with (a channel made before the TLS files were rotated is replaced) and the
-        broker epoch it was made for.
-
-        A broker that registered again (a restart) gets a new channel.  On Kubernetes
-        the restarted broker is a new pod at a new IP behind the same name; the old
-        channel keeps connecting to the IP it resolved before, and grpc resolves a name
-        again at most every 30 s, so the restarted broker waited about 25 s for its
-        first LeaderAndIsr (seen in a rolling upgrade, issue 16).  A new channel
-        resolves the name afresh.  Epochs only grow (the registration znode's czxid),
-        so a late call for the old registration uses the newer channel."""
+        """Per broker address: the channel, its stub and the credentials generation it
+        was made with (a channel made before the TLS files were rotated is replaced)."""
 
     def _stub(self, broker: BrokerRegistration) -> control_pb2_grpc.ControlStub:
         address = channels.control_plane_address(broker)
@@ -68,12 +59,11 @@ class GrpcControllerChannel:
         stale: grpc.Channel | None = None
         with self._lock:
             entry = self._channels.get(key)
-            if entry is not None and (entry[2] != generation or entry[3] < broker.epoch):
+            if entry is not None and entry[2] != generation:
                 stale, entry = entry[0], None
             if entry is None:
                 channel = channels.sync_channel(address, options=self._options, control_plane=True)
-                stub = control_pb2_grpc.ControlStub(channel)
-                entry = (channel, stub, generation, broker.epoch)
+                entry = (channel, control_pb2_grpc.ControlStub(channel), generation)
                 self._channels[key] = entry
         if stale is not None:
             stale.close()  # calls already on it fail and are retried on the new channel
