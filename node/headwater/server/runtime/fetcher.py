@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import grpc
@@ -63,7 +63,10 @@ class ReplicaFetcher:
         max_wait_ms: int,
         backoff_ms: int,
         max_message_bytes: int,
+        shutting_down: Callable[[], bool],
     ) -> None:
+        """``shutting_down``: whether this broker has begun to shut down; its fetches then
+        say so, and the leader no longer adds it to any ISR (``FetchRequest.shutting_down``)."""
         self.leader = leader
         self.partitions: dict[TopicPartition, FollowerFetchState] = {}
         self._manager = manager
@@ -77,9 +80,7 @@ class ReplicaFetcher:
         self._stub = broker_pb2_grpc.BrokerStub(self._channel)
         self._changed = asyncio.Event()
         self._closed = False
-        self.shutting_down = False
-        """Set when this broker begins to shut down: its fetches then say so, and the
-        leader no longer adds it to any ISR (see ``FetchRequest.shutting_down``)."""
+        self._shutting_down = shutting_down
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     def add(self, tp: TopicPartition, leader_epoch: int) -> None:
@@ -256,7 +257,7 @@ class ReplicaFetcher:
             min_bytes=1,
             max_bytes=max(self._max_bytes * len(specs), self._max_bytes),
             partitions=specs,
-            shutting_down=self.shutting_down,
+            shutting_down=self._shutting_down(),
         )
         fetch = asyncio.ensure_future(self._call_fetch(request))
         # A partition added or removed meanwhile should not wait for the long poll.
@@ -332,8 +333,6 @@ class ReplicaFetcherManager:
         makes it a follower of the partitions it led), tells the leader not to add it
         to the ISR.  Called before the controlled shutdown request."""
         self._shutting_down = True
-        for fetcher in self.fetchers.values():
-            fetcher.shutting_down = True
 
     def add_partitions(
         self,
@@ -362,8 +361,8 @@ class ReplicaFetcherManager:
                     max_wait_ms=max_wait_ms,
                     backoff_ms=backoff_ms,
                     max_message_bytes=max_message_bytes,
+                    shutting_down=lambda: self._shutting_down,
                 )
-                fetcher.shutting_down = self._shutting_down
                 self.fetchers[leader_id] = fetcher
             fetcher.add(tp, epoch)
 

@@ -289,7 +289,7 @@ class ReplicaManager:
         replica_id: int,
         max_bytes: int,
         specs: Sequence[FetchSpec],
-        may_join_isr: bool = True,
+        may_join_isr: bool,
     ) -> list[FetchResult]:
         budget = max_bytes if max_bytes > 0 else 1 << 30
         out = []
@@ -315,7 +315,7 @@ class ReplicaManager:
         replica_id: int,
         budget: int,
         min_one_batch: bool,
-        may_join_isr: bool = True,
+        may_join_isr: bool,
     ) -> FetchResult:
         tp = spec.topic_partition
         hosted = self.partitions.get(tp)
