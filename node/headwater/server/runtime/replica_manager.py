@@ -5,7 +5,7 @@ It owns, for every partition hosted on this broker, the pure
 their decisions into actions: appends, ISR writes to ZooKeeper (in a worker
 thread), completing delayed ``acks=all`` produces and waking long-poll fetches.
 
-Waiting is event driven (DESIGN.md, "Fetch is a long poll"): a waiting fetch
+Waiting is event driven (docs/design.md, "Fetch is a long poll"): a waiting fetch
 registers an :class:`asyncio.Event` with each partition it reads; an append, a
 high-watermark advance or a role change sets those events.  A delayed produce
 is an :class:`asyncio.Future` resolved when the partition reports completion.
