@@ -95,7 +95,7 @@ class ReplicaManager:
             on_change=self._apply_log_config,
         )
         self.quotas = ReplicationQuotas(broker_id=broker_id, clock=clock_ms)
-        """Replication throttles (issue 17); the fetcher uses the follower half."""
+        """Replication throttles (KIP-73); the fetcher uses the follower half."""
 
     # -- helpers ----------------------------------------------------------------------------
 
