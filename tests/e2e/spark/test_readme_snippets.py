@@ -73,6 +73,7 @@ def values_of(bootstrap: str, topic: str, count: int) -> list[bytes]:
 
 
 def test_the_snippets_are_found() -> None:
+    """Every python block is run below: a new one needs its test here."""
     assert len(python_blocks(README)) == 2
     assert len(python_blocks(SPARK_DOC)) == 2
     assert all("bootstrap" in block for block in python_blocks(README))
