@@ -7,7 +7,7 @@ end-to-end``), waits for its acknowledgement, polls it back, and timestamps
 each step: ``send`` returning, the sender thread's ``CallPool.submit`` of the
 Produce request (if it went through the pool), the start and end of the
 blocking Produce call (on the pool worker, or on the sender thread itself when
-it calls inline, see ``headwater.client.inline_calls``, as a message on a
+it calls inline, see ``headwater.client.transport.inline_calls``, as a message on a
 ``ProduceStream``: then the submit step is 0 and "send -> sender submits" ends
 when the call starts), ``result()``
 returning, and ``poll`` returning the record.  Prints the median and average of

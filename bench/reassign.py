@@ -38,7 +38,7 @@ from pathlib import Path
 
 import headwater
 from headwater.client import NewTopic, TopicPartition
-from headwater.client.futures import RecordFuture
+from headwater.client.producer.futures import RecordFuture
 from headwater.testing import Cluster
 
 TOPIC = "bench-reassign"

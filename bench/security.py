@@ -32,9 +32,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
-from headwater.client.admin import Admin, NewTopic
-from headwater.client.consumer import Consumer
-from headwater.client.producer import Producer
+from headwater.client.admin.client import Admin
+from headwater.client.admin.values import NewTopic
+from headwater.client.consumer.consumer import Consumer
+from headwater.client.producer.producer import Producer
 from headwater.client.types import TopicPartition
 from headwater.coordination import session
 from headwater.coordination.scram_credentials import ScramCredentialStore

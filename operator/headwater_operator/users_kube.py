@@ -24,7 +24,7 @@ from typing import Any
 
 from headwater import errors
 from headwater.client import Admin
-from headwater.client.admin_scram import ScramDeletion, ScramUpsertion
+from headwater.client.admin.values import ScramDeletion, ScramUpsertion
 from headwater.security import acls
 
 from headwater_operator.user_reconciler import USER_LABEL, KubernetesError, UserResource

@@ -17,11 +17,12 @@ from collections.abc import Iterable, Mapping
 from typing import Protocol
 
 from headwater import errors
-from headwater.client import connection, offsets
-from headwater.client.metadata import MetadataManager
+from headwater.client.consumer import offsets
 from headwater.client.retry import RetryPolicy
-from headwater.client.security import PLAINTEXT, ClientSecurity
 from headwater.client.settings import parse_bootstrap
+from headwater.client.transport import connection
+from headwater.client.transport.metadata import MetadataManager
+from headwater.client.transport.security import PLAINTEXT, ClientSecurity
 from headwater.client.types import TopicPartition
 
 from headwater_spark import planning

@@ -20,8 +20,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from headwater.client.security import PLAINTEXT, ClientSecurity, from_java_properties
 from headwater.client.settings import COMPRESSION_TYPES, parse_acks
+from headwater.client.transport.security import PLAINTEXT, ClientSecurity, from_java_properties
 from headwater.client.types import TopicPartition
 
 EARLIEST = -2

@@ -2,7 +2,7 @@
 
 Each Spark task reads exactly ``[from_offset, until_offset)`` of one
 partition through the client's
-:class:`~headwater.client.range_reader.RangeReader`, which finds the leader,
+:class:`~headwater.client.consumer.range_reader.RangeReader`, which finds the leader,
 pipelines the fetches, steps over compacted gaps and control batches, drops
 the records outside the range, and retries leader changes and lost
 connections with the client's backoff until ``pollTimeoutMs`` passes without
@@ -27,8 +27,8 @@ import threading
 from collections.abc import Iterator
 
 import pyarrow as pa
-from headwater.client.range_reader import MissingOffsets, RangeReader
-from headwater.client.security import PLAINTEXT, ClientSecurity
+from headwater.client.consumer.range_reader import MissingOffsets, RangeReader
+from headwater.client.transport.security import PLAINTEXT, ClientSecurity
 
 from headwater_spark import arrow
 from headwater_spark.planning import OffsetRange, report_data_loss

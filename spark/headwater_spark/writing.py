@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
-from headwater.client.producer import Producer
+from headwater.client.producer.producer import Producer
 from headwater.client.types import RecordMetadata
 
 from headwater_spark.options import OptionError, WriteOptions

@@ -18,7 +18,7 @@ from typing import Any
 
 from headwater.cli._common import CliError, add_output_option, print_json
 from headwater.cli.topics import add_bootstrap_option, admin_for, client_errors, security_for
-from headwater.client.consumer import Consumer
+from headwater.client.consumer.consumer import Consumer
 from headwater.client.types import ConsumerRecord, TopicPartition
 
 

@@ -21,7 +21,7 @@ from typing import Any
 from headwater import errors
 from headwater.cli._common import CliError, add_output_option, print_json
 from headwater.cli.topics import add_bootstrap_option, admin_for, client_errors
-from headwater.client.admin_log_dirs import LogDirs
+from headwater.client.admin.values import LogDirs
 
 
 def register(sub: Any) -> None:

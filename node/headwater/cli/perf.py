@@ -24,8 +24,8 @@ from typing import Any
 
 from headwater.cli._common import CliError, add_output_option, print_json
 from headwater.cli.topics import add_bootstrap_option, admin_for, client_errors, security_for
-from headwater.client.consumer import Consumer
-from headwater.client.producer import Producer
+from headwater.client.consumer.consumer import Consumer
+from headwater.client.producer.producer import Producer
 from headwater.client.settings import COMPRESSION_TYPES
 from headwater.client.types import RecordMetadata, TopicPartition
 

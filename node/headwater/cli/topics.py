@@ -17,9 +17,10 @@ from typing import Any
 
 from headwater import errors
 from headwater.cli._common import CliError, add_output_option, print_json
-from headwater.client import security as client_security
-from headwater.client.admin import Admin, TopicDescription
-from headwater.client.security import ClientSecurity
+from headwater.client.admin.client import Admin
+from headwater.client.admin.values import TopicDescription
+from headwater.client.transport import security as client_security
+from headwater.client.transport.security import ClientSecurity
 from headwater.server.config import parse_properties
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"

@@ -1,7 +1,7 @@
 """Typed client settings, one frozen dataclass per client, with Kafka's names and units.
 
-The constructors of :class:`~headwater.client.producer.Producer` and
-:class:`~headwater.client.consumer.Consumer` take Kafka's settings as keyword
+The constructors of :class:`~headwater.client.producer.producer.Producer` and
+:class:`~headwater.client.consumer.consumer.Consumer` take Kafka's settings as keyword
 arguments (``linger_ms``, ``batch_size``, ...) and build these objects, which
 validate every value once, up front: a bad setting fails the constructor with a
 ``ValueError`` naming it instead of misbehaving later on a background thread.

@@ -140,7 +140,7 @@ class RecordsBuilder(Protocol):
     ) -> int:
         """:meth:`append`, then, unless ``callback`` is None, extend ``thunks`` with
         ``(callback, index, timestamp_ms)`` (the producer's flat thunk list, see
-        :mod:`headwater.client.futures`): one call per record on the send path.
+        :mod:`headwater.client.producer.futures`): one call per record on the send path.
         Nothing is added to ``thunks`` when the append raises.
         """
         ...

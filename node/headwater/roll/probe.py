@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Protocol
 
 from headwater import errors
-from headwater.client.admin import ClusterDescription, ConfigEntry, TopicDescription
+from headwater.client.admin.values import ClusterDescription, ConfigEntry, TopicDescription
 from headwater.roll.engine import BrokerVersion, ClusterState, PartitionState
 
 

@@ -1,5 +1,5 @@
 """The producer's and the consumer's inline calls against real brokers (issue 16,
-``headwater.client.inline_calls``): one record at a time, the sender and the fetcher
+``headwater.client.transport.inline_calls``): one record at a time, the sender and the fetcher
 make their calls themselves (the pool is used only for the first one), and every
 record is acknowledged and polled back in order, exactly once; across a SIGKILL of the
 leader the inline calls fail over without losing or duplicating a record;

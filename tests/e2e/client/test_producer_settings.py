@@ -10,8 +10,8 @@ import time
 import headwater
 import pytest
 from headwater import errors
-from headwater.client.accumulator import BufferExhaustedError
-from headwater.client.partitioner import partition_for_key
+from headwater.client.producer.accumulator import BufferExhaustedError
+from headwater.client.producer.partitioner import partition_for_key
 from headwater.records import BatchHeader, Compression
 from headwater.testing import Cluster
 

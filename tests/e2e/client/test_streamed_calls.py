@@ -1,4 +1,4 @@
-"""Inline calls as messages on long-lived streams (``headwater.client.streams``, issue 16).
+"""Inline calls as messages on long-lived streams (``client.transport.streams``, issue 16).
 
 Against real brokers: a producer and a consumer working one record at a time
 send every inline request on one ``ProduceStream`` / ``FetchStream`` to the
@@ -24,7 +24,7 @@ import grpc
 import headwater
 import pytest
 from headwater import errors, records
-from headwater.client import connection, streams
+from headwater.client.transport import connection, streams
 from headwater.testing import Cluster
 from headwater.v1 import broker_pb2, broker_pb2_grpc
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from headwater.client import Admin, Producer
-from headwater.client.range_reader import RangeReader
+from headwater.client.consumer.range_reader import RangeReader
 from headwater.values import TopicPartition
 
 

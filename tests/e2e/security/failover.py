@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from headwater.client.consumer import Consumer
-from headwater.client.producer import Producer
+from headwater.client.consumer.consumer import Consumer
+from headwater.client.producer.producer import Producer
 from headwater.client.types import TopicPartition
 from headwater.testing import Cluster
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import grpc
 from headwater import errors
-from headwater.client import sasl
+from headwater.client.transport import sasl
 
 
 def logs_in(channel: grpc.Channel, username: str, password: str) -> bool:

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from headwater import errors
 from headwater.cli.main import main
-from headwater.client.admin import Admin, NewTopic
+from headwater.client.admin.client import Admin
+from headwater.client.admin.values import NewTopic
 from headwater.coordination import session
 from headwater.errors import ErrorCode
 from headwater.security.acls import (

@@ -12,8 +12,8 @@ from pathlib import Path
 import grpc
 import pytest
 from headwater import errors
-from headwater.client import connection, streams
-from headwater.client.admin import Admin
+from headwater.client.admin.client import Admin
+from headwater.client.transport import connection, streams
 from headwater.errors import ErrorCode
 from headwater.security.acls import AclOperation as Op
 from headwater.security.acls import AclPermissionType, PatternType, ResourceType

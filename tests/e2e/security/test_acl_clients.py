@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 from headwater import errors
-from headwater.client.admin import Admin, NewTopic
-from headwater.client.consumer import Consumer
-from headwater.client.producer import Producer
+from headwater.client.admin.client import Admin
+from headwater.client.admin.values import NewTopic
+from headwater.client.consumer.consumer import Consumer
+from headwater.client.producer.producer import Producer
 from headwater.security.acls import AclOperation as Op
 from headwater.security.acls import ResourceType
 from headwater.testing import Cluster

@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 from headwater import errors
-from headwater.client.admin import Admin, NewTopic
-from headwater.client.consumer import Consumer
+from headwater.client.admin.client import Admin
+from headwater.client.admin.values import NewTopic
+from headwater.client.consumer.consumer import Consumer
 from headwater.errors import ErrorCode
 from headwater.security.acls import AclOperation as Op
 from headwater.security.acls import PatternType, ResourceType

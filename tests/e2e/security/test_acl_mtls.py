@@ -12,7 +12,8 @@ from pathlib import Path
 import grpc
 import pytest
 from headwater import errors
-from headwater.client.admin import Admin, NewTopic
+from headwater.client.admin.client import Admin
+from headwater.client.admin.values import NewTopic
 from headwater.errors import ErrorCode
 from headwater.records import Record, build_batch
 from headwater.security.acls import AclOperation as Op

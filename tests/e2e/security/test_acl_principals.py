@@ -13,8 +13,9 @@ from pathlib import Path
 import grpc
 import pytest
 from headwater import errors
-from headwater.client import sasl
-from headwater.client.admin import Admin, NewTopic
+from headwater.client.admin.client import Admin
+from headwater.client.admin.values import NewTopic
+from headwater.client.transport import sasl
 from headwater.coordination import session
 from headwater.coordination.scram_credentials import ScramCredentialStore
 from headwater.errors import ErrorCode

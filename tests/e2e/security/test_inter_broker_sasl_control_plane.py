@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from headwater.client.admin import Admin, NewTopic
-from headwater.client.producer import Producer
+from headwater.client.admin.client import Admin
+from headwater.client.admin.values import NewTopic
+from headwater.client.producer.producer import Producer
 from headwater.coordination import session
 from headwater.coordination.scram_credentials import ScramCredentialStore
 from headwater.security.scram import ScramCredential, ScramMechanism

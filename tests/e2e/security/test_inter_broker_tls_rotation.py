@@ -17,8 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from headwater.client.admin import Admin, NewTopic
-from headwater.client.producer import Producer
+from headwater.client.admin.client import Admin
+from headwater.client.admin.values import NewTopic
+from headwater.client.producer.producer import Producer
 from headwater.client.types import TopicPartition
 from headwater.testing import Cluster
 from headwater.testing.tls import CertificateAuthority, write_keystore

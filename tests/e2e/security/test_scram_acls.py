@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 from headwater import errors
-from headwater.client.admin import Admin
-from headwater.client.admin_scram import ScramUpsertion
+from headwater.client.admin.client import Admin
+from headwater.client.admin.values import ScramUpsertion
 from headwater.coordination import session
 from headwater.coordination.scram_credentials import ScramCredentialStore
 from headwater.security.acls import AclOperation, ResourceType

@@ -16,9 +16,9 @@ from pathlib import Path
 import grpc
 import pytest
 from headwater import errors
-from headwater.client import sasl
-from headwater.client.admin import Admin
-from headwater.client.admin_scram import ScramCredentialInfo, ScramDeletion, ScramUpsertion
+from headwater.client.admin.client import Admin
+from headwater.client.admin.values import ScramCredentialInfo, ScramDeletion, ScramUpsertion
+from headwater.client.transport import sasl
 from headwater.testing.cluster import Cluster
 from headwater.testing.zookeeper import ZooKeeperServer
 from headwater.v1 import sasl_pb2, sasl_pb2_grpc

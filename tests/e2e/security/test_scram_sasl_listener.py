@@ -13,11 +13,11 @@ from typing import Any
 import grpc
 import pytest
 from headwater import errors
-from headwater.client import sasl
-from headwater.client.admin import Admin, NewTopic
-from headwater.client.admin_scram import ScramDeletion, ScramUpsertion
-from headwater.client.consumer import Consumer
-from headwater.client.producer import Producer
+from headwater.client.admin.client import Admin
+from headwater.client.admin.values import NewTopic, ScramDeletion, ScramUpsertion
+from headwater.client.consumer.consumer import Consumer
+from headwater.client.producer.producer import Producer
+from headwater.client.transport import sasl
 from headwater.client.types import TopicPartition
 from headwater.coordination import session
 from headwater.coordination.scram_credentials import ScramCredentialStore

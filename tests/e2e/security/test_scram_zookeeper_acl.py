@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from headwater.client.admin import Admin
+from headwater.client.admin.client import Admin
 from headwater.coordination import session
 from headwater.coordination.scram_credentials import ScramCredentialStore, user_path
 from headwater.coordination.zk_security import ZkAuth

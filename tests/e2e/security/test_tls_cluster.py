@@ -19,7 +19,8 @@ from pathlib import Path
 import grpc
 import pytest
 from headwater import errors
-from headwater.client.admin import Admin, NewTopic
+from headwater.client.admin.client import Admin
+from headwater.client.admin.values import NewTopic
 from headwater.testing import Cluster
 from headwater.testing.tls import CertificateAuthority, IssuedCertificate, write_keystore
 

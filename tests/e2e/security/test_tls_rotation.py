@@ -17,10 +17,11 @@ from pathlib import Path
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from headwater.client.admin import Admin, NewTopic
-from headwater.client.consumer import Consumer
-from headwater.client.futures import RecordFuture
-from headwater.client.producer import Producer
+from headwater.client.admin.client import Admin
+from headwater.client.admin.values import NewTopic
+from headwater.client.consumer.consumer import Consumer
+from headwater.client.producer.futures import RecordFuture
+from headwater.client.producer.producer import Producer
 from headwater.client.types import TopicPartition
 from headwater.testing import Cluster
 from headwater.testing.tls import CertificateAuthority, write_keystore

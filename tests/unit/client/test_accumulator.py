@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from headwater.client.accumulator import (
+from headwater.client.producer.accumulator import (
     BufferExhaustedError,
     Outcome,
     RecordAccumulator,

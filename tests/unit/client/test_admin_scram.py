@@ -3,7 +3,8 @@ salt and Hi(password, salt, i), never the password; refusals are left to the bro
 
 from __future__ import annotations
 
-from headwater.client.admin_scram import ScramUpsertion, upsertion_to_proto
+from headwater.client.admin.scram import upsertion_to_proto
+from headwater.client.admin.values import ScramUpsertion
 from headwater.security.scram import ScramMechanism
 from headwater.v1 import sasl_pb2
 

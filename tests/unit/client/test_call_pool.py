@@ -11,7 +11,7 @@ from typing import Any
 import grpc
 import pytest
 from headwater import errors
-from headwater.client.connection import CallPool
+from headwater.client.transport.connection import CallPool
 
 TIMEOUT_S = 5.0
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from headwater import errors
-from headwater.client.connection import Channels
+from headwater.client.transport.connection import Channels
 
 
 def test_the_stub_is_made_once_per_channel_and_anew_after_forget() -> None:

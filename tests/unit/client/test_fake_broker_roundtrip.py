@@ -14,7 +14,7 @@ import threading
 import headwater
 import pytest
 from headwater import errors
-from headwater.client.partitioner import partition_for_key
+from headwater.client.producer.partitioner import partition_for_key
 
 from tests.unit.client.fake_broker import FakeBroker
 

@@ -5,7 +5,7 @@ answers ``poll`` takes from advance positions and drop answers for stale positio
 from __future__ import annotations
 
 from headwater import records
-from headwater.client.fetcher import PartitionRecords, records_from
+from headwater.client.consumer.fetcher import PartitionRecords, records_from
 from headwater.client.types import ConsumerRecord, TopicPartition
 
 TP = TopicPartition("t", 0)

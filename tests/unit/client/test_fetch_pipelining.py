@@ -10,10 +10,15 @@ from typing import Any
 
 import pytest
 from headwater import errors, records
-from headwater.client import connection
-from headwater.client.fetcher import PIPELINE_MIN_BYTES, Fetcher, PartitionRecords, records_from
+from headwater.client.consumer.fetcher import (
+    PIPELINE_MIN_BYTES,
+    Fetcher,
+    PartitionRecords,
+    records_from,
+)
 from headwater.client.settings import ConsumerSettings
 from headwater.client.subscription import SubscriptionState
+from headwater.client.transport import connection
 from headwater.client.types import TopicPartition
 
 TP = TopicPartition("t", 0)

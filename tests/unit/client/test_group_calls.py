@@ -17,9 +17,9 @@ from typing import Any
 import grpc
 import pytest
 from headwater import errors
-from headwater.client import connection
 from headwater.client.group import calls
-from headwater.client.metadata import MetadataManager
+from headwater.client.transport import connection
+from headwater.client.transport.metadata import MetadataManager
 from headwater.clock import monotonic_ms
 from headwater.errors import ErrorCode
 from headwater.retry import RetryPolicy

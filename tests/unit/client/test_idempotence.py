@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from headwater.client.idempotence import (
+from headwater.client.producer.idempotence import (
     MAX_SEQUENCE,
     IdempotenceState,
     ProducerIdAndEpoch,

@@ -19,12 +19,12 @@ from typing import Any, cast
 
 import pytest
 from headwater import errors, records
-from headwater.client.fetcher import PIPELINE_MIN_BYTES, Fetcher
-from headwater.client.inline_calls import may_fetch_inline
-from headwater.client.metadata import MetadataManager
+from headwater.client.consumer.fetcher import PIPELINE_MIN_BYTES, Fetcher
 from headwater.client.settings import ConsumerSettings
-from headwater.client.streams import UnaryCalls
 from headwater.client.subscription import SubscriptionState
+from headwater.client.transport.inline_calls import may_fetch_inline
+from headwater.client.transport.metadata import MetadataManager
+from headwater.client.transport.streams import UnaryCalls
 from headwater.client.types import TopicPartition
 from headwater.retry import RetryPolicy
 from headwater.v1 import broker_pb2

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from headwater.client.metadata import ClusterMetadata
+from headwater.client.transport.metadata import ClusterMetadata
 from headwater.client.types import TopicPartition
 from headwater.v1 import broker_pb2, common_pb2
 

@@ -20,9 +20,9 @@ from typing import Any
 import headwater
 import pytest
 from headwater import errors
-from headwater.client.accumulator import RecordAccumulator
-from headwater.client.futures import RecordFuture
-from headwater.client.partitioner import DefaultPartitioner, murmur2, partition_for_key
+from headwater.client.producer.accumulator import RecordAccumulator
+from headwater.client.producer.futures import RecordFuture
+from headwater.client.producer.partitioner import DefaultPartitioner, murmur2, partition_for_key
 from headwater.client.types import RecordMetadata, TopicPartition
 from headwater.records import NativeRecordCodec, Record, native_available, record_codec
 from headwater.records import set_record_codec as set_codec

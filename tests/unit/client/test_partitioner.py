@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from headwater.client.partitioner import (
+from headwater.client.producer.partitioner import (
     DefaultPartitioner,
     RoundRobinPartitioner,
     murmur2,

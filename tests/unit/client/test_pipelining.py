@@ -19,12 +19,12 @@ from typing import Any, cast
 
 import pytest
 from headwater import errors
-from headwater.client.accumulator import RecordAccumulator
-from headwater.client.idempotence import ProducerIdAndEpoch
-from headwater.client.metadata import MetadataManager
-from headwater.client.sender import Sender
+from headwater.client.producer.accumulator import RecordAccumulator
+from headwater.client.producer.idempotence import ProducerIdAndEpoch
+from headwater.client.producer.sender import Sender
 from headwater.client.settings import ProducerSettings
-from headwater.client.streams import UnaryCalls
+from headwater.client.transport.metadata import MetadataManager
+from headwater.client.transport.streams import UnaryCalls
 from headwater.client.types import RecordMetadata, TopicPartition
 from headwater.errors import ErrorCode
 from headwater.records import Record, parse_header

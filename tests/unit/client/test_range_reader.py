@@ -22,7 +22,7 @@ import grpc
 import pytest
 from crc32c import crc32c
 from headwater import errors, records
-from headwater.client.range_reader import (
+from headwater.client.consumer.range_reader import (
     MissingOffsets,
     RangeChunk,
     RangeProgress,

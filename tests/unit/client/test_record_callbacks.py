@@ -17,9 +17,14 @@ from typing import Any
 
 import pytest
 from headwater import errors
-from headwater.client import futures as futures_module
-from headwater.client.accumulator import RecordAccumulator
-from headwater.client.futures import BatchResult, RecordCallback, RecordFuture, failed_future
+from headwater.client.producer import futures as futures_module
+from headwater.client.producer.accumulator import RecordAccumulator
+from headwater.client.producer.futures import (
+    BatchResult,
+    RecordCallback,
+    RecordFuture,
+    failed_future,
+)
 from headwater.client.types import RecordMetadata, TopicPartition
 from headwater.records import (
     NativeRecordCodec,
@@ -132,7 +137,7 @@ def test_a_raising_callback_is_logged_and_the_rest_still_run(
     acc.append(TP, Record(None, b"a", (), 1), max_block_ms=0, callback=boom)
     assert acc.try_append(TP, None, b"b", (), 2, 22, collector(seen, "b")) is not None
     (batch,) = acc.drain([TP])
-    with caplog.at_level(logging.ERROR, logger="headwater.client.futures"):
+    with caplog.at_level(logging.ERROR, logger="headwater.client.producer.futures"):
         batch.complete(base_offset=7, timestamp_ms=None)
     assert seen == [("b", RecordMetadata("t", 3, 8, 2), None)]
     assert "producer callback raised" in caplog.text

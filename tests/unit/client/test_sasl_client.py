@@ -11,7 +11,7 @@ from typing import Any
 import grpc
 import pytest
 from headwater import errors
-from headwater.client import sasl
+from headwater.client.transport import sasl
 from headwater.security.scram import ScramCredential, ScramMechanism
 from headwater.server.auth.sasl import SaslExchanges, SaslSessions
 from headwater.server.convert import pb_error

@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from headwater.client import streams
+from headwater.client.transport import streams
 
 
 class FakeStreamCall:

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 import pytest
 from headwater import errors
-from headwater.client.admin import (
+from headwater.client.admin.values import (
     BrokerDescription,
     ClusterDescription,
     ConfigEntry,

@@ -17,8 +17,8 @@ import grpc
 import pytest
 import pytest_asyncio
 from headwater import errors
-from headwater.client import sasl_aio
-from headwater.client.sasl import SESSION_METADATA_KEY, SaslCredentials, SaslSession
+from headwater.client.transport import sasl_aio
+from headwater.client.transport.sasl import SESSION_METADATA_KEY, SaslCredentials, SaslSession
 from headwater.coordination.model import BrokerRegistration
 from headwater.server import tls
 from headwater.server.config import BrokerConfig

@@ -9,8 +9,8 @@ from pathlib import Path
 import grpc
 import pytest
 from headwater import errors
-from headwater.client import connection
-from headwater.client.security import (
+from headwater.client.transport import connection, rpc_errors
+from headwater.client.transport.security import (
     ClientSecurity,
     from_java_properties,
     from_options,
@@ -132,7 +132,7 @@ def test_an_unauthenticated_call_is_an_authentication_failure() -> None:
         def details(self) -> str:
             return "SASL authentication required on listener CLIENT"
 
-    error = connection.translate_rpc_error(Refused(), "h:9092")
+    error = rpc_errors.translate_rpc_error(Refused(), "h:9092")
     assert isinstance(error, errors.SaslAuthenticationFailedError)
     assert "h:9092" in str(error) and "listener CLIENT" in str(error)
     assert not error.retriable

@@ -3,7 +3,7 @@
 Covers the Arrow batches of exactly-[start, end) reads when stored batches
 straddle both bounds, several fetches per range, compressed batches, and a
 range the log cannot satisfy (failOnDataLoss true and false).  The reading
-itself is the client's :class:`~headwater.client.range_reader.RangeReader`
+itself is the client's :class:`~headwater.client.consumer.range_reader.RangeReader`
 (tests/unit/client/test_range_reader.py); time is faked: the client's clock
 and sleep are passed in.
 """
@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import pyarrow as pa
 import pytest
 from headwater import records
-from headwater.client.range_reader import RangeReader
+from headwater.client.consumer.range_reader import RangeReader
 from headwater_spark import partition_reader
 from headwater_spark.partition_reader import ReaderSettings
 from headwater_spark.planning import DataLossError, OffsetRange

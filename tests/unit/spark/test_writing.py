@@ -7,7 +7,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from headwater import errors
-from headwater.client.futures import RecordFuture
+from headwater.client.producer.futures import RecordFuture
 from headwater_spark.options import OptionError, parse_write_options
 from headwater_spark.source import HeadwaterDataSource
 from headwater_spark.writing import check_columns, write_batches

@@ -20,10 +20,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from headwater import errors
-from headwater.client import connection
 from headwater.client.group import protocol
 from headwater.client.group.listener import OffsetAndMetadata
-from headwater.client.metadata import MetadataManager
+from headwater.client.transport import connection
+from headwater.client.transport.metadata import MetadataManager
 from headwater.client.types import TopicPartition
 from headwater.errors import ErrorCode
 from headwater.retry import RetryPolicy

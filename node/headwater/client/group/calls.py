@@ -21,8 +21,8 @@ import time
 from typing import Any
 
 from headwater import errors
-from headwater.client import connection
-from headwater.client.metadata import MetadataManager
+from headwater.client.transport import connection
+from headwater.client.transport.metadata import MetadataManager
 from headwater.clock import Clock
 from headwater.retry import RetryPolicy
 from headwater.v1 import group_pb2, group_pb2_grpc

@@ -33,7 +33,6 @@ from collections.abc import Callable
 from typing import Any
 
 from headwater import errors
-from headwater.client import connection
 from headwater.client.group import requests
 from headwater.client.group.consumer_member import (
     ConsumerMember,
@@ -44,8 +43,9 @@ from headwater.client.group.consumer_member import (
 )
 from headwater.client.group.coordinator import ConsumerCoordinator
 from headwater.client.group.listener import OffsetAndMetadata
-from headwater.client.metadata import MetadataManager
 from headwater.client.subscription import SubscriptionState
+from headwater.client.transport import connection
+from headwater.client.transport.metadata import MetadataManager
 from headwater.client.types import TopicPartition
 from headwater.clock import Clock, monotonic_ms
 from headwater.errors import ErrorCode

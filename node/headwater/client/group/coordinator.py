@@ -36,7 +36,6 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from headwater import errors
-from headwater.client import connection
 from headwater.client.group import calls, protocol, requests
 from headwater.client.group.assignors import COOPERATIVE
 from headwater.client.group.listener import ConsumerRebalanceListener
@@ -47,8 +46,9 @@ from headwater.client.group.member import (
     Outcome,
 )
 from headwater.client.group.offsets import GroupOffsets
-from headwater.client.metadata import MetadataManager
 from headwater.client.subscription import SubscriptionState
+from headwater.client.transport import connection
+from headwater.client.transport.metadata import MetadataManager
 from headwater.client.types import TopicPartition
 from headwater.clock import Clock, monotonic_ms
 from headwater.errors import ErrorCode

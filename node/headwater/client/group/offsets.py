@@ -29,12 +29,12 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from headwater import errors
-from headwater.client import connection
 from headwater.client.group import calls, requests
 from headwater.client.group.listener import OffsetAndMetadata
 from headwater.client.group.member import COORDINATOR_ERRORS
-from headwater.client.metadata import MetadataManager
 from headwater.client.subscription import SubscriptionState
+from headwater.client.transport import connection
+from headwater.client.transport.metadata import MetadataManager
 from headwater.client.types import TopicPartition
 from headwater.clock import Clock
 from headwater.errors import ErrorCode

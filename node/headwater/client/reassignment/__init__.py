@@ -5,7 +5,7 @@ rebalancer: :mod:`.plan` reads and checks Kafka's JSON plans, :mod:`.generate`
 places topics over chosen brokers (``--generate``), :mod:`.rebalance` evens
 replicas, bytes and preferred leaders, :mod:`.drain` empties brokers.  They
 take the cluster's layout as values and return plans; the ``Admin`` methods
-of :mod:`headwater.client.admin_rebalance` do the I/O.
+of :mod:`headwater.client.admin.rebalance` do the I/O.
 """
 
 from headwater.client.reassignment.drain import plan_drain

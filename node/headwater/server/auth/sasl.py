@@ -18,7 +18,7 @@ Kafka's flow in two:
   is deleted are revoked at once.
 
 Tokens live in the broker's memory only: a restarted broker knows none, answers
-UNAUTHENTICATED, and the client re-authenticates (``headwater.client.sasl``).
+UNAUTHENTICATED, and the client re-authenticates (``headwater.client.transport.sasl``).
 
 Threads: :class:`SaslExchanges` is used on the event loop only.
 :class:`SaslSessions` is called on the loop (servicers, interceptors) and by the

@@ -14,8 +14,8 @@ from typing import Any
 
 import grpc
 
-from headwater.client import sasl, sasl_aio
-from headwater.client.sasl import SaslCredentials
+from headwater.client.transport import sasl, sasl_aio
+from headwater.client.transport.sasl import SaslCredentials
 from headwater.coordination.model import BrokerRegistration
 from headwater.server import tls
 from headwater.server.listeners import BrokerSaslLogin, ListenerConfig, ListenerLayout
@@ -36,7 +36,7 @@ def channel_options(max_message_bytes: int) -> list[tuple[str, int]]:
 # inter-broker listener (the controller's to its control plane listener) and must speak
 # that listener's protocol: TLS with this broker's own keystore as client certificate
 # (mTLS) when it is SSL or SASL_SSL, and a SCRAM session (the real exchange, through
-# headwater.client.sasl / sasl_aio) when it is SASL_*.  The broker sets this once, at
+# headwater.client.transport.sasl / sasl_aio) when it is SASL_*.  The broker sets this once, at
 # startup, before it opens any channel (:func:`configure_inter_broker`); it is a
 # process-wide property, like the listeners themselves, so the sites opening channels
 # call :func:`aio_channel` / :func:`sync_channel` instead of each carrying credentials.

@@ -11,8 +11,10 @@ from typing import Any
 
 import pytest
 from headwater import errors
-from headwater.client.admin_log_dirs import AdminLogDirs, LogDirDescription, ReplicaInfo
-from headwater.client.admin_rebalance import measured_size
+from headwater.client.admin.core import AdminCore
+from headwater.client.admin.log_dirs import LogDirsAdmin
+from headwater.client.admin.rebalance import measured_size
+from headwater.client.admin.values import LogDirDescription, ReplicaInfo
 from headwater.retry import RetryPolicy
 from headwater.v1 import admin_pb2, common_pb2
 from headwater.values import TopicPartition
@@ -141,20 +143,32 @@ class _Channels:
         return _Stub(int(address.rsplit(":", 1)[1]) - 9000, self.calls)
 
 
-class StubAdmin(AdminLogDirs):
+class StubCore(AdminCore):
+    """An admin core over stub channels, with a fixed set of live brokers."""
+
     def __init__(self, live: Sequence[int]) -> None:
-        self._channels = _Channels()  # type: ignore[assignment]
-        self._retry = RetryPolicy(retry_backoff_ms=1, retry_backoff_max_ms=1)
-        self.request_timeout_ms = 1000
-        self.default_api_timeout_ms = 1000
+        super().__init__(
+            bootstrap_servers=[],
+            request_timeout_ms=1000,
+            default_api_timeout_ms=1000,
+            retry=RetryPolicy(retry_backoff_ms=1, retry_backoff_max_ms=1),
+            channels=_Channels(),  # type: ignore[arg-type]
+            metadata=None,  # type: ignore[arg-type]
+        )
         self.live = live
 
     def describe_cluster(self) -> Any:
-        from headwater.client.admin import BrokerDescription, ClusterDescription
+        from headwater.client.admin.values import BrokerDescription, ClusterDescription
 
         return ClusterDescription(
             "c", 0, tuple(BrokerDescription(b, "127.0.0.1", 9000 + b) for b in self.live)
         )
+
+
+class StubAdmin(LogDirsAdmin):
+    def __init__(self, live: Sequence[int]) -> None:
+        super().__init__(StubCore(live))
+        self._channels = self._core.channels
 
 
 def test_every_live_broker_is_asked() -> None:

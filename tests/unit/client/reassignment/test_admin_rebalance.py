@@ -14,8 +14,8 @@ from typing import Any, NamedTuple
 
 import pytest
 from headwater import errors
-from headwater.client.admin import BrokerDescription, ClusterDescription, TopicDescription
-from headwater.client.admin_rebalance import AdminRebalance, throttled_replicas
+from headwater.client.admin.rebalance import RebalanceAdmin, throttled_replicas
+from headwater.client.admin.values import BrokerDescription, ClusterDescription, TopicDescription
 from headwater.client.reassignment import PartitionStatus, ReassignmentPlan
 from headwater.client.types import OffsetAndTimestamp, PartitionMetadata
 from headwater.values import TopicPartition
@@ -29,10 +29,14 @@ class _Ongoing(NamedTuple):
     removing_replicas: tuple[int, ...]
 
 
-class FakeAdmin(AdminRebalance):
+class FakeAdmin(RebalanceAdmin):
+    """The rebalance tools over a fake of the Admin calls they use: the fake is its own
+    :class:`~headwater.client.admin.rebalance.AdminOperations`."""
+
     def __init__(
         self, layout: Mapping[TopicPartition, tuple[int, ...]], live: Sequence[int]
     ) -> None:
+        super().__init__(self)
         self.bootstrap_servers = ["127.0.0.1:1"]
         self.layout = dict(layout)
         self.live = list(live)

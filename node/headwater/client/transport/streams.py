@@ -5,7 +5,7 @@ new call's state: most of a one-record Produce, and twice what one message each
 way on a stream that is already open costs (``bench/grpc_stream_vs_unary.py``;
 docs/performance.md, "Figures behind rules in the code").  The
 producer's sender and the consumer's fetcher make their *inline* calls (the
-request they wait for alone, :mod:`headwater.client.inline_calls`) through
+request they wait for alone, :mod:`headwater.client.transport.inline_calls`) through
 :class:`StreamedCalls`: ``ProduceStream`` and ``FetchStream`` answer each
 request on the stream, in order, as ``Produce`` and ``Fetch`` would.
 
@@ -24,7 +24,7 @@ Invariants:
 - A broker that answers UNIMPLEMENTED (one from before these methods, met in a
   rolling upgrade) gets the unary call at once, for that request and every
   later one on that channel.  So does every broker of a SASL client, whose
-  session is renewed per call (:mod:`headwater.client.sasl`), which a
+  session is renewed per call (:mod:`headwater.client.transport.sasl`), which a
   long-lived stream cannot follow.
 - A call waits at most its ``timeout_s``: a watchdog thread, one per process,
   cancels a stream whose answer is overdue (checked every
@@ -38,15 +38,15 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import grpc
 
 from headwater import errors
-from headwater.client import connection
+from headwater.client.transport import rpc_errors
 
 ENABLED = True
-"""Whether :meth:`connection.Channels.inline_caller` hands out streams (PLAINTEXT and SSL
+"""Whether :meth:`.connection.Channels.inline_caller` hands out streams (PLAINTEXT and SSL
 clients).  Off for a while: a Kubernetes rolling upgrade stalled a one-at-a-time
 producer 30 s with them.  The cause was the brokers' (a broker in controlled shutdown
 rejoined the ISR on its way out, KIP-841, fixed in the broker), not the streams; it
@@ -125,12 +125,20 @@ class _Watchdog:
 _WATCHDOG = _Watchdog()
 
 
+class ChannelSource(Protocol):
+    """What the calls need of :class:`headwater.client.transport.connection.Channels`
+    (which makes them, so this module does not import it)."""
+
+    def channel(self, address: str) -> grpc.Channel: ...
+
+    def broker(self, address: str) -> Any: ...
+
+
 class UnaryCalls:
     """Calls of one Broker method as plain unary calls: what a SASL client makes,
     and what :class:`StreamedCalls` falls back to."""
 
-    def __init__(self, channels: Any, method: str) -> None:
-        """``channels``: anything with ``broker(address)`` (a :class:`connection.Channels`)."""
+    def __init__(self, channels: ChannelSource, method: str) -> None:
         self._channels = channels
         self._method = method
 
@@ -140,7 +148,7 @@ class UnaryCalls:
         try:
             return method(request, timeout=max(0.001, timeout_s))
         except Exception as exc:
-            raise connection.as_error(exc, address) from None
+            raise rpc_errors.as_error(exc, address) from None
 
     def close(self) -> None:
         pass
@@ -153,7 +161,7 @@ class StreamedCalls:
     unary method would, errors included.
     """
 
-    def __init__(self, channels: connection.Channels, method: str) -> None:
+    def __init__(self, channels: ChannelSource, method: str) -> None:
         self._channels = channels
         self._stream_method = f"{method}Stream"
         self._streams: dict[str, _Stream] = {}
@@ -185,7 +193,7 @@ class StreamedCalls:
                 raise errors.RequestTimedOutError(
                     f"no answer in time from broker {address}"
                 ) from None
-            error = connection.translate_rpc_error(exc, address)
+            error = rpc_errors.translate_rpc_error(exc, address)
             if isinstance(error, errors.UnsupportedVersionError):
                 self._unary_only[address] = channel  # a broker from before the streams
                 return self._unary.call(address, request, timeout_s=timeout_s)

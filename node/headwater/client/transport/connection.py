@@ -3,10 +3,7 @@
 One channel per broker address, shared by every thread of a client (a gRPC
 channel multiplexes concurrent calls over one HTTP/2 connection, and its
 methods are thread-safe).  Transport failures become the Kafka errors a
-Kafka client would see, so retry decisions are made in one vocabulary:
-``UNAVAILABLE`` (connection refused or lost) is ``NetworkError`` and a
-missed deadline is ``RequestTimedOutError``, both retriable; anything else is
-a malformed request or a broker bug and is not retried.
+Kafka client would see (:mod:`headwater.client.transport.rpc_errors`).
 
 Background calls (the consumer's Fetch; the producer's Produce while one batch
 per partition is in flight) go through :class:`CallPool`: persistent worker
@@ -31,7 +28,9 @@ from typing import Any, NamedTuple, Protocol, TypeVar
 import grpc
 
 from headwater import errors
-from headwater.client.security import PLAINTEXT, ClientSecurity
+from headwater.client.transport import sasl, streams
+from headwater.client.transport.rpc_errors import as_error, translate_rpc_error
+from headwater.client.transport.security import PLAINTEXT, ClientSecurity
 from headwater.v1 import admin_pb2_grpc, broker_pb2_grpc
 
 Resp = TypeVar("Resp")
@@ -46,43 +45,6 @@ _CHANNEL_OPTIONS = (
     ("grpc.min_reconnect_backoff_ms", 100),
     ("grpc.enable_retries", 0),
 )
-
-
-def translate_rpc_error(exc: grpc.RpcError, address: str) -> errors.HeadwaterError:
-    """The Kafka error a failed gRPC call amounts to."""
-    code = exc.code() if isinstance(exc, grpc.Call) else None
-    details = exc.details() if isinstance(exc, grpc.Call) else str(exc)
-    where = f"broker {address}: {details or code}"
-    if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED, None):
-        reason = (details or "unavailable").rsplit(": ", 1)[-1]  # grpc's last, specific cause
-        return errors.NetworkError(f"cannot reach broker {address}: {reason}")
-    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
-        return errors.RequestTimedOutError(f"no answer in time from {where}")
-    if code == grpc.StatusCode.UNAUTHENTICATED:  # a listener refused the caller
-        return errors.SaslAuthenticationFailedError(
-            f"broker {address} refused the caller: {details}"
-        )
-    if code == grpc.StatusCode.UNIMPLEMENTED:
-        return errors.UnsupportedVersionError(where)
-    if code == grpc.StatusCode.INVALID_ARGUMENT:
-        return errors.InvalidRequestError(where)
-    if code == grpc.StatusCode.PERMISSION_DENIED:
-        # An authorizer refusal of an RPC whose response has no error field, e.g.
-        # "CLUSTER_AUTHORIZATION_FAILED: not authorized to DESCRIBE the cluster".
-        name, _, message = (details or "").partition(": ")
-        if name in errors.ErrorCode.__members__:
-            return errors.for_code(errors.ErrorCode[name], message)
-        return errors.ClusterAuthorizationFailedError(where)
-    return errors.UnknownServerError(where)
-
-
-def as_error(exc: BaseException, address: str) -> errors.HeadwaterError:
-    """Any exception of a call to ``address`` as the Kafka error a client acts on."""
-    if isinstance(exc, errors.HeadwaterError):
-        return exc
-    if isinstance(exc, grpc.RpcError):
-        return translate_rpc_error(exc, address)
-    return errors.UnknownServerError(f"{type(exc).__name__}: {exc}")
 
 
 Done = Callable[[Any, "errors.HeadwaterError | None"], object]
@@ -207,7 +169,7 @@ class Channels:
         self, *, name: str = "headwater-call", security: ClientSecurity = PLAINTEXT
     ) -> None:
         """``security``: how every channel reaches the brokers (TLS and SASL,
-        :mod:`headwater.client.security`); the PEM files are read here, once."""
+        :mod:`headwater.client.transport.security`); the PEM files are read here, once."""
         self.security = security
         self._credentials = security.channel_credentials()
         self._lock = threading.Lock()
@@ -235,8 +197,6 @@ class Channels:
             ch = grpc.insecure_channel(address, options=_CHANNEL_OPTIONS)
         security = self.security
         if security.uses_sasl:
-            from headwater.client import sasl  # imports this module
-
             credentials = sasl.SaslCredentials(
                 security.sasl_mechanism or "",
                 security.sasl_plain_username or "",
@@ -257,9 +217,7 @@ class Channels:
     def inline_caller(self, method: str) -> InlineCaller:
         """How one thread makes its inline ``method`` calls (``"Produce"``, ``"Fetch"``):
         as messages on a long-lived stream per broker, or, for a SASL client (a
-        session renewed per call), as unary calls; see :mod:`headwater.client.streams`."""
-        from headwater.client import streams  # imports this module
-
+        session renewed per call), as unary calls; see :mod:`headwater.client.transport.streams`."""
         if self.security.uses_sasl or not streams.ENABLED:
             return streams.UnaryCalls(self, method)
         return streams.StreamedCalls(self, method)

@@ -1,4 +1,4 @@
-"""SCRAM credential administration of :class:`~headwater.client.admin.Admin` (Kafka's KIP-554).
+"""SCRAM credential administration of :class:`~headwater.client.admin.client.Admin` (KIP-554).
 
 ``describe_user_scram_credentials`` and ``alter_user_scram_credentials`` as Kafka's
 ``Admin`` has them.  As in Kafka, the password never leaves the client: an upsertion
@@ -14,16 +14,19 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any
 
 from headwater import errors
-from headwater.client import connection
+from headwater.client.admin.core import AdminCore
+from headwater.client.admin.values import (
+    ScramCredentialInfo,
+    ScramDeletion,
+    ScramUpsertion,
+    UserScramCredentialsDescription,
+)
 from headwater.security import scram
 from headwater.security.scram import ScramMechanism
 from headwater.v1 import sasl_pb2, sasl_pb2_grpc
-
-if TYPE_CHECKING:
-    pass
 
 DEFAULT_ITERATIONS = 4096
 SALT_BYTES = 32
@@ -33,38 +36,6 @@ _TO_PROTO = {
     "SCRAM-SHA-512": sasl_pb2.SCRAM_SHA_512,
 }
 _FROM_PROTO = {int(v): k for k, v in _TO_PROTO.items()}
-
-
-class ScramUpsertion(NamedTuple):
-    """Set ``user``'s credential for ``mechanism`` (Kafka's ``UserScramCredentialUpsertion``)."""
-
-    user: str
-    mechanism: str
-    iterations: int
-    password: str
-
-    def __repr__(self) -> str:
-        return (
-            f"ScramUpsertion({self.user!r}, {self.mechanism!r}, {self.iterations}, "
-            "password=<hidden>)"
-        )
-
-
-class ScramDeletion(NamedTuple):
-    """Delete ``user``'s credential for ``mechanism`` (``UserScramCredentialDeletion``)."""
-
-    user: str
-    mechanism: str
-
-
-class ScramCredentialInfo(NamedTuple):
-    mechanism: str
-    iterations: int
-
-
-class UserScramCredentialsDescription(NamedTuple):
-    user: str
-    credential_infos: tuple[ScramCredentialInfo, ...]
 
 
 def upsertion_to_proto(
@@ -94,20 +65,16 @@ def upsertion_to_proto(
     return msg
 
 
-class AdminScram:
-    """SCRAM credential methods of :class:`~headwater.client.admin.Admin`."""
+class ScramAdmin:
+    """SCRAM credential calls of :class:`~headwater.client.admin.client.Admin`, over its core."""
 
-    if TYPE_CHECKING:
-        _channels: connection.Channels
-
-        def _call_any_broker(
-            self, stub_for: Callable[[str], Any], rpc: str, request: Any
-        ) -> Any: ...
+    def __init__(self, core: AdminCore) -> None:
+        self._core = core
 
     def _scram_call(self, rpc: str, request: Any) -> Any:
         """Send ``request`` to any broker's ScramAdmin service, retrying on another."""
-        return self._call_any_broker(
-            lambda address: sasl_pb2_grpc.ScramAdminStub(self._channels.channel(address)),
+        return self._core.call_any_broker(
+            lambda address: sasl_pb2_grpc.ScramAdminStub(self._core.channels.channel(address)),
             rpc,
             request,
         )

@@ -2,8 +2,8 @@
 
 ``send`` runs on the caller's thread: it picks a partition (murmur2 of the key,
 or the sticky partition), stamps the record and appends it to the
-:class:`~headwater.client.accumulator.RecordAccumulator`, returning a future at
-once.  One background :class:`~headwater.client.sender.Sender` thread per
+:class:`~headwater.client.producer.accumulator.RecordAccumulator`, returning a future at
+once.  One background :class:`~headwater.client.producer.sender.Sender` thread per
 producer batches, sends, retries and acknowledges (see those modules).
 
     with headwater.Producer(bootstrap_servers="127.0.0.1:9092") as p:
@@ -18,19 +18,19 @@ from collections.abc import Iterable, Mapping
 from types import TracebackType
 
 from headwater import errors, runtime
-from headwater.client import connection
-from headwater.client import security as client_security
-from headwater.client.accumulator import (
+from headwater.client.producer.accumulator import (
     RECORD_OVERHEAD_BYTES,
     RecordAccumulator,
     estimate_size,
 )
-from headwater.client.futures import RecordCallback, RecordFuture, failed_future
-from headwater.client.metadata import ClusterMetadata, MetadataManager
-from headwater.client.partitioner import DefaultPartitioner, Partitioner
-from headwater.client.security import ClientSecurity
-from headwater.client.sender import Sender
+from headwater.client.producer.futures import RecordCallback, RecordFuture, failed_future
+from headwater.client.producer.partitioner import DefaultPartitioner, Partitioner
+from headwater.client.producer.sender import Sender
 from headwater.client.settings import ProducerSettings, parse_acks, parse_bootstrap
+from headwater.client.transport import connection
+from headwater.client.transport import security as client_security
+from headwater.client.transport.metadata import ClusterMetadata, MetadataManager
+from headwater.client.transport.security import ClientSecurity
 from headwater.client.types import TopicPartition
 from headwater.clock import Clock, monotonic_ms
 from headwater.records import Record

@@ -5,7 +5,7 @@ and SASL_SSL the client speaks TLS, trusting ``ssl_cafile`` (PEM CA certificates
 system's roots when unset) and presenting ``ssl_certfile``/``ssl_keyfile`` (PEM) when
 the listener wants a client certificate (mTLS).  With SASL_* it authenticates with
 ``sasl_mechanism`` (SCRAM-SHA-512 or SCRAM-SHA-256) as ``sasl_plain_username``; the
-password only feeds the SCRAM proof (:mod:`headwater.client.sasl`), it is never sent
+password only feeds the SCRAM proof (:mod:`headwater.client.transport.sasl`), it is never sent
 and never shown by ``repr``.
 
 gRPC always checks the broker's name against its certificate, so
@@ -15,7 +15,7 @@ alternative names hold their advertised host names.
 :class:`ClientSecurity` is built by the Producer, Consumer and Admin constructors
 (:func:`from_options`), by the CLI from ``--command-config`` (Kafka's Java property
 names, :func:`from_java_properties`) and by the Spark connector from its ``kafka.*``
-options; :class:`headwater.client.connection.Channels` uses it for every channel.
+options; :class:`headwater.client.transport.connection.Channels` uses it for every channel.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """``headwater.Consumer``: Kafka's consumer API over Headwater's gRPC Fetch RPC.
 
-A background :class:`~headwater.client.fetcher.Fetcher` keeps one long-poll
+A background :class:`~headwater.client.consumer.fetcher.Fetcher` keeps one long-poll
 fetch in flight per broker and buffers decoded records; ``poll`` hands them
 out (at most ``max_poll_records``), advancing each partition's position.
 Positions start from the committed offset (the :class:`CommittedOffsets`
@@ -32,16 +32,13 @@ from collections.abc import Iterable, Iterator, Mapping
 from types import TracebackType
 
 from headwater import errors, runtime
-from headwater.client import connection, offsets
-from headwater.client import security as client_security
-from headwater.client.fetcher import Fetcher
+from headwater.client.consumer import offsets
+from headwater.client.consumer.fetcher import Fetcher
 from headwater.client.group.assignors import ASSIGNORS
 from headwater.client.group.consumer_coordinator import ConsumerProtocolCoordinator
 from headwater.client.group.coordinator import ConsumerCoordinator
 from headwater.client.group.listener import ConsumerRebalanceListener, OffsetAndMetadata
 from headwater.client.group.offsets import CommitCallback
-from headwater.client.metadata import MetadataManager
-from headwater.client.security import ClientSecurity
 from headwater.client.settings import ConsumerSettings, parse_bootstrap
 from headwater.client.subscription import (
     EARLIEST,
@@ -49,6 +46,10 @@ from headwater.client.subscription import (
     NoCommittedOffsets,
     SubscriptionState,
 )
+from headwater.client.transport import connection
+from headwater.client.transport import security as client_security
+from headwater.client.transport.metadata import MetadataManager
+from headwater.client.transport.security import ClientSecurity
 from headwater.client.types import ConsumerRecord, OffsetAndTimestamp, TopicPartition
 from headwater.clock import Clock, monotonic_ms
 from headwater.records.allocator import tune_allocator

@@ -2,13 +2,13 @@
 
 The ``kafka-reassign-partitions`` workflow and a Cruise-Control-like
 rebalance, through ``headwater.Admin``.  Planning is pure
-(:mod:`headwater.client.reassignment`); this mixin gathers what the planners
+(:mod:`headwater.client.reassignment`); this class gathers what the planners
 need (brokers and racks from DescribeCluster, replica lists from Metadata,
 partition sizes), and drives the broker's reassignment RPCs
 (``alter_partition_reassignments`` / ``list_partition_reassignments`` of
-:mod:`headwater.client.admin_reassignments`).
+:mod:`headwater.client.admin.reassignments`).
 
-**Sizes.**  :meth:`AdminRebalance.estimate_partition_sizes` takes each
+**Sizes.**  :meth:`RebalanceAdmin.estimate_partition_sizes` takes each
 partition's bytes on disk from DescribeLogDirs (the leader's replica, as
 Cruise Control does; a partition without a leader takes its largest reported
 replica).  Only for partitions none of whose brokers answered (an older
@@ -24,9 +24,9 @@ on every broker that a moving partition is or will be on, and per topic
 ``leader.replication.throttled.replicas`` (``partition:broker`` for each
 current replica of a moving partition) and
 ``follower.replication.throttled.replicas`` (each broker it is moving to).
-:meth:`AdminRebalance.verify_reassignment` removes all of them once every
+:meth:`RebalanceAdmin.verify_reassignment` removes all of them once every
 partition of the plan is complete, as ``--verify`` does, and so does
-:meth:`AdminRebalance.cancel_reassignment`.
+:meth:`RebalanceAdmin.cancel_reassignment`.
 
 Every plan is checked against the cluster (topics, partitions, brokers)
 before anything is set or sent, so a bad plan changes nothing.
@@ -41,6 +41,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from headwater import errors
+from headwater.client.admin.values import ClusterDescription, LogDirDescription, TopicDescription
 from headwater.client.reassignment import (
     BrokerInfo,
     ReassignmentPlan,
@@ -56,8 +57,6 @@ from headwater.client.reassignment import (
 from headwater.values import TopicPartition
 
 if TYPE_CHECKING:
-    from headwater.client.admin import ClusterDescription, TopicDescription
-    from headwater.client.admin_log_dirs import LogDirDescription
     from headwater.client.types import OffsetAndTimestamp
 
 BROKER_THROTTLES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
@@ -70,8 +69,9 @@ RECORD_OVERHEAD_BYTES = 16
 SAMPLE_RECORDS = 100
 
 
-class _Admin(Protocol):
-    """What this mixin uses of ``Admin`` and its other mixins."""
+class AdminOperations(Protocol):
+    """What :class:`RebalanceAdmin` uses of :class:`~headwater.client.admin.client.Admin`:
+    its public calls (a fake cluster in the unit tests)."""
 
     @property
     def bootstrap_servers(self) -> Sequence[str]: ...
@@ -110,28 +110,12 @@ class _Admin(Protocol):
         self, broker_id: int | None, configs: Mapping[str, str | None]
     ) -> Any: ...
 
-    def estimate_partition_sizes(
-        self, partitions: Iterable[TopicPartition]
-    ) -> dict[TopicPartition, int]: ...
-
     def describe_log_dirs_each(
         self,
         brokers: Iterable[int] | None = None,
         *,
         topics: Mapping[str, Sequence[int]] | Iterable[str] | None = None,
     ) -> Mapping[int, Mapping[str, LogDirDescription] | errors.HeadwaterError]: ...
-
-    def _estimate_from_records(
-        self, partitions: Iterable[TopicPartition]
-    ) -> dict[TopicPartition, int]: ...
-
-    def current_assignment(self) -> dict[TopicPartition, tuple[int, ...]]: ...
-
-    def broker_infos(self) -> list[BrokerInfo]: ...
-
-    def check_reassignment(self, plan: ReassignmentPlan) -> None: ...
-
-    def _clear_throttles(self, topics: Iterable[str]) -> None: ...
 
 
 def as_plan(plan: ReassignmentPlan | RebalancePlan) -> ReassignmentPlan:
@@ -165,25 +149,28 @@ def throttled_replicas(
     }
 
 
-class AdminRebalance:
-    """``Admin``'s reassignment tools (a mixin; see the module docstring)."""
+class RebalanceAdmin:
+    """``Admin``'s reassignment tools (see the module docstring), over the Admin's own calls."""
+
+    def __init__(self, admin: AdminOperations) -> None:
+        self._admin = admin
 
     # -- what the planners need --------------------------------------------------------
 
-    def broker_infos(self: _Admin) -> list[BrokerInfo]:
+    def broker_infos(self) -> list[BrokerInfo]:
         """The live brokers with their racks."""
-        return [BrokerInfo(b.broker_id, b.rack) for b in self.describe_cluster().brokers]
+        return [BrokerInfo(b.broker_id, b.rack) for b in self._admin.describe_cluster().brokers]
 
-    def current_assignment(self: _Admin) -> dict[TopicPartition, tuple[int, ...]]:
+    def current_assignment(self) -> dict[TopicPartition, tuple[int, ...]]:
         """Every partition's replicas (internal topics included), preferred leader first."""
         return {
             TopicPartition(p.topic, p.partition): tuple(p.replicas)
-            for desc in self.describe_topics(None).values()
+            for desc in self._admin.describe_topics(None).values()
             for p in desc.partitions
         }
 
     def estimate_partition_sizes(
-        self: _Admin, partitions: Iterable[TopicPartition]
+        self, partitions: Iterable[TopicPartition]
     ) -> dict[TopicPartition, int]:
         """Each partition's bytes: measured by DescribeLogDirs, else estimated (module doc)."""
         tps = [TopicPartition(*tp) for tp in partitions]
@@ -192,14 +179,14 @@ class AdminRebalance:
         wanted: dict[str, list[int]] = {}
         for tp in tps:
             wanted.setdefault(tp.topic, []).append(tp.partition)
-        described = self.describe_topics(list(wanted))
+        described = self._admin.describe_topics(list(wanted))
         leaders = {
             TopicPartition(p.topic, p.partition): p.leader
             for d in described.values()
             for p in d.partitions
         }
         reported: dict[int, dict[TopicPartition, int]] = {}
-        for broker, answer in self.describe_log_dirs_each(None, topics=wanted).items():
+        for broker, answer in self._admin.describe_log_dirs_each(None, topics=wanted).items():
             if isinstance(answer, errors.HeadwaterError):
                 continue  # UNSUPPORTED_VERSION, unavailable: estimated below
             reported[broker] = {
@@ -216,14 +203,14 @@ class AdminRebalance:
         }
 
     def _estimate_from_records(
-        self: _Admin, partitions: Iterable[TopicPartition]
+        self, partitions: Iterable[TopicPartition]
     ) -> dict[TopicPartition, int]:
         """Each partition's bytes estimated from its record count (see the module docstring)."""
         tps = list(partitions)
         if not tps:
             return {}
-        earliest = self.list_offsets(dict.fromkeys(tps, "earliest"))
-        latest = self.list_offsets(dict.fromkeys(tps, "latest"))
+        earliest = self._admin.list_offsets(dict.fromkeys(tps, "earliest"))
+        latest = self._admin.list_offsets(dict.fromkeys(tps, "latest"))
         counts: dict[TopicPartition, int] = {}
         for tp in tps:
             lo, hi = earliest.get(tp), latest.get(tp)
@@ -233,14 +220,14 @@ class AdminRebalance:
             if n and (tp.topic not in fullest or n > counts[fullest[tp.topic]]):
                 fullest[tp.topic] = tp
         mean = _sample_record_bytes(
-            self.bootstrap_servers, {tp: latest[tp] for tp in fullest.values()}
+            self._admin.bootstrap_servers, {tp: latest[tp] for tp in fullest.values()}
         )
         return {tp: n * mean.get(tp.topic, 0) for tp, n in counts.items()}
 
     # -- planning ----------------------------------------------------------------------
 
     def plan_rebalance(
-        self: _Admin,
+        self,
         *,
         brokers: Sequence[int] | None = None,
         sizes: Mapping[TopicPartition, int] | None = None,
@@ -276,7 +263,7 @@ class AdminRebalance:
         return plan_rebalance(current, brokers=targets, sizes=sizes, goals=goals)
 
     def plan_drain(
-        self: _Admin, broker_id: int, *, sizes: Mapping[TopicPartition, int] | None = None
+        self, broker_id: int, *, sizes: Mapping[TopicPartition, int] | None = None
     ) -> RebalancePlan:
         """A plan moving every replica off ``broker_id`` (which may be down), nothing else."""
         current = self.current_assignment()
@@ -285,7 +272,7 @@ class AdminRebalance:
         return plan_drain(current, brokers=self.broker_infos(), drain=[broker_id], sizes=sizes)
 
     def generate_reassignment(
-        self: _Admin, topics: Sequence[str], brokers: Sequence[int], *, seed: int | None = None
+        self, topics: Sequence[str], brokers: Sequence[int], *, seed: int | None = None
     ) -> tuple[ReassignmentPlan, ReassignmentPlan]:
         """``--generate``: the (current, proposed) plans placing ``topics`` over ``brokers``."""
         live = {b.broker_id: b for b in self.broker_infos()}
@@ -294,7 +281,7 @@ class AdminRebalance:
             raise errors.BrokerNotAvailableError(
                 f"Unknown broker id(s): {','.join(map(str, unknown))}"
             )
-        described = self.describe_topics(list(topics))
+        described = self._admin.describe_topics(list(topics))
         current = {
             TopicPartition(p.topic, p.partition): tuple(p.replicas)
             for d in described.values()
@@ -309,15 +296,15 @@ class AdminRebalance:
 
     # -- executing ---------------------------------------------------------------------
 
-    def check_reassignment(self: _Admin, plan: ReassignmentPlan) -> None:
+    def check_reassignment(self, plan: ReassignmentPlan) -> None:
         """Refuse (Kafka's errors) a plan naming unknown topics, partitions or brokers."""
         try:
-            described = self.describe_topics(plan.topics)
+            described = self._admin.describe_topics(plan.topics)
         except errors.UnknownTopicOrPartitionError:
             described = {}
             for topic in plan.topics:
                 with contextlib.suppress(errors.UnknownTopicOrPartitionError):
-                    described.update(self.describe_topics([topic]))
+                    described.update(self._admin.describe_topics([topic]))
         check_plan(
             plan,
             partition_counts={name: len(d.partitions) for name, d in described.items()},
@@ -325,7 +312,7 @@ class AdminRebalance:
         )
 
     def execute_reassignment(
-        self: _Admin,
+        self,
         plan: ReassignmentPlan | RebalancePlan,
         *,
         throttle_bytes_per_s: int | None = None,
@@ -348,17 +335,17 @@ class AdminRebalance:
                 raise errors.InvalidConfigError("the throttle must be a positive number of bytes/s")
             current = {
                 TopicPartition(p.topic, p.partition): tuple(p.replicas)
-                for d in self.describe_topics(reassignment.topics).values()
+                for d in self._admin.describe_topics(reassignment.topics).values()
                 for p in d.partitions
             }
             moving = {tp for tp in targets if set(current.get(tp, ())) != set(targets[tp])}
             involved = sorted({b for tp in moving for b in (*current.get(tp, ()), *targets[tp])})
             rate = str(int(throttle_bytes_per_s))
             for broker in involved:
-                self.alter_broker_configs(broker, dict.fromkeys(BROKER_THROTTLES, rate))
+                self._admin.alter_broker_configs(broker, dict.fromkeys(BROKER_THROTTLES, rate))
             for topic, configs in throttled_replicas(current, targets).items():
-                self.alter_topic_configs(topic, set_configs=configs)
-        results = self.alter_partition_reassignments(targets, timeout_ms=timeout_ms)
+                self._admin.alter_topic_configs(topic, set_configs=configs)
+        results = self._admin.alter_partition_reassignments(targets, timeout_ms=timeout_ms)
         if raise_on_error:
             for err in results.values():
                 if err is not None:
@@ -366,7 +353,7 @@ class AdminRebalance:
         return results
 
     def verify_reassignment(
-        self: _Admin,
+        self,
         plan: ReassignmentPlan | RebalancePlan,
         *,
         preserve_throttles: bool = False,
@@ -385,10 +372,10 @@ class AdminRebalance:
             return VerifyResult(())
         deadline = time.monotonic() + settle_s
         while True:
-            ongoing = self.list_partition_reassignments(list(targets))
+            ongoing = self._admin.list_partition_reassignments(list(targets))
             current = {
                 TopicPartition(p.topic, p.partition): tuple(p.replicas)
-                for d in self.describe_topics(reassignment.topics).values()
+                for d in self._admin.describe_topics(reassignment.topics).values()
                 for p in d.partitions
             }
             result = VerifyResult(
@@ -411,7 +398,7 @@ class AdminRebalance:
         return result
 
     def cancel_reassignment(
-        self: _Admin,
+        self,
         plan: ReassignmentPlan | RebalancePlan,
         *,
         preserve_throttles: bool = False,
@@ -421,17 +408,21 @@ class AdminRebalance:
         reassignment = as_plan(plan)
         if not reassignment.partitions:
             return {}
-        results = self.alter_partition_reassignments(dict.fromkeys(reassignment.targets, None))
+        results = self._admin.alter_partition_reassignments(
+            dict.fromkeys(reassignment.targets, None)
+        )
         if not preserve_throttles:
             self._clear_throttles(reassignment.topics)
         return results
 
-    def _clear_throttles(self: _Admin, topics: Iterable[str]) -> None:
+    def _clear_throttles(self, topics: Iterable[str]) -> None:
         for topic in topics:
             with contextlib.suppress(errors.UnknownTopicOrPartitionError):
-                self.alter_topic_configs(topic, delete_configs=TOPIC_THROTTLES)
+                self._admin.alter_topic_configs(topic, delete_configs=TOPIC_THROTTLES)
         for broker in self.broker_infos():
-            self.alter_broker_configs(broker.broker_id, dict.fromkeys(BROKER_THROTTLES, None))
+            self._admin.alter_broker_configs(
+                broker.broker_id, dict.fromkeys(BROKER_THROTTLES, None)
+            )
 
 
 def measured_size(
@@ -450,7 +441,7 @@ def _sample_record_bytes(
 ) -> dict[str, int]:
     """Per topic, the mean size of the last ``SAMPLE_RECORDS`` records of its partition
     in ``ends`` (0 if unreadable); one reader for all of them."""
-    from headwater.client.range_reader import RangeReader
+    from headwater.client.consumer.range_reader import RangeReader
 
     out: dict[str, int] = {}
     if not ends:

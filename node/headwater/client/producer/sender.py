@@ -22,9 +22,9 @@ in flight to any broker, one broker to send to, nothing else queued:
 :func:`inline_calls.may_produce_inline`), this thread makes the call itself and
 handles the answer at once, two thread hand-offs less per request for a
 producer sending one record at a time; records appended meanwhile wait for the
-call (:mod:`headwater.client.inline_calls` says why that is safe).  An inline
+call (:mod:`headwater.client.transport.inline_calls` says why that is safe).  An inline
 request is a message on a long-lived ``ProduceStream`` to its broker
-(:mod:`headwater.client.streams`), not a unary call of its own.
+(:mod:`headwater.client.transport.streams`), not a unary call of its own.
 
 Every outcome goes through :meth:`RecordAccumulator.finish`, which resolves a
 partition's futures in send order whatever order the answers arrive in.  An
@@ -44,11 +44,11 @@ from collections import defaultdict
 from typing import Any, NamedTuple
 
 from headwater import errors, records
-from headwater.client import connection, inline_calls
-from headwater.client.accumulator import Outcome, ProducerBatch, RecordAccumulator
-from headwater.client.idempotence import IdempotenceState, ProducerIdAndEpoch
-from headwater.client.metadata import MetadataManager
+from headwater.client.producer.accumulator import Outcome, ProducerBatch, RecordAccumulator
+from headwater.client.producer.idempotence import IdempotenceState, ProducerIdAndEpoch
 from headwater.client.settings import ProducerSettings
+from headwater.client.transport import connection, inline_calls, rpc_errors
+from headwater.client.transport.metadata import MetadataManager
 from headwater.client.types import TopicPartition
 from headwater.clock import Clock, monotonic_ms
 from headwater.v1 import broker_pb2
@@ -248,7 +248,7 @@ class Sender:
             try:
                 response, error = self._inline.call(address, request, timeout_s=timeout_s), None
             except Exception as exc:
-                response, error = None, connection.as_error(exc, address)
+                response, error = None, rpc_errors.as_error(exc, address)
             self._finished.put(_Finished(address, batches, response, error))
             self._handle_finished()
             return
@@ -420,5 +420,5 @@ def _report(fut: Any, address: str, done: connection.Done) -> None:
     try:
         response, error = fut.result(), None
     except Exception as exc:
-        response, error = None, connection.as_error(exc, address)
+        response, error = None, rpc_errors.as_error(exc, address)
     done(response, error)

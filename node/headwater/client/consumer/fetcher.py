@@ -40,7 +40,7 @@ broker and nothing else is in flight or waiting to be decoded
 (:func:`inline_calls.may_fetch_inline`), this thread makes the long poll itself
 and handles the answer at once: one thread hand-off less between the broker's
 answer and ``poll``.  That long poll is a message on a long-lived
-``FetchStream`` to the broker (:mod:`headwater.client.streams`).
+``FetchStream`` to the broker (:mod:`headwater.client.transport.streams`).
 
 Threads: :meth:`Fetcher.run` owns the request state (in flight, backoff,
 answers being decoded).  The buffered answers are shared with the user's
@@ -57,10 +57,10 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple
 
 from headwater import errors, records
-from headwater.client import connection, inline_calls
-from headwater.client.metadata import MetadataManager
 from headwater.client.settings import ConsumerSettings
 from headwater.client.subscription import SubscriptionState
+from headwater.client.transport import connection, inline_calls, rpc_errors
+from headwater.client.transport.metadata import MetadataManager
 from headwater.client.types import ConsumerRecord, TopicPartition
 from headwater.clock import Clock, monotonic_ms
 from headwater.v1 import broker_pb2
@@ -495,7 +495,7 @@ class Fetcher:
             try:
                 response, error = self._inline.call(address, request, timeout_s=timeout_s), None
             except Exception as exc:
-                response, error = None, connection.as_error(exc, address)
+                response, error = None, rpc_errors.as_error(exc, address)
             self._in_flight.discard(address)
             self._handle(_Answer(address, parts, response, error))
             return

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from headwater import errors
-from headwater.client import connection
+from headwater.client.transport import connection
 from headwater.client.types import BrokerMetadata, PartitionMetadata, TopicPartition
 from headwater.clock import Clock, monotonic_ms
 from headwater.retry import RetryPolicy

@@ -5,8 +5,8 @@ one partition: no subscription, no group, no position shared with ``poll``.
 :meth:`RangeReader.read_range` yields the range's records one fetch answer at
 a time, as :class:`RangeChunk`\\ s of decoded batches, through the machinery
 the consumer uses: the leader from the
-:class:`~headwater.client.metadata.MetadataManager`, Fetch calls on the
-connection's :class:`~headwater.client.connection.CallPool`, batches
+:class:`~headwater.client.transport.metadata.MetadataManager`, Fetch calls on the
+connection's :class:`~headwater.client.transport.connection.CallPool`, batches
 CRC-checked, decompressed and decoded (by the native codec when built) by
 :mod:`headwater.records`, and retries decided by the client's
 :class:`~headwater.retry.RetryPolicy`.
@@ -52,10 +52,11 @@ from types import TracebackType
 from typing import Any, NamedTuple
 
 from headwater import errors, records
-from headwater.client import connection, offsets
-from headwater.client.metadata import MetadataManager
-from headwater.client.security import PLAINTEXT, ClientSecurity
+from headwater.client.consumer import offsets
 from headwater.client.settings import ConsumerSettings, parse_bootstrap
+from headwater.client.transport import connection
+from headwater.client.transport.metadata import MetadataManager
+from headwater.client.transport.security import PLAINTEXT, ClientSecurity
 from headwater.client.types import TopicPartition
 from headwater.clock import Clock, monotonic_ms
 from headwater.records import ConsumedRecord

@@ -1,6 +1,6 @@
 """SASL SCRAM for asyncio gRPC channels: the exchange, and an interceptor carrying the session.
 
-The asyncio twin of :mod:`headwater.client.sasl` (same exchange, same session
+The asyncio twin of :mod:`headwater.client.transport.sasl` (same exchange, same session
 metadata, same renewal rules), for the broker's own asyncio channels to other brokers
 (replica fetchers, controlled shutdown, the group lag's ListOffsets).  gRPC asyncio
 takes interceptors when the channel is made, so the interceptor lets the SaslService's
@@ -29,8 +29,8 @@ from typing import Any
 import grpc
 
 from headwater import errors
-from headwater.client import connection
-from headwater.client.sasl import (
+from headwater.client.transport import rpc_errors
+from headwater.client.transport.sasl import (
     DEFAULT_TIMEOUT_S,
     SESSION_METADATA_KEY,
     SaslCredentials,
@@ -66,7 +66,7 @@ async def authenticate(
         first = await stub.SaslAuthenticate(exchange.first(handshake), timeout=remaining_s())
         final = await stub.SaslAuthenticate(exchange.final(first), timeout=remaining_s())
     except grpc.RpcError as exc:
-        raise connection.translate_rpc_error(exc, address or "broker") from None
+        raise rpc_errors.translate_rpc_error(exc, address or "broker") from None
     return exchange.session(final, now_ms=clock())
 
 

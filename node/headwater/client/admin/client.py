@@ -13,106 +13,69 @@ same), so they show the leaders, replicas and ISR a client would act on.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
 from headwater import errors
-from headwater.client import connection, offsets
-from headwater.client import security as client_security
-from headwater.client.admin_acls import AdminAcls
-from headwater.client.admin_log_dirs import AdminLogDirs
-from headwater.client.admin_reassignments import AdminReassignments
-from headwater.client.admin_rebalance import AdminRebalance
-from headwater.client.admin_scram import AdminScram
+from headwater.client.admin.acls import AclAdmin
+from headwater.client.admin.core import AdminCore
+from headwater.client.admin.log_dirs import LogDirsAdmin
+from headwater.client.admin.reassignments import ReassignmentsAdmin
+from headwater.client.admin.rebalance import RebalanceAdmin
+from headwater.client.admin.scram import ScramAdmin
+from headwater.client.admin.values import (
+    ClusterDescription,
+    ConfigEntry,
+    LogDirs,
+    NewTopic,
+    OffsetSpec,
+    PartitionReassignment,
+    ScramDeletion,
+    ScramUpsertion,
+    TopicDescription,
+    UserScramCredentialsDescription,
+)
+from headwater.client.consumer import offsets
 from headwater.client.group.admin import (
     ConsumerGroupDescription,
     ConsumerGroupListing,
     GroupAdmin,
 )
 from headwater.client.group.listener import OffsetAndMetadata
-from headwater.client.metadata import MetadataManager
-from headwater.client.security import ClientSecurity
+from headwater.client.reassignment import (
+    BrokerInfo,
+    ReassignmentPlan,
+    RebalanceGoals,
+    RebalancePlan,
+    VerifyResult,
+)
 from headwater.client.settings import parse_bootstrap
+from headwater.client.transport import connection
+from headwater.client.transport import security as client_security
+from headwater.client.transport.metadata import MetadataManager
+from headwater.client.transport.security import ClientSecurity
 from headwater.client.types import (
     OffsetAndTimestamp,
-    PartitionMetadata,
     TopicPartition,
 )
 from headwater.retry import RetryPolicy
+from headwater.security.acls import AclBinding, AclBindingFilter
 from headwater.v1 import admin_pb2, common_pb2
 
 T = TypeVar("T")
 
 
-class NewTopic(NamedTuple):
-    """A topic to create; -1 means the broker's default (num.partitions, ...)."""
-
-    name: str
-    num_partitions: int = -1
-    replication_factor: int = -1
-    configs: Mapping[str, str] = {}
-    replica_assignment: Mapping[int, Sequence[int]] | None = None
-
-
-class TopicDescription(NamedTuple):
-    name: str
-    internal: bool
-    partitions: tuple[PartitionMetadata, ...]
-
-    @property
-    def replication_factor(self) -> int:
-        return len(self.partitions[0].replicas) if self.partitions else 0
-
-
-class ConfigEntry(NamedTuple):
-    name: str
-    value: str
-    read_only: bool = False
-    source: str = "SOURCE_UNKNOWN"
-    is_sensitive: bool = False
-    documentation: str = ""
-
-    @property
-    def is_default(self) -> bool:
-        return self.source in ("DEFAULT_CONFIG", "STATIC_BROKER_CONFIG")
-
-
-class BrokerDescription(NamedTuple):
-    """A live broker as DescribeCluster reports it, with the versions it runs.
-
-    ``version`` is the broker's software version and ``protocol_version`` the
-    ``inter.broker.protocol.version`` in force on it (rolling upgrades check
-    both); either is ``""`` when the broker did not report it.
-    """
-
-    broker_id: int
-    host: str
-    port: int
-    rack: str | None = None
-    version: str = ""
-    protocol_version: str = ""
-
-    @property
-    def address(self) -> str:
-        return f"{self.host}:{self.port}"
-
-
-class ClusterDescription(NamedTuple):
-    cluster_id: str
-    controller_id: int
-    brokers: tuple[BrokerDescription, ...]
-
-
-OffsetSpec = int | str
-"""``"earliest"``, ``"latest"``, ``"max_timestamp"`` or a timestamp in milliseconds."""
-
 _SPECS = {"earliest": -2, "latest": -1, "max_timestamp": -3}
 
 
-class Admin(AdminRebalance, AdminReassignments, AdminLogDirs, AdminScram, AdminAcls):
-    """Administers a cluster; thread-safe."""
+class Admin:
+    """Administers a cluster; thread-safe.
+
+    Topics, configs, offsets, groups and the cluster are its own calls; the other areas
+    are classes over its :class:`~headwater.client.admin.core.AdminCore` (and, for
+    rebalancing, over its own calls), which it delegates to.
+    """
 
     def __init__(
         self,
@@ -166,50 +129,226 @@ class Admin(AdminRebalance, AdminReassignments, AdminLogDirs, AdminScram, AdminA
             request_timeout_ms=request_timeout_ms,
             default_api_timeout_ms=default_api_timeout_ms,
         )
+        self._core = AdminCore(
+            bootstrap_servers=self.bootstrap_servers,
+            request_timeout_ms=request_timeout_ms,
+            default_api_timeout_ms=default_api_timeout_ms,
+            retry=self._retry,
+            channels=self._channels,
+            metadata=self._metadata,
+        )
+        self._acls = AclAdmin(self._core)
+        self._log_dirs = LogDirsAdmin(self._core)
+        self._reassignments = ReassignmentsAdmin(self._core)
+        self._scram = ScramAdmin(self._core)
+        self._rebalance = RebalanceAdmin(self)
+
+    # -- ACLs (AclAdmin) ---------------------------------------------------------------
+
+    def create_acls(self, bindings: Iterable[AclBinding]) -> list[errors.HeadwaterError | None]:
+        """Create each ACL; one error (or None) per binding, in order.
+
+        See :meth:`AclAdmin.create_acls`."""
+        return self._acls.create_acls(bindings)
+
+    def describe_acls(self, filter: AclBindingFilter) -> list[AclBinding]:
+        """The ACLs ``filter`` matches (``AclBindingFilter.any()``: all of them).
+
+        See :meth:`AclAdmin.describe_acls`."""
+        return self._acls.describe_acls(filter)
+
+    def delete_acls(self, filters: Iterable[AclBindingFilter]) -> list[list[AclBinding]]:
+        """Delete every ACL each filter matches; per filter, the ACLs it deleted.
+
+        See :meth:`AclAdmin.delete_acls`."""
+        return self._acls.delete_acls(filters)
+
+    # -- log dirs (LogDirsAdmin) -------------------------------------------------------
+
+    def describe_log_dirs(
+        self,
+        brokers: Iterable[int] | None = None,
+        *,
+        topics: Mapping[str, Sequence[int]] | Iterable[str] | None = None,
+    ) -> dict[int, LogDirs]:
+        """Every log dir of each of ``brokers`` (None: every live broker), by broker id.
+
+        See :meth:`LogDirsAdmin.describe_log_dirs`."""
+        return self._log_dirs.describe_log_dirs(brokers, topics=topics)
+
+    def describe_log_dirs_each(
+        self,
+        brokers: Iterable[int] | None = None,
+        *,
+        topics: Mapping[str, Sequence[int]] | Iterable[str] | None = None,
+    ) -> dict[int, LogDirs | errors.HeadwaterError]:
+        """As :meth:`describe_log_dirs`, but each broker's error is returned, not raised.
+
+        See :meth:`LogDirsAdmin.describe_log_dirs_each`."""
+        return self._log_dirs.describe_log_dirs_each(brokers, topics=topics)
+
+    # -- reassignments and replication throttles (ReassignmentsAdmin) ------------------
+
+    def alter_partition_reassignments(
+        self,
+        reassignments: Mapping[TopicPartition, Sequence[int] | None],
+        *,
+        timeout_ms: int | None = None,
+    ) -> dict[TopicPartition, errors.HeadwaterError | None]:
+        """Move each partition to its target replicas (preferred leader first); None cancels.
+
+        See :meth:`ReassignmentsAdmin.alter_partition_reassignments`."""
+        return self._reassignments.alter_partition_reassignments(
+            reassignments, timeout_ms=timeout_ms
+        )
+
+    def list_partition_reassignments(
+        self, partitions: Iterable[TopicPartition] | None = None
+    ) -> dict[TopicPartition, PartitionReassignment]:
+        """The partitions being moved (of ``partitions``, if given), with their replicas.
+
+        See :meth:`ReassignmentsAdmin.list_partition_reassignments`."""
+        return self._reassignments.list_partition_reassignments(partitions)
+
+    def alter_broker_configs(
+        self, broker_id: int | None, configs: Mapping[str, str | None]
+    ) -> None:
+        """Set (or, with a None value, delete) dynamic configs of a broker or the default.
+
+        See :meth:`ReassignmentsAdmin.alter_broker_configs`."""
+        return self._reassignments.alter_broker_configs(broker_id, configs)
+
+    def describe_broker_configs(self, broker_id: int | None = None) -> dict[str, ConfigEntry]:
+        """A broker's configs (static and dynamic, with their source) or, for None, the
+        cluster-wide dynamic defaults.
+
+        See :meth:`ReassignmentsAdmin.describe_broker_configs`."""
+        return self._reassignments.describe_broker_configs(broker_id)
+
+    # -- SCRAM credentials (ScramAdmin) ------------------------------------------------
+
+    def describe_user_scram_credentials(
+        self, users: Iterable[str] | None = None, *, raise_on_error: bool = True
+    ) -> dict[str, UserScramCredentialsDescription | errors.HeadwaterError]:
+        """Each user's mechanisms and iteration counts (``None``: every user with one).
+
+        See :meth:`ScramAdmin.describe_user_scram_credentials`."""
+        return self._scram.describe_user_scram_credentials(users, raise_on_error=raise_on_error)
+
+    def alter_user_scram_credentials(
+        self,
+        upsertions: Iterable[ScramUpsertion] = (),
+        deletions: Iterable[ScramDeletion] = (),
+        *,
+        raise_on_error: bool = True,
+    ) -> dict[str, errors.HeadwaterError | None]:
+        """Set and delete credentials; each user's error (None: done).
+
+        See :meth:`ScramAdmin.alter_user_scram_credentials`."""
+        return self._scram.alter_user_scram_credentials(
+            upsertions, deletions, raise_on_error=raise_on_error
+        )
+
+    # -- rebalancing and decommissioning (RebalanceAdmin) ------------------------------
+
+    def broker_infos(self) -> list[BrokerInfo]:
+        """The live brokers with their racks.
+
+        See :meth:`RebalanceAdmin.broker_infos`."""
+        return self._rebalance.broker_infos()
+
+    def current_assignment(self) -> dict[TopicPartition, tuple[int, ...]]:
+        """Every partition's replicas (internal topics included), preferred leader first.
+
+        See :meth:`RebalanceAdmin.current_assignment`."""
+        return self._rebalance.current_assignment()
+
+    def estimate_partition_sizes(
+        self, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, int]:
+        """Each partition's bytes: measured by DescribeLogDirs, else estimated (module doc).
+
+        See :meth:`RebalanceAdmin.estimate_partition_sizes`."""
+        return self._rebalance.estimate_partition_sizes(partitions)
+
+    def plan_rebalance(
+        self,
+        *,
+        brokers: Sequence[int] | None = None,
+        sizes: Mapping[TopicPartition, int] | None = None,
+        goals: RebalanceGoals | None = None,
+    ) -> RebalancePlan:
+        """A plan that evens replicas, bytes and preferred leaders over ``brokers``.
+
+        See :meth:`RebalanceAdmin.plan_rebalance`."""
+        return self._rebalance.plan_rebalance(brokers=brokers, sizes=sizes, goals=goals)
+
+    def plan_drain(
+        self, broker_id: int, *, sizes: Mapping[TopicPartition, int] | None = None
+    ) -> RebalancePlan:
+        """A plan moving every replica off ``broker_id`` (which may be down), nothing else.
+
+        See :meth:`RebalanceAdmin.plan_drain`."""
+        return self._rebalance.plan_drain(broker_id, sizes=sizes)
+
+    def generate_reassignment(
+        self, topics: Sequence[str], brokers: Sequence[int], *, seed: int | None = None
+    ) -> tuple[ReassignmentPlan, ReassignmentPlan]:
+        """``--generate``: the (current, proposed) plans placing ``topics`` over ``brokers``.
+
+        See :meth:`RebalanceAdmin.generate_reassignment`."""
+        return self._rebalance.generate_reassignment(topics, brokers, seed=seed)
+
+    def check_reassignment(self, plan: ReassignmentPlan) -> None:
+        """Refuse (Kafka's errors) a plan naming unknown topics, partitions or brokers.
+
+        See :meth:`RebalanceAdmin.check_reassignment`."""
+        return self._rebalance.check_reassignment(plan)
+
+    def execute_reassignment(
+        self,
+        plan: ReassignmentPlan | RebalancePlan,
+        *,
+        throttle_bytes_per_s: int | None = None,
+        timeout_ms: int | None = None,
+        raise_on_error: bool = True,
+    ) -> dict[TopicPartition, errors.HeadwaterError | None]:
+        """Start moving the plan's partitions; with a throttle, set it first (see module).
+
+        See :meth:`RebalanceAdmin.execute_reassignment`."""
+        return self._rebalance.execute_reassignment(
+            plan,
+            throttle_bytes_per_s=throttle_bytes_per_s,
+            timeout_ms=timeout_ms,
+            raise_on_error=raise_on_error,
+        )
+
+    def verify_reassignment(
+        self,
+        plan: ReassignmentPlan | RebalancePlan,
+        *,
+        preserve_throttles: bool = False,
+        settle_s: float = 2.0,
+    ) -> VerifyResult:
+        """Each partition complete, in progress or failed; throttles removed when all complete.
+
+        See :meth:`RebalanceAdmin.verify_reassignment`."""
+        return self._rebalance.verify_reassignment(
+            plan, preserve_throttles=preserve_throttles, settle_s=settle_s
+        )
+
+    def cancel_reassignment(
+        self,
+        plan: ReassignmentPlan | RebalancePlan,
+        *,
+        preserve_throttles: bool = False,
+    ) -> dict[TopicPartition, errors.HeadwaterError | None]:
+        """Cancel the plan's ongoing moves (back to the original replicas); throttles removed.
+
+        See :meth:`RebalanceAdmin.cancel_reassignment`."""
+        return self._rebalance.cancel_reassignment(plan, preserve_throttles=preserve_throttles)
 
     # -- plumbing -------------------------------------------------------------------
-
-    def _admin_call(self, rpc: str, request: Any, *, timeout_ms: float | None = None) -> Any:
-        """Send ``request`` to any broker's Admin service, retrying on another."""
-        return self._call_any_broker(self._channels.admin, rpc, request, timeout_ms=timeout_ms)
-
-    def _call_any_broker(
-        self,
-        stub_for: Callable[[str], Any],
-        rpc: str,
-        request: Any,
-        *,
-        timeout_ms: float | None = None,
-    ) -> Any:
-        """Send ``request`` as ``stub_for(address).<rpc>`` to any broker (known brokers in
-        random order, then the bootstrap addresses), trying the next on a network error and
-        retrying the whole round with a metadata refresh until ``default_api_timeout_ms``."""
-
-        def attempt() -> Any:
-            brokers = [b.address for b in self._metadata.current.brokers.values()]
-            random.shuffle(brokers)
-            candidates = brokers + [a for a in self.bootstrap_servers if a not in brokers]
-            last: errors.HeadwaterError | None = None
-            for address in candidates:
-                try:
-                    return connection.call(
-                        getattr(stub_for(address), rpc),
-                        request,
-                        address=address,
-                        timeout_ms=timeout_ms or self.request_timeout_ms,
-                    )
-                except errors.NetworkError as exc:
-                    last = exc
-            raise errors.NetworkError(
-                f"cannot reach any broker (tried {', '.join(candidates)})"
-                + (f"; last error: {last.message}" if last is not None else "")
-            )
-
-        return self._retry.call(
-            attempt,
-            timeout_ms=self.default_api_timeout_ms,
-            on_retry=lambda _e: self._metadata.maybe_refresh(),
-        )
 
     @staticmethod
     def _collect(
@@ -251,7 +390,7 @@ class Admin(AdminRebalance, AdminReassignments, AdminLogDirs, AdminScram, AdminA
             timeout_ms=timeout_ms or self.request_timeout_ms,
             validate_only=validate_only,
         )
-        resp = self._admin_call("CreateTopics", request)
+        resp = self._core.admin_call("CreateTopics", request)
         return self._collect(
             resp.topics, raise_on_error=raise_on_error, what=lambda r: f"topic {r.name!r}"
         )
@@ -271,7 +410,7 @@ class Admin(AdminRebalance, AdminReassignments, AdminLogDirs, AdminScram, AdminA
         request = admin_pb2.DeleteTopicsRequest(
             topics=list(names), timeout_ms=timeout_ms or self.request_timeout_ms
         )
-        resp = self._admin_call("DeleteTopics", request)
+        resp = self._core.admin_call("DeleteTopics", request)
         return self._collect(
             resp.topics, raise_on_error=raise_on_error, what=lambda r: f"topic {r.name!r}"
         )
@@ -293,7 +432,7 @@ class Admin(AdminRebalance, AdminReassignments, AdminLogDirs, AdminScram, AdminA
             timeout_ms=timeout_ms or self.request_timeout_ms,
             validate_only=validate_only,
         )
-        resp = self._admin_call("CreatePartitions", request)
+        resp = self._core.admin_call("CreatePartitions", request)
         return self._collect(
             resp.topics, raise_on_error=raise_on_error, what=lambda r: f"topic {r.name!r}"
         )
@@ -327,7 +466,7 @@ class Admin(AdminRebalance, AdminReassignments, AdminLogDirs, AdminScram, AdminA
         """Configs of topics (by name) and brokers (by id, keyed ``"broker:<id>"``)."""
         resources = [admin_pb2.ConfigResource(type=admin_pb2.TOPIC, name=t) for t in topics]
         resources += [admin_pb2.ConfigResource(type=admin_pb2.BROKER, name=str(b)) for b in brokers]
-        resp = self._admin_call(
+        resp = self._core.admin_call(
             "DescribeConfigs", admin_pb2.DescribeConfigsRequest(resources=resources)
         )
         out: dict[str, dict[str, ConfigEntry]] = {}
@@ -368,7 +507,7 @@ class Admin(AdminRebalance, AdminReassignments, AdminLogDirs, AdminScram, AdminA
             ],
             validate_only=validate_only,
         )
-        resp = self._admin_call("AlterConfigs", request)
+        resp = self._core.admin_call("AlterConfigs", request)
         for r in resp.results:
             if r.error:
                 raise errors.for_code(r.error, r.error_message or f"configs of {topic!r}")
@@ -376,22 +515,7 @@ class Admin(AdminRebalance, AdminReassignments, AdminLogDirs, AdminScram, AdminA
     # -- cluster --------------------------------------------------------------------
 
     def describe_cluster(self) -> ClusterDescription:
-        resp = self._admin_call("DescribeCluster", admin_pb2.DescribeClusterRequest())
-        return ClusterDescription(
-            resp.cluster_id,
-            resp.controller_id,
-            tuple(
-                sorted(
-                    (
-                        BrokerDescription(
-                            b.id, b.host, b.port, b.rack or None, b.version, b.protocol_version
-                        )
-                        for b in resp.brokers
-                    ),
-                    key=lambda b: b.broker_id,
-                )
-            ),
-        )
+        return self._core.describe_cluster()
 
     def elect_leaders(
         self, partitions: Iterable[TopicPartition] | None = None, *, unclean: bool = False
@@ -405,7 +529,7 @@ class Admin(AdminRebalance, AdminReassignments, AdminLogDirs, AdminScram, AdminA
             ],
             timeout_ms=self.request_timeout_ms,
         )
-        resp = self._admin_call("ElectLeaders", request)
+        resp = self._core.admin_call("ElectLeaders", request)
         return {
             TopicPartition(r.topic, r.partition): (
                 errors.for_code(r.error, r.error_message) if r.error else None

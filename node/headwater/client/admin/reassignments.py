@@ -2,72 +2,41 @@
 
 Kafka's admin client semantics (KIP-455):
 
-* :meth:`AdminReassignments.alter_partition_reassignments` goes to the
+* :meth:`ReassignmentsAdmin.alter_partition_reassignments` goes to the
   controller, found with DescribeCluster; a partition answered NOT_CONTROLLER
   (the controller moved) is asked again of the new one, within
   ``default_api_timeout_ms``.  A None target cancels the move in progress.
   Each partition's refusal comes back as Kafka's exception, nothing raised.
-* :meth:`AdminReassignments.list_partition_reassignments` may go to any broker
+* :meth:`ReassignmentsAdmin.list_partition_reassignments` may go to any broker
   (they read ZooKeeper) and returns only the partitions being moved.
-* :meth:`AdminReassignments.alter_broker_configs` sets or deletes the dynamic
+* :meth:`ReassignmentsAdmin.alter_broker_configs` sets or deletes the dynamic
   broker configs (``leader.replication.throttled.rate``,
   ``follower.replication.throttled.rate``) of one broker or, with
   ``broker_id=None``, the cluster default; brokers apply them at once.
 
-A mixin: :class:`~headwater.client.admin.Admin` inherits it and supplies the
-channels, metadata and retry policy.  Thread-safe as the Admin is.
+The Admin delegates to it; its :class:`~headwater.client.admin.core.AdminCore` supplies
+the channels, metadata and retry policy.  Thread-safe as the Admin is.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
 
 from headwater import errors
-from headwater.client import connection
+from headwater.client.admin.core import AdminCore
+from headwater.client.admin.values import ConfigEntry, PartitionReassignment
+from headwater.client.transport import connection
 from headwater.client.types import TopicPartition
 from headwater.errors import ErrorCode
 from headwater.v1 import admin_pb2, common_pb2
 
-if TYPE_CHECKING:
-    from headwater.client.admin import ClusterDescription, ConfigEntry
-    from headwater.retry import RetryPolicy
 
+class ReassignmentsAdmin:
+    """Reassignment and replication throttle calls of
+    :class:`~headwater.client.admin.client.Admin`, over its core."""
 
-@dataclasses.dataclass(frozen=True)
-class PartitionReassignment:
-    """A move in progress: the current replica set and the replicas being added and removed."""
-
-    replicas: tuple[int, ...]
-    adding_replicas: tuple[int, ...]
-    removing_replicas: tuple[int, ...]
-
-    @property
-    def target_replicas(self) -> tuple[int, ...]:
-        """Where the partition is going (Kafka's ``targetReplicas``)."""
-        return tuple(b for b in self.replicas if b not in self.removing_replicas)
-
-    @property
-    def original_replicas(self) -> tuple[int, ...]:
-        """Where it came from (Kafka's ``originReplicas``)."""
-        return tuple(b for b in self.replicas if b not in self.adding_replicas)
-
-
-class AdminReassignments:
-    """Reassignment and replication throttle methods of :class:`~headwater.client.admin.Admin`."""
-
-    if TYPE_CHECKING:
-        _channels: connection.Channels
-        _retry: RetryPolicy
-        request_timeout_ms: int
-        default_api_timeout_ms: int
-
-        def _admin_call(
-            self, rpc: str, request: Any, *, timeout_ms: float | None = None
-        ) -> Any: ...
-
-        def describe_cluster(self) -> ClusterDescription: ...
+    def __init__(self, core: AdminCore) -> None:
+        self._core = core
 
     # -- reassignments ---------------------------------------------------------------
 
@@ -99,13 +68,13 @@ class AdminReassignments:
                     )
                     for tp, target in pending.items()
                 ],
-                timeout_ms=timeout_ms or self.request_timeout_ms,
+                timeout_ms=timeout_ms or self._core.request_timeout_ms,
             )
             resp = connection.call(
-                self._channels.admin(address).AlterPartitionReassignments,
+                self._core.channels.admin(address).AlterPartitionReassignments,
                 request,
                 address=address,
-                timeout_ms=(timeout_ms or self.request_timeout_ms) + 5000,
+                timeout_ms=(timeout_ms or self._core.request_timeout_ms) + 5000,
             )
             moved = False
             for r in resp.results:
@@ -120,13 +89,13 @@ class AdminReassignments:
                 raise errors.NotControllerError(f"broker at {address} is no longer the controller")
 
         try:
-            self._retry.call(attempt, timeout_ms=self.default_api_timeout_ms)
+            self._core.retry.call(attempt, timeout_ms=self._core.default_api_timeout_ms)
         except errors.NotControllerError as exc:
             out.update({tp: exc for tp in pending})
         return out
 
     def _controller_address(self) -> str:
-        cluster = self.describe_cluster()
+        cluster = self._core.describe_cluster()
         for broker in cluster.brokers:
             if broker.broker_id == cluster.controller_id:
                 return broker.address
@@ -141,7 +110,7 @@ class AdminReassignments:
                 common_pb2.TopicPartition(topic=tp[0], partition=tp[1]) for tp in partitions or ()
             ]
         )
-        resp = self._admin_call("ListPartitionReassignments", request)
+        resp = self._core.admin_call("ListPartitionReassignments", request)
         if resp.error:
             raise errors.for_code(resp.error, resp.error_message or "listing reassignments")
         return {
@@ -176,7 +145,7 @@ class AdminReassignments:
                 )
             ]
         )
-        resp = self._admin_call("AlterConfigs", request)
+        resp = self._core.admin_call("AlterConfigs", request)
         for r in resp.results:
             if r.error:
                 raise errors.for_code(r.error, r.error_message or f"configs of broker {name!r}")
@@ -185,29 +154,31 @@ class AdminReassignments:
         """A broker's configs (static and dynamic, with their source) or, for None, the
         cluster-wide dynamic defaults.  A broker describes itself, so the request goes
         to that broker."""
-        from headwater.client.admin import ConfigEntry
-
         name = "" if broker_id is None else str(broker_id)
         request = admin_pb2.DescribeConfigsRequest(
             resources=[admin_pb2.ConfigResource(type=admin_pb2.BROKER, name=name)]
         )
         if broker_id is None:
-            resp = self._admin_call("DescribeConfigs", request)
+            resp = self._core.admin_call("DescribeConfigs", request)
         else:
             address = next(
-                (b.address for b in self.describe_cluster().brokers if b.broker_id == broker_id),
+                (
+                    b.address
+                    for b in self._core.describe_cluster().brokers
+                    if b.broker_id == broker_id
+                ),
                 None,
             )
             if address is None:
                 raise errors.BrokerNotAvailableError(f"broker {broker_id} is not alive")
-            resp = self._retry.call(
+            resp = self._core.retry.call(
                 lambda: connection.call(
-                    self._channels.admin(address).DescribeConfigs,
+                    self._core.channels.admin(address).DescribeConfigs,
                     request,
                     address=address,
-                    timeout_ms=self.request_timeout_ms,
+                    timeout_ms=self._core.request_timeout_ms,
                 ),
-                timeout_ms=self.default_api_timeout_ms,
+                timeout_ms=self._core.default_api_timeout_ms,
             )
         out: dict[str, ConfigEntry] = {}
         for r in resp.results:

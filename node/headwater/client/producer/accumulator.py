@@ -53,7 +53,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 from headwater import errors
-from headwater.client.futures import BatchResult, RecordCallback, RecordFuture
+from headwater.client.producer.futures import BatchResult, RecordCallback, RecordFuture
 from headwater.client.types import TopicPartition
 from headwater.clock import Clock, monotonic_ms, wall_ms
 from headwater.records import Header, Record, RecordsBuilder, new_records_builder
@@ -234,7 +234,7 @@ class RecordAccumulator:
 
         A record without a timestamp is stamped with the wall clock now.  A
         record the codec cannot encode (TypeError, ValueError) changes nothing.
-        ``callback`` is the record's thunk (see :mod:`headwater.client.futures`).
+        ``callback`` is the record's thunk (see :mod:`headwater.client.producer.futures`).
         """
         key, value, headers, timestamp_ms = record
         if timestamp_ms is None:

@@ -3,44 +3,40 @@
 Any broker answers (they read and write ZooKeeper); the call goes to any live broker,
 retrying on another after a lost connection, as the other admin calls do.
 
-* :meth:`AdminAcls.create_acls` returns one error-or-None per binding, in order
+* :meth:`AclAdmin.create_acls` returns one error-or-None per binding, in order
   (an invalid binding is INVALID_REQUEST and is not written; the others are).
-* :meth:`AdminAcls.describe_acls` returns the ACLs a filter matches, sorted.
-* :meth:`AdminAcls.delete_acls` returns, per filter, the ACLs it deleted.
+* :meth:`AclAdmin.describe_acls` returns the ACLs a filter matches, sorted.
+* :meth:`AclAdmin.delete_acls` returns, per filter, the ACLs it deleted.
 
 The whole-request refusals raise: ``SecurityDisabledError`` (no authorizer on the
 brokers), ``ClusterAuthorizationFailedError`` (no ALTER / DESCRIBE on the cluster),
 ``InvalidRequestError`` (a malformed filter).
 
-A mixin: :class:`~headwater.client.admin.Admin` inherits it.  Thread-safe as the Admin is.
+The Admin delegates to it.  Thread-safe as the Admin is.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import Any
 
 from headwater import errors
-from headwater.client import connection
 from headwater.client.acl_proto import binding_from_pb, binding_to_pb, filter_to_pb
+from headwater.client.admin.core import AdminCore
 from headwater.security.acls import AclBinding, AclBindingFilter
 from headwater.v1 import acls_pb2, acls_pb2_grpc
 
 
-class AdminAcls:
-    """ACL methods of :class:`~headwater.client.admin.Admin`."""
+class AclAdmin:
+    """The ACL calls of :class:`~headwater.client.admin.client.Admin`, over its core."""
 
-    if TYPE_CHECKING:
-        _channels: connection.Channels
-
-        def _call_any_broker(
-            self, stub_for: Callable[[str], Any], rpc: str, request: Any
-        ) -> Any: ...
+    def __init__(self, core: AdminCore) -> None:
+        self._core = core
 
     def _acl_call(self, rpc: str, request: Any) -> Any:
         """Send ``request`` to any broker's AclService, retrying on another."""
-        return self._call_any_broker(
-            lambda address: acls_pb2_grpc.AclServiceStub(self._channels.channel(address)),
+        return self._core.call_any_broker(
+            lambda address: acls_pb2_grpc.AclServiceStub(self._core.channels.channel(address)),
             rpc,
             request,
         )

@@ -1,7 +1,7 @@
 """When a client's background thread makes a call itself instead of handing it to the pool.
 
 The producer's sender and the consumer's fetcher normally hand each request to
-a :class:`~headwater.client.connection.CallPool` worker, which makes the
+a :class:`~headwater.client.transport.connection.CallPool` worker, which makes the
 blocking gRPC call and queues the answer back: the thread that owns the state
 stays free for other brokers, other partitions, linger and decoding.  For a
 one-record-at-a-time round trip those two hand-offs (there and back) are a

@@ -16,13 +16,13 @@ every call carries that token as the metadata ``x-headwater-sasl-session``:
 
 Authentication failures raise :class:`~headwater.errors.SaslAuthenticationFailedError`
 (or UNSUPPORTED_SASL_MECHANISM / ILLEGAL_SASL_STATE), never holding the password;
-transport failures raise the Kafka error :mod:`headwater.client.connection` maps them
+transport failures raise the Kafka error :mod:`headwater.client.transport.rpc_errors` maps them
 to (``NetworkError``, ``RequestTimedOutError``).
 
 Example::
 
     import grpc
-    from headwater.client import sasl
+    from headwater.client.transport import sasl
 
     raw = grpc.insecure_channel("broker-0:9094")       # a SASL_PLAINTEXT listener
     creds = sasl.SaslCredentials("SCRAM-SHA-512", "alice", password)
@@ -44,7 +44,7 @@ from typing import Any, NamedTuple
 import grpc
 
 from headwater import errors
-from headwater.client import connection
+from headwater.client.transport import rpc_errors
 from headwater.clock import Clock, monotonic_ms
 from headwater.security.scram import Nonce, ScramClient, ScramMechanism, random_nonce
 from headwater.v1 import sasl_pb2, sasl_pb2_grpc
@@ -100,7 +100,7 @@ class ScramExchange:
 
     Each method turns the previous response into the next request (raising the Kafka
     error a response carries), so the blocking :func:`authenticate` and the asyncio
-    ``headwater.client.sasl_aio.authenticate`` run the same steps:
+    ``headwater.client.transport.sasl_aio.authenticate`` run the same steps:
     :meth:`handshake` -> :meth:`first` -> :meth:`final` -> :meth:`session`.
     """
 
@@ -186,7 +186,7 @@ def authenticate(
         first = stub.SaslAuthenticate(exchange.first(handshake), timeout=remaining_s())
         final = stub.SaslAuthenticate(exchange.final(first), timeout=remaining_s())
     except grpc.RpcError as exc:
-        raise connection.translate_rpc_error(exc, address or "broker") from None
+        raise rpc_errors.translate_rpc_error(exc, address or "broker") from None
     return exchange.session(final, now_ms=clock())
 
 

@@ -10,70 +10,35 @@ usable bytes).
 Refusals: a broker id that is not alive raises ``BrokerNotAvailableError``
 before anything is asked; an illegal topic name in ``topics`` is the
 brokers' INVALID_TOPIC_EXCEPTION; without DESCRIBE on the CLUSTER,
-CLUSTER_AUTHORIZATION_FAILED.  :meth:`AdminLogDirs.describe_log_dirs_each`
+CLUSTER_AUTHORIZATION_FAILED.  :meth:`LogDirsAdmin.describe_log_dirs_each`
 returns each broker's error instead of raising (an older broker without the
 RPC answers ``UnsupportedVersionError``), which the rebalance planner uses
 to fall back to estimates for those brokers.
 
-A mixin: :class:`~headwater.client.admin.Admin` inherits it.  Thread-safe as
+The Admin delegates to it.  Thread-safe as
 the Admin is.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING
 
 from headwater import errors
-from headwater.client import connection
+from headwater.client.admin.core import AdminCore
+from headwater.client.admin.values import LogDirDescription, LogDirs, ReplicaInfo
+from headwater.client.transport import connection
 from headwater.client.types import TopicPartition
 from headwater.v1 import admin_pb2
-
-if TYPE_CHECKING:
-    from headwater.client.admin import ClusterDescription
-    from headwater.retry import RetryPolicy
 
 MAX_PARALLEL_BROKERS = 8
 
 
-@dataclasses.dataclass(frozen=True)
-class ReplicaInfo:
-    """A replica in a log dir (Kafka's ``ReplicaInfo``): its bytes on disk and offset lag."""
+class LogDirsAdmin:
+    """``describe_log_dirs`` of :class:`~headwater.client.admin.client.Admin`, over its core."""
 
-    size: int
-    offset_lag: int
-    is_future: bool = False
-
-
-@dataclasses.dataclass(frozen=True)
-class LogDirDescription:
-    """A broker's log dir (Kafka's ``LogDirDescription``); ``error`` None when it is online.
-
-    ``total_bytes`` / ``usable_bytes`` are the dir's file system's (-1: unknown).
-    """
-
-    error: errors.HeadwaterError | None
-    replica_infos: Mapping[TopicPartition, ReplicaInfo]
-    total_bytes: int = -1
-    usable_bytes: int = -1
-
-
-LogDirs = dict[str, LogDirDescription]
-"""One broker's log dirs, by path."""
-
-
-class AdminLogDirs:
-    """``describe_log_dirs`` of :class:`~headwater.client.admin.Admin`."""
-
-    if TYPE_CHECKING:
-        _channels: connection.Channels
-        _retry: RetryPolicy
-        request_timeout_ms: int
-        default_api_timeout_ms: int
-
-        def describe_cluster(self) -> ClusterDescription: ...
+    def __init__(self, core: AdminCore) -> None:
+        self._core = core
 
     def describe_log_dirs(
         self,
@@ -103,7 +68,7 @@ class AdminLogDirs:
 
         An unknown broker id still raises ``BrokerNotAvailableError`` at once.
         """
-        live = {b.broker_id: b.address for b in self.describe_cluster().brokers}
+        live = {b.broker_id: b.address for b in self._core.describe_cluster().brokers}
         wanted = sorted(live) if brokers is None else sorted(set(brokers))
         unknown = [b for b in wanted if b not in live]
         if unknown:
@@ -129,14 +94,14 @@ class AdminLogDirs:
     def _describe_one(
         self, broker: int, address: str, request: admin_pb2.DescribeLogDirsRequest
     ) -> LogDirs:
-        resp: admin_pb2.DescribeLogDirsResponse = self._retry.call(
+        resp: admin_pb2.DescribeLogDirsResponse = self._core.retry.call(
             lambda: connection.call(
-                self._channels.admin(address).DescribeLogDirs,
+                self._core.channels.admin(address).DescribeLogDirs,
                 request,
                 address=address,
-                timeout_ms=self.request_timeout_ms,
+                timeout_ms=self._core.request_timeout_ms,
             ),
-            timeout_ms=self.default_api_timeout_ms,
+            timeout_ms=self._core.default_api_timeout_ms,
         )
         if resp.error:
             raise errors.for_code(

@@ -13,8 +13,8 @@ from collections import defaultdict
 from collections.abc import Mapping
 
 from headwater import errors
-from headwater.client import connection
-from headwater.client.metadata import MetadataManager
+from headwater.client.transport import connection
+from headwater.client.transport.metadata import MetadataManager
 from headwater.client.types import OffsetAndTimestamp, TopicPartition
 from headwater.retry import RetryPolicy
 from headwater.v1 import broker_pb2
