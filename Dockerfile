@@ -22,7 +22,8 @@ COPY pyproject.toml README.md ./
 COPY node ./node
 COPY operator ./operator
 COPY spark ./spark
-# headwater.records._speedups (the native record codec) is a C extension: the build
+# headwater.records._speedups (the native record codec) and headwater.client.producer._native
+# (the producer's send path) are C extensions: the build
 # stage needs a compiler; the final stage gets only the built wheel.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends gcc libc6-dev \

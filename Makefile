@@ -21,7 +21,8 @@ system-deps:
 
 venv: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml node/headwater/records/_speedups.c
+$(VENV)/.installed: pyproject.toml node/headwater/records/_speedups.c \
+		node/headwater/client/producer/_native.c
 	@echo "==> creating $(VENV) and installing headwater[all]"
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip

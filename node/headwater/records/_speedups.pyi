@@ -1,6 +1,6 @@
 """Type stubs of the C extension (see _speedups.c and headwater.records.native)."""
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, TypeVar, overload
 
 from headwater.records.header import Buffer
@@ -30,47 +30,6 @@ def decode(
     cls: type[_T],
     /,
 ) -> list[_T]: ...
-def run_thunks(
-    thunks: list[Any],
-    topic: str,
-    partition: int,
-    base_offset: int,
-    log_append_time: int | None,
-    error: BaseException | None,
-    cls: type[tuple[Any, ...]],
-    on_error: Callable[[BaseException], object],
-    /,
-) -> None: ...
-def murmur2(data: bytes, /) -> int: ...
-
-class SendPath:
-    def __init__(
-        self,
-        *,
-        lock: Any,
-        accumulator: Any,
-        queues: dict[Any, Any],
-        metadata: Any,
-        tp_cache: dict[str, Any],
-        sticky: dict[str, int] | None,
-        future_type: type[tuple[Any, ...]],
-        on_full: Callable[[str, int, int], object],
-        batch_type: type,
-        result_type: type,
-        batch_size: int,
-        buffer_memory: int,
-        max_request_size: int,
-    ) -> None: ...
-    def send(
-        self,
-        topic: str,
-        key: bytes | None,
-        value: bytes | None,
-        partition: int | None,
-        timestamp_ms: int | None,
-        callback: object,
-        /,
-    ) -> Any | None: ...
 
 class RecordsBuilder:
     def __init__(self, *, capacity: int = 4096) -> None: ...

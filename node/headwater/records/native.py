@@ -41,8 +41,7 @@ __all__ = [
     "NativeRecordCodec",
     "default_record_codec",
     "native_available",
-    "native_run_thunks",
-    "native_send_path_type",
+    "pure_python_forced",
 ]
 
 log = logging.getLogger(__name__)
@@ -105,31 +104,15 @@ class NativeRecordCodec:
         )
 
 
-def native_run_thunks() -> Any | None:
-    """The C loop that runs a produce batch's callbacks (``_speedups.run_thunks``, see
-    :mod:`headwater.client.futures`), or None where the extension is not built or
-    ``HEADWATER_PURE_PYTHON_RECORDS`` turns it off (the Python loop is used)."""
-    if _speedups is None or _pure_python_forced():
-        return None
-    return _speedups.run_thunks
-
-
-def native_send_path_type() -> Any | None:
-    """``_speedups.SendPath`` (``Producer.send``'s common case in C, see
-    :meth:`headwater.client.accumulator.RecordAccumulator.native_send_path`), or None
-    where the extension is not built or ``HEADWATER_PURE_PYTHON_RECORDS`` turns it off."""
-    if _speedups is None or _pure_python_forced():
-        return None
-    return _speedups.SendPath
-
-
-def _pure_python_forced() -> bool:
+def pure_python_forced() -> bool:
+    """Whether ``HEADWATER_PURE_PYTHON_RECORDS`` turns the C code off (the record codec's
+    and the producer's, :mod:`headwater.client.producer.native`)."""
     return os.environ.get(PURE_PYTHON_ENV, "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def default_record_codec() -> RecordCodec:
     """The native codec when built and not turned off by ``HEADWATER_PURE_PYTHON_RECORDS``."""
-    if _pure_python_forced():
+    if pure_python_forced():
         return PythonRecordCodec()
     if _speedups is None:
         log.debug("native record codec unavailable (%s); using pure Python", UNAVAILABLE_REASON)

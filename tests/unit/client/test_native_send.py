@@ -1,4 +1,4 @@
-"""``Producer.send``'s common case in C (``_speedups.SendPath``, issue 16).
+"""``Producer.send``'s common case in C (``_native.SendPath``, issue 16).
 
 The C path must be :meth:`RecordAccumulator.try_append` after the producer's
 partition choice, or answer None having changed nothing: these tests drive a
@@ -22,6 +22,7 @@ import pytest
 from headwater import errors
 from headwater.client.producer.accumulator import RecordAccumulator
 from headwater.client.producer.futures import RecordFuture
+from headwater.client.producer.native import UNAVAILABLE_REASON
 from headwater.client.producer.partitioner import DefaultPartitioner, murmur2, partition_for_key
 from headwater.client.types import RecordMetadata, TopicPartition
 from headwater.records import NativeRecordCodec, Record, native_available, record_codec
@@ -30,7 +31,10 @@ from headwater.records.native import PURE_PYTHON_ENV
 
 from tests.unit.client.fake_broker import FakeBroker
 
-pytestmark = pytest.mark.skipif(not native_available(), reason="the C extension is not built")
+pytestmark = pytest.mark.skipif(
+    not native_available() or UNAVAILABLE_REASON is not None,
+    reason="the C extensions are not built",
+)
 
 TOPIC = "t"
 TPS = [TopicPartition(TOPIC, i) for i in range(3)]
@@ -96,16 +100,16 @@ class Rig:
 
 
 def test_murmur2_in_c_is_kafkas() -> None:
-    from headwater.records import _speedups
+    from headwater.client.producer import _native
 
     rand = random.Random(7)
     keys = [b"", b"a", b"ab", b"abc", b"abcd", b"customer-42", bytes(range(256))]
     keys += [rand.randbytes(rand.randrange(40)) for _ in range(500)]
     for key in keys:
-        assert _speedups.murmur2(key) == murmur2(key)
-    assert _speedups.murmur2(b"21") == -973932308  # Kafka's UtilsTest vector
+        assert _native.murmur2(key) == murmur2(key)
+    assert _native.murmur2(b"21") == -973932308  # Kafka's UtilsTest vector
     with pytest.raises(TypeError):
-        _speedups.murmur2("text")  # type: ignore[arg-type]
+        _native.murmur2("text")  # type: ignore[arg-type]
 
 
 def test_the_record_joins_the_open_batch_with_its_callback_and_future() -> None:
@@ -403,12 +407,12 @@ def test_the_c_path_is_used_by_a_producer_by_default() -> None:
 
 
 def test_a_send_path_needs_every_argument() -> None:
-    from headwater.records import _speedups
+    from headwater.client.producer import _native
 
     with pytest.raises(TypeError, match="every keyword"):
-        _speedups.SendPath()  # type: ignore[call-arg]
+        _native.SendPath()  # type: ignore[call-arg]
     with pytest.raises(TypeError):
-        _speedups.SendPath.send(_speedups.SendPath.__new__(_speedups.SendPath), "t")  # type: ignore[call-arg]
+        _native.SendPath.send(_native.SendPath.__new__(_native.SendPath), "t")  # type: ignore[call-arg]
 
 
 def test_state_behind_a_descriptor_is_refused() -> None:

@@ -5,7 +5,7 @@ batch's error; a callback that raises does not stop the others; callbacks added
 after completion run at once; futures and callbacks agree; a record refused before
 it was queued calls its callback with the error.
 
-Every test runs twice: with the C loop (``_speedups.run_thunks``) and the native
+Every test runs twice: with the C loop (``_native.run_thunks``) and the native
 builder's ``append_thunk``, and with the pure-Python loop and builder (skipped
 where the extension is not built)."""
 
@@ -25,6 +25,7 @@ from headwater.client.producer.futures import (
     RecordFuture,
     failed_future,
 )
+from headwater.client.producer.native import native_run_thunks
 from headwater.client.types import RecordMetadata, TopicPartition
 from headwater.records import (
     NativeRecordCodec,
@@ -34,7 +35,6 @@ from headwater.records import (
     record_codec,
     set_record_codec,
 )
-from headwater.records.native import native_run_thunks
 
 TP = TopicPartition("t", 3)
 Seen = list[tuple[str, RecordMetadata | None, BaseException | None]]
@@ -197,7 +197,7 @@ def fixed_thunks(seen: list[Any], fut: RecordFuture, boom: RecordCallback) -> li
 
 
 def test_the_c_loop_makes_the_same_calls_as_the_python_loop() -> None:
-    """``_speedups.run_thunks`` against ``BatchResult._run_python`` on one fixed flat list:
+    """``_native.run_thunks`` against ``BatchResult._run_python`` on one fixed flat list:
     record callbacks, a done callback, a raising callback; success (create and
     LogAppendTime timestamps, acks=0's -1 offsets, offsets past 2**63) and failure."""
     run = native_run_thunks()

@@ -54,10 +54,10 @@ from typing import NamedTuple
 
 from headwater import errors
 from headwater.client.producer.futures import BatchResult, RecordCallback, RecordFuture
+from headwater.client.producer.native import native_send_path_type
 from headwater.client.types import TopicPartition
 from headwater.clock import Clock, monotonic_ms, wall_ms
 from headwater.records import Header, Record, RecordsBuilder, new_records_builder
-from headwater.records.native import native_send_path_type
 
 RECORD_OVERHEAD_BYTES = 21
 """Upper estimate of a record's framing in a batch (length, attributes, deltas, counts)."""
@@ -333,7 +333,7 @@ class RecordAccumulator:
         on_full: Callable[[str, int, int], object],
         max_request_size: int,
     ) -> Callable[..., RecordFuture | None] | None:
-        """``Producer.send``'s common case in one C call (``_speedups.SendPath.send``),
+        """``Producer.send``'s common case in one C call (``_native.SendPath.send``),
         or None without the native codec (``HEADWATER_PURE_PYTHON_RECORDS``, not built).
 
         ``send(topic, key, value, partition, timestamp_ms, callback)`` is

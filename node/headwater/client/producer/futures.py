@@ -19,7 +19,7 @@ index and timestamp, and called with a :class:`RecordMetadata` built right
 there: no closure, no future, no event wait per record, which would cost the
 sender thread more than the record itself (docs/performance.md, "Figures
 behind rules in the code").
-With the C extension built, that loop is ``_speedups.run_thunks`` (the same
+With the C extension built, that loop is ``_native.run_thunks`` (the same
 loop in C: no bytecode per record); :meth:`BatchResult._run_python` is the
 reference and the fallback, and tests run both.  A :class:`RecordFuture` is a
 tuple subclass made with ``tuple.__new__`` (no Python ``__init__`` per record)
@@ -33,8 +33,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from headwater.client.producer.native import native_run_thunks
 from headwater.client.types import RecordMetadata, TopicPartition
-from headwater.records.native import native_run_thunks
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ _new_tuple = tuple.__new__
 """Builds a :class:`RecordMetadata` or :class:`RecordFuture` without a Python-level
 ``__new__`` or ``__init__`` (per record)."""
 _native_run = native_run_thunks()
-"""``_speedups.run_thunks`` or None (see :meth:`BatchResult._run`)."""
+"""``_native.run_thunks`` or None (see :meth:`BatchResult._run`)."""
 
 
 def _log_callback_error(exc: BaseException) -> None:
@@ -144,7 +144,7 @@ class BatchResult:
         )
 
     def _run_python(self, thunks: list[Any]) -> None:
-        """:meth:`_run` in Python: the reference of ``_speedups.run_thunks``."""
+        """:meth:`_run` in Python: the reference of ``_native.run_thunks``."""
         error = self.error
         topic, partition = self.tp
         base = self.base_offset
