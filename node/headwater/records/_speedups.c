@@ -920,6 +920,9 @@ static PyObject *Builder_append_future(Builder *self, PyObject *const *args, Py_
     return future;
 }
 
+/* The capsule's name: "<module>.<attribute>", as PyCapsule_Import wants it. */
+#define APPEND_FUTURE_CAPSULE "headwater.records._speedups._append_future_api"
+
 static int builder_finish(Builder *self) {
     if (builder_check(self) < 0) return -1;
     if (self->finished) return 0;
@@ -1129,6 +1132,14 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     Py_INCREF(&BuilderType);
     if (PyModule_AddObject(m, "RecordsBuilder", (PyObject *)&BuilderType) < 0) {
         Py_DECREF(&BuilderType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    /* RecordsBuilder.append_future's C function, for another extension to call without a
+     * method call (the producer's SendPath, headwater.client.producer._native). */
+    PyObject *api = PyCapsule_New((void *)Builder_append_future, APPEND_FUTURE_CAPSULE, NULL);
+    if (api == NULL || PyModule_AddObject(m, "_append_future_api", api) < 0) {
+        Py_XDECREF(api);
         Py_DECREF(m);
         return NULL;
     }

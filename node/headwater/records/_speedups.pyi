@@ -31,6 +31,9 @@ def decode(
     /,
 ) -> list[_T]: ...
 
+_append_future_api: object
+"""RecordsBuilder.append_future's C function (a capsule), for headwater.client.producer._native."""
+
 class RecordsBuilder:
     def __init__(self, *, capacity: int = 4096) -> None: ...
     @property

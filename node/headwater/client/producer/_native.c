@@ -11,9 +11,10 @@
  * picks this module when it is built and HEADWATER_PURE_PYTHON_RECORDS is not set.
  * SendPath reads the producer's own types (ProducerBatch, BatchResult,
  * RecordAccumulator) by their __slots__ and attribute names, checked when it is
- * made; it appends through the record codec's RecordsBuilder.append_future (a C
- * method of headwater.records._speedups, called through its method descriptor:
- * no Python code runs, so the accumulator's lock still covers the whole append).
+ * made; it appends with the record codec's RecordsBuilder.append_future, whose C
+ * function headwater.records._speedups exports in a capsule (one function, called
+ * directly: no Python code runs, so the accumulator's lock still covers the whole
+ * append, and no method call is paid per record).
  *
  * Plain CPython C API, no third-party build dependency: setuptools compiles it
  * from pyproject.toml.  Every function runs with the GIL held.
@@ -25,7 +26,10 @@
 #include <time.h>
 
 static PyTypeObject *RecordsBuilderType; /* headwater.records._speedups.RecordsBuilder */
-static PyObject *append_future;          /* its append_future: an unbound method descriptor */
+/* RecordsBuilder.append_future's C function, from _speedups' capsule: the whole
+ * per-record append (record, callback thunk, future) in one C call. */
+typedef PyObject *(*append_future_t)(PyObject *builder, PyObject *const *args, Py_ssize_t nargs);
+static append_future_t append_future;
 static PyObject *empty_headers;          /* () */
 
 /* The two integer helpers below are copies of _speedups.c's (a few lines each):
@@ -433,9 +437,9 @@ static int sendpath_append(SendPath *self, PyObject *tp, PyObject *const *record
         rc = 0;
         goto done;
     }
-    PyObject *args[9] = {builder,   record[0], record[1], record[2], record[3],
+    PyObject *args[8] = {record[0], record[1], record[2], record[3],
                          record[4], thunks,    result,    self->future_type};
-    *future = PyObject_Vectorcall(append_future, args, 9, NULL);
+    *future = append_future(builder, args, 8);
     if (*future == NULL) goto done;
     if (set_size_item(self->acc_dict, str_used_bytes, used + size) < 0 ||
         set_size_member(last, self->m_size_bytes, batch_bytes) < 0) {
@@ -630,7 +634,8 @@ PyMODINIT_FUNC PyInit__native(void) {
             PyErr_SetString(PyExc_TypeError, "RecordsBuilder must be a type");
             return NULL;
         }
-        append_future = PyObject_GetAttrString(t, "append_future");
+        append_future = (append_future_t)PyCapsule_Import(
+            "headwater.records._speedups._append_future_api", 0);
         if (append_future == NULL) {
             Py_DECREF(t);
             return NULL;
