@@ -168,8 +168,9 @@ class FakeStub:
         self._index = index
 
     async def Fetch(
-        self, request: broker_pb2.FetchRequest, *, timeout: float
+        self, request: broker_pb2.FetchRequest, *, timeout: float, wait_for_ready: bool
     ) -> broker_pb2.FetchResponse:
+        assert wait_for_ready  # a call waits for the channel to connect, within its deadline
         self._leader.calls.append(("Fetch", self._index, timeout))
         outcome = await self._leader.outcomes.get()
         if isinstance(outcome, BaseException):
@@ -177,8 +178,13 @@ class FakeStub:
         return outcome
 
     async def OffsetsForLeaderEpoch(
-        self, request: broker_pb2.OffsetsForLeaderEpochRequest, *, timeout: float
+        self,
+        request: broker_pb2.OffsetsForLeaderEpochRequest,
+        *,
+        timeout: float,
+        wait_for_ready: bool,
     ) -> broker_pb2.OffsetsForLeaderEpochResponse:
+        assert wait_for_ready
         self._leader.calls.append(("OffsetsForLeaderEpoch", self._index, timeout))
         [asked] = request.partitions
         return broker_pb2.OffsetsForLeaderEpochResponse(

@@ -21,8 +21,11 @@ A call to the leader has a deadline, ``replica.socket.timeout.ms``; one that
 runs out drops the connection, as Kafka's ``NetworkClient`` disconnects on a
 request timeout.  A connection that died under a fetch (a network partition)
 is noticed sooner, by gRPC keepalive on the fetcher's channel
-(:func:`channels.replica_channel_options`), so a follower cut off from its
-leader fetches again, and rejoins the ISR, soon after the link is back.
+(:func:`channels.replica_channel_options`).  A call waits for the channel to
+connect (``wait_for_ready``, within its deadline), as Kafka's fetcher awaits
+its connection for up to the socket timeout: a follower cut off from its
+leader fetches the moment the channel reconnects, at most
+``replica.fetch.backoff.ms`` (and gRPC's 20 % jitter) after the link is back.
 
 The decisions (which partitions fetch now, how long an idle fetcher sleeps,
 what a failure does) are functions of their inputs, apart from the I/O.
@@ -291,7 +294,9 @@ class ReplicaFetcher:
                 )
             ],
         )
-        response = await self._stub.OffsetsForLeaderEpoch(request, timeout=self._deadline_s)
+        response = await self._stub.OffsetsForLeaderEpoch(
+            request, timeout=self._deadline_s, wait_for_ready=True
+        )
         local = self._local(tp, st)
         if local is None or not st.needs_truncation:
             return
@@ -386,7 +391,7 @@ class ReplicaFetcher:
 
     async def _call_fetch(self, request: broker_pb2.FetchRequest) -> broker_pb2.FetchResponse:
         response: broker_pb2.FetchResponse = await self._stub.Fetch(
-            request, timeout=self._deadline_s
+            request, timeout=self._deadline_s, wait_for_ready=True
         )
         return response
 
