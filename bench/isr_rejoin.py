@@ -79,8 +79,8 @@ def main() -> None:
                             what="the rejoin",
                         )
                     except TimeoutError:
-                        print(f"trial {trial}: not back within {args.timeout_s:.0f} s")
-                        continue
+                        print(f"trial {trial}: not back within {args.timeout_s:.0f} s; stopping")
+                        break
                     times.append(time.monotonic() - healed)
                     print(f"trial {trial}: back in the ISR {times[-1]:.2f} s after the heal")
                 if times:
