@@ -55,7 +55,7 @@ from headwater.server.auth.sasl import SaslAuthentication
 from headwater.server.config import BrokerConfig
 from headwater.server.metrics import BrokerMetrics
 from headwater.server.runtime import channels, listener_servers, process
-from headwater.server.runtime.channels import channel_options, inter_broker_security
+from headwater.server.runtime.channels import inter_broker_security
 from headwater.server.runtime.controlled_shutdown import (
     ATTEMPT_TIMEOUT_MARGIN_S,
     ask_controller,
@@ -173,7 +173,7 @@ class BrokerServer:
         listeners = await listener_servers.start_listeners(
             layout,
             register=register,
-            options=channel_options(config.grpc_max_message_bytes),
+            options=channels.server_options(config.grpc_max_message_bytes),
             sessions=lambda: self.sasl_sessions,
         )
 
@@ -197,6 +197,7 @@ class BrokerServer:
             max_bytes=config.replica_fetch_max_bytes,
             max_wait_ms=config.replica_fetch_wait_max_ms,
             backoff_ms=config.replica_fetch_backoff_ms,
+            socket_timeout_ms=config.replica_socket_timeout_ms,
             max_message_bytes=config.grpc_max_message_bytes,
         )
         self.metrics.register_state(

@@ -213,6 +213,17 @@ class BrokerConfig:
     replica_fetch_backoff_ms: int = _key(
         "replica.fetch.backoff.ms", 1000, "Pause after a failed follower fetch."
     )
+    replica_socket_timeout_ms: int = _key(
+        "replica.socket.timeout.ms",
+        5000,
+        "Deadline of a follower's calls to its leader; at least replica.fetch.wait.max.ms + "
+        "1000 (the leader holds a fetch that long, then sends the answer).  A call that runs "
+        "out of it drops the connection.  A connection a network partition killed is found "
+        "sooner, by gRPC keepalive (within about 2 s), so a follower is back in the ISR about "
+        "replica.fetch.backoff.ms after the partition heals; this deadline catches what "
+        "keepalive cannot, a leader that answers pings but not the fetch.  Below Kafka's "
+        "30000, above what a large fetch response or a leader busy for a moment needs.",
+    )
     unclean_leader_election_enable: bool = _key(
         "unclean.leader.election.enable", False, "Elect an out-of-sync replica as last resort."
     )
@@ -608,6 +619,12 @@ class BrokerConfig:
             ("default.replication.factor", self.default_replication_factor >= 1, "must be >= 1"),
             ("min.insync.replicas", self.min_insync_replicas >= 1, "must be >= 1"),
             ("replica.lag.time.max.ms", self.replica_lag_time_max_ms > 0, "must be > 0"),
+            (
+                "replica.socket.timeout.ms",
+                self.replica_socket_timeout_ms >= self.replica_fetch_wait_max_ms + 1000,
+                f"must be >= replica.fetch.wait.max.ms + 1000 "
+                f"({self.replica_fetch_wait_max_ms + 1000}), got {self.replica_socket_timeout_ms}",
+            ),
             ("message.max.bytes", self.message_max_bytes > 0, "must be > 0"),
             ("zookeeper.session.timeout.ms", self.zookeeper_session_timeout_ms > 0, "must be > 0"),
             ("metrics.port", 0 <= self.metrics_port < 65536, "must be a port number or 0"),

@@ -20,6 +20,7 @@ import time
 from collections.abc import Awaitable
 from typing import Any
 
+from headwater import errors
 from headwater.coordination import session
 from headwater.coordination.broker import BrokerCoordinator
 from headwater.server.runtime.offload import run_blocking
@@ -88,7 +89,7 @@ async def expire_session(coordinator: BrokerCoordinator) -> None:
         await run_blocking(expire)
         log.info("ZooKeeper session expired on request and re-established")
     except Exception as exc:
-        log.warning("session expiry hook failed: %s", exc)
+        log.warning("session expiry hook failed: %s", errors.describe(exc))
 
 
 def freeze_startup_objects() -> None:
