@@ -35,7 +35,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from headwater.server.broker import run_broker
+    from headwater.server.app import run_broker
     from headwater.server.config import ConfigError, load_config
 
     try:

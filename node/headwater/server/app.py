@@ -78,7 +78,7 @@ from headwater.server.runtime.role_changes import RoleChangeApplier
 from headwater.server.runtime.scheduler import PeriodicScheduler
 from headwater.server.services.acls import AclService
 from headwater.server.services.admin import AdminService
-from headwater.server.services.broker import BrokerService, ProducerIdAllocator
+from headwater.server.services.broker_service import BrokerService, ProducerIdAllocator
 from headwater.server.services.control import ControlService
 from headwater.server.services.group import GroupService
 from headwater.server.services.sasl import SaslService, ScramAdminService
