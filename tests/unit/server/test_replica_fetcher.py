@@ -17,7 +17,7 @@ import pytest
 from headwater import errors
 from headwater.coordination.model import BrokerRegistration
 from headwater.replication.follower import FollowerFetchState
-from headwater.server.config import BrokerConfig, ConfigError
+from headwater.server.config import ConfigError, load_config
 from headwater.server.runtime.fetcher import (
     FailureResponse,
     ReplicaFetcherManager,
@@ -101,7 +101,7 @@ def test_describe_names_the_type_of_every_error() -> None:
 
 
 def test_socket_timeout_default_leaves_room_over_the_fetch_wait() -> None:
-    config = BrokerConfig.load(environ={}, overrides=["broker.id=0"])
+    config = load_config(environ={}, overrides=["broker.id=0"])
     assert config.replica_socket_timeout_ms == 5000
     assert config.replica_socket_timeout_ms >= config.replica_fetch_wait_max_ms + 1000
 
@@ -118,11 +118,11 @@ def test_socket_timeout_below_fetch_wait_plus_margin_is_refused(overrides: list[
     with pytest.raises(
         ConfigError, match=r"replica\.socket\.timeout\.ms: must be >= replica\.fetch\.wait"
     ):
-        BrokerConfig.load(environ={}, overrides=["broker.id=0", *overrides])
+        load_config(environ={}, overrides=["broker.id=0", *overrides])
 
 
 def test_socket_timeout_at_the_bound_is_accepted() -> None:
-    config = BrokerConfig.load(
+    config = load_config(
         environ={},
         overrides=[
             "broker.id=0",

@@ -1,7 +1,7 @@
 """The broker process's lifecycle helpers: bounded shutdown steps, the exit watchdog,
 the test hooks' stack dump and session expiry, and the post-startup ``gc.freeze``.
 
-The composition root (:mod:`headwater.server.broker`) calls these; they hold no
+The composition root (:mod:`headwater.server.app`) calls these; they hold no
 broker state.  Every shutdown step is bounded (:func:`bounded`) and the exit
 watchdog halts a process whose shutdown still runs after a deadline, so a
 broker told to stop always exits in bounded time.

@@ -43,7 +43,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 
-from headwater import __version__, clock, runtime
+from headwater import __version__, clock, interpreter
 from headwater.coordination import reassignment_admin
 from headwater.coordination.broker import BrokerCoordinator
 from headwater.coordination.model import BrokerRegistration
@@ -78,7 +78,7 @@ from headwater.server.runtime.role_changes import RoleChangeApplier
 from headwater.server.runtime.scheduler import PeriodicScheduler
 from headwater.server.services.acls import AclService
 from headwater.server.services.admin import AdminService
-from headwater.server.services.broker import BrokerService, ProducerIdAllocator
+from headwater.server.services.broker_service import BrokerService, ProducerIdAllocator
 from headwater.server.services.control import ControlService
 from headwater.server.services.group import GroupService
 from headwater.server.services.sasl import SaslService, ScramAdminService
@@ -470,5 +470,5 @@ def _validate_topic_config(props: Mapping[str, str]) -> None:
 
 def run_broker(config: BrokerConfig, *, test_hooks: bool = False) -> int:
     """Run one broker until SIGTERM; returns the exit code."""
-    runtime.tune_switch_interval()  # the event loop shares the GIL with grpc's threads
+    interpreter.tune_switch_interval()  # the event loop shares the GIL with grpc's threads
     return asyncio.run(BrokerServer(config, test_hooks=test_hooks).run())
