@@ -134,14 +134,21 @@ def test_eager_rebalance_revokes_before_the_new_assignment(
 
 
 @pytest.mark.parametrize(
-    ("assignor", "read_again"), [("range", True), ("cooperative-sticky", False)]
+    ("assignor", "read_again"),
+    [
+        (["range"], True),
+        (["range", "cooperative-sticky"], True),
+        (["cooperative-sticky", "range"], True),
+        (["cooperative-sticky"], False),
+    ],
 )
 def test_a_rebalance_restarts_kept_partitions_at_the_committed_offset_only_when_eager(
-    broker: FakeBroker, coordinator: InProcessCoordinator, assignor: str, read_again: bool
+    broker: FakeBroker, coordinator: InProcessCoordinator, assignor: list[str], read_again: bool
 ) -> None:
     """Eager (Kafka's onJoinPrepare): every partition is revoked and the new assignment
     starts at the committed offsets, kept partitions too, so records read past the
-    commit come again.  Cooperative: kept partitions go on from their positions."""
+    commit come again.  Cooperative: kept partitions go on from their positions.  The
+    protocol is the one every configured assignor supports: eager while any is eager."""
     broker.create("t", 2)
     produce(broker, "t", 20, 2)
     kw = {"enable_auto_commit": False, "partition_assignment_strategy": assignor}
