@@ -7,8 +7,8 @@ the ConsumerProtocol codec."""
 from __future__ import annotations
 
 import pytest
-from headwater.client.group import protocol
-from headwater.client.group.assignors import (
+from headwater.client.group.classic import protocol
+from headwater.client.group.classic.assignors import (
     ASSIGNORS,
     SUPPORTED_PROTOCOLS,
     RebalanceProtocol,

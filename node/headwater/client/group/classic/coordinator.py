@@ -1,7 +1,7 @@
 """The consumer's side of the group protocol: join, sync, heartbeat, commit, leave.
 
 Kafka's ``ConsumerCoordinator``, as the I/O around a sans-I/O
-:class:`~headwater.client.group.member.GroupMember`: the member decides what to send
+:class:`~headwater.client.group.classic.member.GroupMember`: the member decides what to send
 and what an answer means; this class sends, waits no longer than its caller allows, and
 runs the rebalance listener.
 
@@ -39,15 +39,16 @@ from typing import Any, NamedTuple
 
 from headwater import errors
 from headwater.client import connection
-from headwater.client.group import calls, protocol, requests
-from headwater.client.group.assignors import RebalanceProtocol, rebalance_protocol
-from headwater.client.group.listener import ConsumerRebalanceListener
-from headwater.client.group.member import (
+from headwater.client.group import calls, requests
+from headwater.client.group.classic import protocol
+from headwater.client.group.classic.assignors import RebalanceProtocol, rebalance_protocol
+from headwater.client.group.classic.member import (
     AssignmentChange,
     GroupMember,
     MemberState,
     Outcome,
 )
+from headwater.client.group.listener import ConsumerRebalanceListener
 from headwater.client.group.offsets import GroupOffsets
 from headwater.client.metadata import MetadataManager
 from headwater.client.subscription import SubscriptionState
