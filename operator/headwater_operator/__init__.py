@@ -5,7 +5,7 @@ package registers its handlers on kopf's default registry (that is how ``kopf ru
 finds them), configured from the environment the Helm chart sets; ``headwater
 operator`` and tests build their own registry with :func:`handlers.register`.
 
-Only this package imports kopf (DESIGN.md layering), and only where it is installed.
+Only this package imports kopf (docs/design.md, "Layers"), and only where it is installed.
 The logic lives in kopf-free modules: :mod:`topics` (spec vs. actual, pure),
 :mod:`topic_reconciler` (the Admin side) and :mod:`roll_kube`, the Kubernetes backend
 of the roll engine, which lives in the core package (:mod:`headwater.roll`) so that

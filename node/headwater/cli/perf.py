@@ -135,8 +135,8 @@ def _produce(args: argparse.Namespace) -> int:
     value = os.urandom(args.record_size)
     # Each record's latency, in whole ms as Kafka's ProducerPerformance measures it:
     # from its create timestamp (which send() stamps from the wall clock) to the
-    # callback.  One shared callback for every record, not a closure per record:
-    # that was a third of the tool's own cost per record (docs/performance.md, issue 16).
+    # callback.  One shared callback for every record, not a closure per record,
+    # which would be a third of the tool's own cost per record.
     latencies: list[int] = []
     errors_seen: list[BaseException] = []
     keep = latencies.append
@@ -223,7 +223,7 @@ def _consume(args: argparse.Namespace) -> int:
                 wall_ms = time.time() * 1000.0
                 recs = recs[: args.messages - count]
                 # Per record, but iterated in C (map/filter): a Python loop over the
-                # records cost this tool about as much as decoding them (issue 16).
+                # records costs this tool about as much as decoding them.
                 size = sum(map(len, filter(None, map(_value, recs))))
                 size += sum(map(len, filter(None, map(_key, recs))))
                 nbytes += size

@@ -1,4 +1,4 @@
-"""headwater.groups: the group coordinator, broker side (see docs/design.md).
+"""headwater.groups: the group coordinator, broker side (docs/design.md, "Consumer groups").
 
 The classic and the consumer (KIP-848) protocols side by side, as Kafka keeps them:
 

@@ -1,4 +1,4 @@
-"""The broker process: the only package that runs a gRPC server (DESIGN.md, "Layering").
+"""The broker process: the only package that runs a gRPC server (docs/design.md, "Layers").
 
 Entry points: :class:`headwater.server.config.BrokerConfig` (Kafka-named settings
 from file, ``HEADWATER_*`` env and overrides) and

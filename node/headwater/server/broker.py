@@ -131,7 +131,7 @@ class BrokerServer:
         """The SASL sessions SASL_* listeners check tokens against (set by the SASL setup)."""
         self._hooks: set[asyncio.Task[None]] = set()
         self.sasl = SaslAuthentication.from_config(config)
-        """SASL exchanges, sessions and the SCRAM credential cache (issue 18)."""
+        """SASL exchanges, sessions and the SCRAM credential cache."""
         self.sasl_sessions = self.sasl.sessions
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -240,7 +240,7 @@ class BrokerServer:
         try:
             if not await self._start_coordinator_unless_stopped(listeners):
                 return 0
-            if self.coordinator is not None:  # dynamic replication throttles (issue 17)
+            if self.coordinator is not None:  # dynamic replication throttles (KIP-73)
                 await replicas.quotas.watch(
                     functools.partial(
                         reassignment_admin.watch_broker_config, self.coordinator.store

@@ -1,6 +1,6 @@
 """Broker configuration: Kafka's names, read from a properties file, env and flags.
 
-Users bring their Kafka habits (DESIGN.md, "Configuration"), so every setting
+Users bring their Kafka habits (docs/design.md, "Configuration"), so every setting
 has its Kafka ``server.properties`` name and meaning.  Sources, later winning:
 
 1. a Java-properties file (``--config``);

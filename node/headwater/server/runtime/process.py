@@ -97,11 +97,10 @@ def freeze_startup_objects() -> None:
 
     Startup leaves tens of thousands of long-lived objects (modules, grpc, kazoo,
     protobuf descriptors, metadata).  Left in the collected generations, the first
-    full collection after startup scanned them all on the event loop: a 24-27 ms
-    stall of every request in flight, measured with a ``gc.callbacks`` probe
-    during ``bench/client.py``'s end-to-end run, and each later collection paid
-    for them again.  Frozen, they are never scanned; garbage made later is
-    collected as before.
+    full collection after startup scans them all on the event loop, stalling every
+    request in flight for tens of milliseconds (docs/performance.md, "Figures behind
+    rules in the code"), and each later collection pays for them again.  Frozen,
+    they are never scanned; garbage made later is collected as before.
     """
     gc.collect()
     gc.freeze()

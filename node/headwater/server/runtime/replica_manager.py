@@ -5,7 +5,7 @@ It owns, for every partition hosted on this broker, the pure
 their decisions into actions: appends, ISR writes to ZooKeeper (in a worker
 thread), completing delayed ``acks=all`` produces and waking long-poll fetches.
 
-Waiting is event driven (DESIGN.md, "Fetch is a long poll"): a waiting fetch
+Waiting is event driven (docs/design.md, "Fetch is a long poll"): a waiting fetch
 registers an :class:`asyncio.Event` with each partition it reads; an append, a
 high-watermark advance or a role change sets those events.  A delayed produce
 is an :class:`asyncio.Future` resolved when the partition reports completion.
@@ -95,7 +95,7 @@ class ReplicaManager:
             on_change=self._apply_log_config,
         )
         self.quotas = ReplicationQuotas(broker_id=broker_id, clock=clock_ms)
-        """Replication throttles (issue 17); the fetcher uses the follower half."""
+        """Replication throttles (KIP-73); the fetcher uses the follower half."""
 
     # -- helpers ----------------------------------------------------------------------------
 

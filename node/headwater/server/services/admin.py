@@ -1,6 +1,6 @@
 """The Admin gRPC service: validates and writes ZooKeeper through the coordinator.
 
-Any broker accepts these (DESIGN.md): the coordinator writes the znodes, the
+Any broker accepts these (docs/design.md): the coordinator writes the znodes, the
 controller notices and acts.  CreateTopics and CreatePartitions then wait,
 bounded by the request's ``timeout_ms``, until this broker's metadata cache
 shows a leader for every new partition, so a client can produce right after.

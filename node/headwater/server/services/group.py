@@ -2,7 +2,7 @@
 
 Every RPC converts protobuf to :mod:`headwater.groups.values`, asks the
 :class:`~headwater.groups.coordinator_runtime.GroupCoordinatorRuntime` and converts back
-(STYLE.md 8).
+(docs/style.md, "Thin servicers").
 FindCoordinator answers from the metadata cache: the leader of the group's
 ``__consumer_offsets`` partition; the first FindCoordinator of a cluster creates that
 topic (``offsets.topic.num.partitions``, ``offsets.topic.replication.factor`` capped at
