@@ -48,7 +48,7 @@ from headwater.coordination import reassignment_admin
 from headwater.coordination.broker import BrokerCoordinator
 from headwater.coordination.model import BrokerRegistration
 from headwater.coordination.settings import CoordinationSettings
-from headwater.groups.runtime import GroupCoordinatorRuntime
+from headwater.groups.coordinator_runtime import GroupCoordinatorRuntime
 from headwater.server.auth.acl_runtime import BrokerAuthorization
 from headwater.server.auth.listener_auth import SessionLookup
 from headwater.server.auth.sasl import SaslAuthentication
