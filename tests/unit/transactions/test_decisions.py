@@ -270,16 +270,16 @@ def test_add_partitions_error_paths() -> None:
     kw = {"transactional_id": TID, "now_ms": 0, "partitions": frozenset({T1})}
     pid, epoch = txn.producer_id, txn.producer_epoch
     refused(
-        d.add_partitions(None, producer_id=pid, producer_epoch=epoch, **kw),  # type: ignore[arg-type]
+        d.add_partitions(None, producer_id=pid, producer_epoch=epoch, **kw),
         ErrorCode.INVALID_PRODUCER_ID_MAPPING,
     )
     refused(
-        d.add_partitions(txn, producer_id=pid + 1, producer_epoch=epoch, **kw),  # type: ignore[arg-type]
+        d.add_partitions(txn, producer_id=pid + 1, producer_epoch=epoch, **kw),
         ErrorCode.INVALID_PRODUCER_ID_MAPPING,
     )
     for stale in (epoch - 1, epoch + 1):
         refused(
-            d.add_partitions(txn, producer_id=pid, producer_epoch=stale, **kw),  # type: ignore[arg-type]
+            d.add_partitions(txn, producer_id=pid, producer_epoch=stale, **kw),
             ErrorCode.PRODUCER_FENCED,
         )
     refused(
