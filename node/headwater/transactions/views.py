@@ -17,7 +17,6 @@ from headwater.transactions.metadata import TransactionMetadata
 from headwater.transactions.state import TransactionState
 from headwater.values import TopicPartition
 
-
 _RUNNING = (
     TransactionState.ONGOING,
     TransactionState.PREPARE_COMMIT,
@@ -75,7 +74,8 @@ def list_transactions(
     """The ids that pass every given filter, sorted, and the unknown state filters.
 
     An empty filter passes everything; ``duration_filter_ms`` >= 0 keeps the
-    transactions running (Ongoing, PrepareCommit, PrepareAbort) for longer than it.  Only unknown state names: nothing matches.
+    transactions running (Ongoing, PrepareCommit, PrepareAbort) for longer than it.
+    Only unknown state names given: nothing matches.
     """
     names = {s.value: s for s in TransactionState}
     unknown = sorted(f for f in state_filters if f not in names)
