@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import enum
 import struct
+from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
 from crc32c import crc32c
@@ -35,9 +36,11 @@ from headwater.records.header import (
 from headwater.records.record import Record
 
 __all__ = [
+    "AbortedTransaction",
     "ControlRecordType",
     "EndTransactionMarker",
     "build_control_batch",
+    "committed_batches",
     "decode_control_key",
     "decode_marker_value",
     "encode_control_key",
@@ -155,3 +158,41 @@ def read_marker(batch: Batch) -> EndTransactionMarker | None:
         batch.producer_epoch,
         decode_marker_value(records[0].value),
     )
+
+
+class AbortedTransaction(NamedTuple):
+    """An aborted transaction a READ_COMMITTED fetch response names (Kafka's fields)."""
+
+    producer_id: int
+    first_offset: int
+
+
+def committed_batches(
+    batches: Iterable[Batch], aborted: Iterable[AbortedTransaction]
+) -> Iterator[Batch]:
+    """The batches a READ_COMMITTED consumer returns, as Kafka's consumer filters a fetch.
+
+    ``aborted`` is what the fetch response named for the range (every aborted
+    transaction that overlaps it).  Control batches are never returned.  A transactional
+    batch is dropped while its producer has an aborted transaction that started at or
+    before the batch's last offset and whose ABORT marker has not been passed yet; the
+    marker ends that span.  Non-transactional batches are always returned.
+    """
+    pending = sorted(aborted, key=lambda a: a.first_offset)
+    position = 0
+    aborting: set[int] = set()
+    for batch in batches:
+        if batch.is_transactional:
+            while position < len(pending) and pending[position].first_offset <= batch.last_offset:
+                aborting.add(pending[position].producer_id)
+                position += 1
+            if batch.is_control:
+                marker = read_marker(batch)
+                if marker is not None and marker.type is ControlRecordType.ABORT:
+                    aborting.discard(batch.producer_id)
+                continue
+            if batch.producer_id in aborting:
+                continue
+        elif batch.is_control:
+            continue
+        yield batch

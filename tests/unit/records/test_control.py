@@ -6,9 +6,11 @@ import pytest
 from headwater.errors import CorruptRecordError
 from headwater.records import Record, build_batch, read_batches
 from headwater.records.control import (
+    AbortedTransaction,
     ControlRecordType,
     EndTransactionMarker,
     build_control_batch,
+    committed_batches,
     decode_control_key,
     decode_marker_value,
     encode_control_key,
@@ -78,3 +80,39 @@ def test_a_control_batch_of_two_records_is_corrupt() -> None:
     (batch,) = read_batches(set_batch_flags(data, transactional=True, control=True))
     with pytest.raises(CorruptRecordError, match="holds 2 records"):
         read_marker(batch)
+
+
+def _data(offset: int, pid: int, *, transactional: bool = True) -> bytes:
+    raw = build_batch(
+        [Record(None, b"x")], base_offset=offset, timestamp_ms=1, producer_id=pid, producer_epoch=0
+    )
+    return set_batch_flags(raw, transactional=transactional)
+
+
+def _marker(offset: int, pid: int, control_type: ControlRecordType) -> bytes:
+    return build_control_batch(
+        control_type,
+        producer_id=pid,
+        producer_epoch=1,
+        coordinator_epoch=0,
+        timestamp_ms=1,
+        base_offset=offset,
+    )
+
+
+def test_read_committed_drops_aborted_data_and_every_marker() -> None:
+    log = b"".join(
+        [
+            _data(0, 1),  # producer 1, aborted below
+            _data(1, 2),  # producer 2, committed
+            _data(2, 9, transactional=False),
+            _marker(3, 1, ControlRecordType.ABORT),
+            _data(4, 1),  # producer 1 again: a new transaction, committed
+            _marker(5, 2, ControlRecordType.COMMIT),
+            _marker(6, 1, ControlRecordType.COMMIT),
+        ]
+    )
+    kept = committed_batches(read_batches(log), [AbortedTransaction(1, 0)])
+    assert [b.base_offset for b in kept] == [1, 2, 4]
+    everything = committed_batches(read_batches(log), [])
+    assert [b.base_offset for b in everything] == [0, 1, 2, 4]

@@ -9,7 +9,13 @@ import pytest
 from headwater.errors import CorruptRecordError, ErrorCode
 from headwater.records import Record, build_batch, read_batches
 from headwater.records.batch import Batch
-from headwater.records.control import ControlRecordType, build_control_batch, set_batch_flags
+from headwater.records.control import (
+    AbortedTransaction,
+    ControlRecordType,
+    build_control_batch,
+    committed_batches,
+    set_batch_flags,
+)
 from headwater.storage.transactions import (
     ENTRY_SIZE,
     AbortedTxn,
@@ -258,6 +264,13 @@ def test_the_index_names_exactly_the_aborted_data_below_the_lso(
             a.producer_id == pid and a.first_offset <= offset <= a.last_offset for a in found
         )
         assert in_abort == ((pid, offset) in aborted_offsets), (pid, offset)
+    # What a READ_COMMITTED consumer returns from a fetch of [0, LSO) with those aborts.
+    below_lso = [b for _, batches in log.read_back() for b in batches if b.base_offset < lso]
+    named = [AbortedTransaction(a.producer_id, a.first_offset) for a in found]
+    returned = {(b.producer_id, b.base_offset) for b in committed_batches(below_lso, named)}
+    assert returned == {
+        (pid, o) for pid, o in data_offsets if o < lso and (pid, o) not in aborted_offsets
+    }
     _, rebuilt = rebuild(log.read_back())
     assert {b: i.entries for b, i in rebuilt.items()} == {
         b: i.entries for b, i in log.indexes.items()
