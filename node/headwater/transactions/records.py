@@ -33,8 +33,13 @@ tag, its size and its bytes), and the value's tagged fields are::
 A null value is a tombstone: the id expired (Dead).  ``last_producer_epoch`` and the
 pending state are not in the record (Kafka keeps them in memory only); :func:`decode_value`
 restores the epoch an EndTxn retry carries for a completing or completed transaction,
-which follows from the epoch bump at every end.  A bad record -- truncated, trailing
-bytes, an unknown version or state -- raises :class:`TransactionLogFormatError`.
+which follows from the epoch bump at every end.  The record does not say whether the
+coordinator or the producer ended it, so after a failover the fenced producer of a
+timed-out or fenced transaction is answered as a retry (success for an abort,
+INVALID_TXN_STATE for a commit) rather than PRODUCER_FENCED; either way nothing changes.
+
+A bad record -- truncated, trailing bytes, an unknown version or state -- raises
+:class:`TransactionLogFormatError`.
 """
 
 from __future__ import annotations

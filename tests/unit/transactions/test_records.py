@@ -263,3 +263,23 @@ def test_an_end_that_moved_to_a_new_producer_id_is_still_recognised_after_replay
     assert loaded[TID] == done
     old = {"producer_id": txn.producer_id, "producer_epoch": txn.producer_epoch}
     assert end(loaded[TID], TransactionResult.ABORT, **old) == Reply(77, 0)
+
+
+def test_after_a_failover_a_fenced_producers_late_end_txn_changes_nothing() -> None:
+    """The record cannot say who ended the transaction: the fenced producer's EndTxn is
+    answered as a retry (documented in the module), and the state stays as it is."""
+    empty = init()
+    txn = applied(empty, add(empty, T0))
+    aborting = d.abort_timed_out(txn, now_ms=10**6, allocate_producer_id=ProducerIds())
+    assert aborting is not None
+    done = applied(applied(txn, aborting), d.complete_transaction(aborting.after, now_ms=10**6))
+    old = {"producer_id": txn.producer_id, "producer_epoch": txn.producer_epoch}
+    before = end(done, TransactionResult.COMMIT, **old)
+    assert isinstance(before, Refuse) and before.error is ErrorCode.PRODUCER_FENCED
+    loaded: dict[str, TransactionMetadata] = {}
+    rec.replay(loaded, *rec.record(done))
+    commit = end(loaded[TID], TransactionResult.COMMIT, **old)
+    assert isinstance(commit, Refuse) and commit.error is ErrorCode.INVALID_TXN_STATE
+    assert end(loaded[TID], TransactionResult.ABORT, **old) == Reply(
+        done.producer_id, done.producer_epoch
+    )
