@@ -73,6 +73,11 @@ class _ErrorCodeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorCode.V
     OUT_OF_ORDER_SEQUENCE_NUMBER: _ErrorCode.ValueType  # 45
     DUPLICATE_SEQUENCE_NUMBER: _ErrorCode.ValueType  # 46
     INVALID_PRODUCER_EPOCH: _ErrorCode.ValueType  # 47
+    INVALID_TXN_STATE: _ErrorCode.ValueType  # 48
+    INVALID_PRODUCER_ID_MAPPING: _ErrorCode.ValueType  # 49
+    INVALID_TRANSACTION_TIMEOUT: _ErrorCode.ValueType  # 50
+    CONCURRENT_TRANSACTIONS: _ErrorCode.ValueType  # 51
+    TRANSACTION_COORDINATOR_FENCED: _ErrorCode.ValueType  # 52
     TRANSACTIONAL_ID_AUTHORIZATION_FAILED: _ErrorCode.ValueType  # 53
     SECURITY_DISABLED: _ErrorCode.ValueType  # 54
     KAFKA_STORAGE_ERROR: _ErrorCode.ValueType  # 56
@@ -99,6 +104,7 @@ class _ErrorCodeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorCode.V
     RESOURCE_NOT_FOUND: _ErrorCode.ValueType  # 91
     DUPLICATE_RESOURCE: _ErrorCode.ValueType  # 92
     UNACCEPTABLE_CREDENTIAL: _ErrorCode.ValueType  # 93
+    TRANSACTIONAL_ID_NOT_FOUND: _ErrorCode.ValueType  # 105
     FENCED_MEMBER_EPOCH: _ErrorCode.ValueType  # 110
     """KIP-848 consumer group protocol"""
     UNRELEASED_INSTANCE_ID: _ErrorCode.ValueType  # 111
@@ -159,6 +165,11 @@ POLICY_VIOLATION: ErrorCode.ValueType  # 44
 OUT_OF_ORDER_SEQUENCE_NUMBER: ErrorCode.ValueType  # 45
 DUPLICATE_SEQUENCE_NUMBER: ErrorCode.ValueType  # 46
 INVALID_PRODUCER_EPOCH: ErrorCode.ValueType  # 47
+INVALID_TXN_STATE: ErrorCode.ValueType  # 48
+INVALID_PRODUCER_ID_MAPPING: ErrorCode.ValueType  # 49
+INVALID_TRANSACTION_TIMEOUT: ErrorCode.ValueType  # 50
+CONCURRENT_TRANSACTIONS: ErrorCode.ValueType  # 51
+TRANSACTION_COORDINATOR_FENCED: ErrorCode.ValueType  # 52
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED: ErrorCode.ValueType  # 53
 SECURITY_DISABLED: ErrorCode.ValueType  # 54
 KAFKA_STORAGE_ERROR: ErrorCode.ValueType  # 56
@@ -185,6 +196,7 @@ PRODUCER_FENCED: ErrorCode.ValueType  # 90
 RESOURCE_NOT_FOUND: ErrorCode.ValueType  # 91
 DUPLICATE_RESOURCE: ErrorCode.ValueType  # 92
 UNACCEPTABLE_CREDENTIAL: ErrorCode.ValueType  # 93
+TRANSACTIONAL_ID_NOT_FOUND: ErrorCode.ValueType  # 105
 FENCED_MEMBER_EPOCH: ErrorCode.ValueType  # 110
 """KIP-848 consumer group protocol"""
 UNRELEASED_INSTANCE_ID: ErrorCode.ValueType  # 111

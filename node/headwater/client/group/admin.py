@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from headwater import errors
-from headwater.client.group import protocol
+from headwater.client.group.classic import protocol
 from headwater.client.group.listener import OffsetAndMetadata
 from headwater.client.transport import connection
 from headwater.client.transport.metadata import MetadataManager

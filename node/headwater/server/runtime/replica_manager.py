@@ -458,7 +458,7 @@ class ReplicaManager:
                 self._isr_store.update_isr, tp.topic, tp.partition, lai, change.expected_zk_version
             )
         except Exception as exc:
-            log.warning("ISR update of %s failed: %s", tp, exc)
+            log.warning("ISR update of %s failed: %s", tp, errors.describe(exc))
             version = None
         if version is None:
             hosted.state.isr_change_failed(change)
@@ -598,7 +598,7 @@ class ReplicaManager:
                 try:
                     self._log_manager.delete_log(tp.topic, tp.partition)
                 except Exception as exc:
-                    log.warning("deleting log of %s failed: %s", tp, exc)
+                    log.warning("deleting log of %s failed: %s", tp, errors.describe(exc))
             results.append((tp, ErrorCode.NONE))
         hosted_topics = {tp.topic for tp in self.partitions}
         self._configs.release({tp.topic for tp, _ in partitions} - hosted_topics)

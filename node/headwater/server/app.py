@@ -43,19 +43,19 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 
-from headwater import __version__, clock, runtime
+from headwater import __version__, clock, interpreter
 from headwater.coordination import reassignment_admin
 from headwater.coordination.broker import BrokerCoordinator
 from headwater.coordination.model import BrokerRegistration
 from headwater.coordination.settings import CoordinationSettings
-from headwater.groups.runtime import GroupCoordinatorRuntime
+from headwater.groups.coordinator_runtime import GroupCoordinatorRuntime
 from headwater.server.auth.acl_runtime import BrokerAuthorization
 from headwater.server.auth.listener_auth import SessionLookup
 from headwater.server.auth.sasl import SaslAuthentication
 from headwater.server.config import BrokerConfig
 from headwater.server.metrics import BrokerMetrics
 from headwater.server.runtime import channels, listener_servers, process
-from headwater.server.runtime.channels import channel_options, inter_broker_security
+from headwater.server.runtime.channels import inter_broker_security
 from headwater.server.runtime.controlled_shutdown import (
     ATTEMPT_TIMEOUT_MARGIN_S,
     ask_controller,
@@ -78,7 +78,7 @@ from headwater.server.runtime.role_changes import RoleChangeApplier
 from headwater.server.runtime.scheduler import PeriodicScheduler
 from headwater.server.services.acls import AclService
 from headwater.server.services.admin import AdminService
-from headwater.server.services.broker import BrokerService, ProducerIdAllocator
+from headwater.server.services.broker_service import BrokerService, ProducerIdAllocator
 from headwater.server.services.control import ControlService
 from headwater.server.services.group import GroupService
 from headwater.server.services.sasl import SaslService, ScramAdminService
@@ -173,7 +173,7 @@ class BrokerServer:
         listeners = await listener_servers.start_listeners(
             layout,
             register=register,
-            options=channel_options(config.grpc_max_message_bytes),
+            options=channels.server_options(config.grpc_max_message_bytes),
             sessions=lambda: self.sasl_sessions,
         )
 
@@ -197,6 +197,7 @@ class BrokerServer:
             max_bytes=config.replica_fetch_max_bytes,
             max_wait_ms=config.replica_fetch_wait_max_ms,
             backoff_ms=config.replica_fetch_backoff_ms,
+            socket_timeout_ms=config.replica_socket_timeout_ms,
             max_message_bytes=config.grpc_max_message_bytes,
         )
         self.metrics.register_state(
@@ -469,5 +470,5 @@ def _validate_topic_config(props: Mapping[str, str]) -> None:
 
 def run_broker(config: BrokerConfig, *, test_hooks: bool = False) -> int:
     """Run one broker until SIGTERM; returns the exit code."""
-    runtime.tune_switch_interval()  # the event loop shares the GIL with grpc's threads
+    interpreter.tune_switch_interval()  # the event loop shares the GIL with grpc's threads
     return asyncio.run(BrokerServer(config, test_hooks=test_hooks).run())
