@@ -54,6 +54,7 @@ API_NAMES: Final = {
     2: "ListOffsets",
     3: "Metadata",
     18: "ApiVersions",
+    22: "InitProducerId",
 }
 
 SUPPORTED: Final[Mapping[int, tuple[int, int]]] = {
@@ -62,6 +63,7 @@ SUPPORTED: Final[Mapping[int, tuple[int, int]]] = {
     2: (1, 7),  # ListOffsets
     3: (0, 12),  # Metadata: v13 adds a top-level error code for KIP-1102 rebootstrap
     18: (0, 3),  # ApiVersions
+    22: (0, 4),  # InitProducerId: idempotent producers (no transactions yet)
 }
 """API key -> (lowest, highest) version this listener answers; what ApiVersions lists."""
 

@@ -49,6 +49,8 @@ from headwater.coordination.broker import BrokerCoordinator
 from headwater.coordination.model import BrokerRegistration
 from headwater.coordination.settings import CoordinationSettings
 from headwater.groups.runtime import GroupCoordinatorRuntime
+from headwater.kafka import server as kafka_server
+from headwater.kafka.apis import KafkaApis
 from headwater.server.auth.acl_runtime import BrokerAuthorization
 from headwater.server.auth.listener_auth import SessionLookup
 from headwater.server.auth.sasl import SaslAuthentication
@@ -133,6 +135,10 @@ class BrokerServer:
         self.sasl = SaslAuthentication.from_config(config)
         """SASL exchanges, sessions and the SCRAM credential cache (issue 18)."""
         self.sasl_sessions = self.sasl.sessions
+        self.kafka_servers: list[kafka_server.KafkaServer] = []
+        """The Kafka-protocol listeners (``kafka.listeners``), started with the runtime."""
+        self.producer_ids = ProducerIdAllocator(config.broker_id, start_ms=clock.wall_ms())
+        """One producer id allocator for both front doors (gRPC and Kafka)."""
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -230,6 +236,18 @@ class BrokerServer:
                 metadata_changed=metadata_changed,
             )
         )
+        self.kafka_servers = await kafka_server.start_kafka_listeners(
+            config.kafka_listener_configs,
+            apis=lambda name: KafkaApis(
+                listener=name,
+                replicas=replicas,
+                metadata=self.metadata,
+                metrics=self.metrics,
+                authz=self.authorization.authz,
+                next_producer_id=self.producer_ids.next_id,
+            ),
+            max_request_bytes=config.socket_request_max_bytes,
+        )
         if config.metrics_port:
             self.metrics.serve(config.metrics_port)
         scheduler = PeriodicScheduler()
@@ -280,6 +298,11 @@ class BrokerServer:
                 listener_servers.stop_listeners(listeners, grace_s=1.0),
                 3.0,
             )
+            await process.bounded(
+                "stopping the Kafka listeners",
+                kafka_server.stop_kafka_listeners(self.kafka_servers),
+                3.0,
+            )
             await process.bounded("stopping the replica fetchers", fetchers.shutdown(), 3.0)
             await process.bounded("closing the logs", run_blocking(log_manager.shutdown), 15.0)
             await process.bounded(
@@ -324,7 +347,7 @@ class BrokerServer:
                 replicas=replicas,
                 metadata=self.metadata,
                 metrics=self.metrics,
-                producer_ids=ProducerIdAllocator(config.broker_id, start_ms=clock.wall_ms()),
+                producer_ids=self.producer_ids,
                 authz=self.authorization.authz,
             ),
             server,
@@ -416,6 +439,10 @@ class BrokerServer:
         inter_broker = config.listener_layout.inter_broker
         advertised = next(b for b in listeners if b.config.name == inter_broker).advertised
         endpoints, protocol_map = listener_servers.registered_endpoints(listeners)
+        if self.kafka_servers:
+            endpoints, protocol_map = kafka_server.registration_endpoints(
+                [b.advertised for b in listeners], self.kafka_servers
+            )
         settings = CoordinationSettings.from_properties(
             {
                 **config.to_properties(),

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from headwater import runtime
+from headwater.kafka.listeners import KafkaListenerConfig, kafka_listeners
 from headwater.records import native
 from headwater.security.authorizer import AUTHORIZER_CLASS_NAMES, parse_super_users
 from headwater.server import listeners as named_listeners
@@ -111,6 +112,22 @@ class BrokerConfig:
         "control.plane.listener.name",
         "",
         "The listener the controller reaches brokers on (default: the inter-broker one).",
+    )
+    kafka_listeners: str = _key(
+        "kafka.listeners",
+        "",
+        "Listeners speaking Kafka's wire protocol (NAME://host:port, names mapped in "
+        "listener.security.protocol.map, PLAINTEXT only); empty: none.",
+    )
+    kafka_advertised_listeners: str = _key(
+        "kafka.advertised.listeners",
+        "",
+        "What Kafka clients are told to connect to; default: kafka.listeners.",
+    )
+    socket_request_max_bytes: int = _key(
+        "socket.request.max.bytes",
+        104857600,
+        "The largest request a Kafka listener accepts; a larger one closes the connection.",
     )
     ssl_keystore_type: str = _key("ssl.keystore.type", "PEM", "Keystore format (PEM only).")
     ssl_keystore_location: str = _key(
@@ -392,6 +409,19 @@ class BrokerConfig:
         except named_listeners.ListenerConfigError as exc:
             raise ConfigError(str(exc)) from None
 
+    @functools.cached_property
+    def kafka_listener_configs(self) -> tuple[KafkaListenerConfig, ...]:
+        """The Kafka-protocol listeners, checked (:mod:`headwater.kafka.listeners`)."""
+        try:
+            return kafka_listeners(
+                listeners=self.kafka_listeners,
+                advertised_listeners=self.kafka_advertised_listeners,
+                protocol_map=self.listener_security_protocol_map,
+                grpc_listeners=[c.endpoint for c in self.listener_layout.listeners],
+            )
+        except named_listeners.ListenerConfigError as exc:
+            raise ConfigError(str(exc)) from None
+
     @property
     def listener(self) -> Listener:
         """The first listener (the only one of a classic ``PLAINTEXT://host:port`` setup)."""
@@ -647,6 +677,9 @@ class BrokerConfig:
             if not ok:
                 raise ConfigError(f"{key}: {why}")
         self.listener_layout  # noqa: B018 (checks every listener setting)
+        self.kafka_listener_configs  # noqa: B018
+        if self.socket_request_max_bytes <= 0:
+            raise ConfigError("socket.request.max.bytes: must be > 0")
 
 
 SENSITIVE_KEYS = frozenset({"zookeeper.digest.password"})

@@ -1,0 +1,409 @@
+"""The Kafka-protocol listener against clients no one here wrote.
+
+A two-broker cluster (each broker with a gRPC listener and a Kafka listener,
+``kafka.listeners=KAFKA://...``) and a two-partition topic whose leaders are on both
+brokers, so a client must follow Metadata to each broker's advertised Kafka address:
+
+* kafka-python and confluent-kafka (librdkafka) produce records with keys, headers and
+  timestamps and read them back at the offsets the produce answered;
+* kcat (librdkafka's command line) lists the metadata, produces and consumes;
+* both doors at once: a record produced over gRPC is read over Kafka with the same
+  offset, key, headers and timestamp, and the other way round;
+* bad input (negative and huge sizes, a truncated frame, an unknown API key, garbage)
+  closes that connection with the reason in the broker's log, and the broker keeps
+  serving other clients.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import struct
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from headwater.client import Admin, Consumer, NewTopic, Producer, TopicPartition
+from headwater.testing import Cluster
+from headwater.testing.zookeeper import free_port
+
+pytestmark = pytest.mark.e2e
+
+KAFKA = "KAFKA"
+BASE_TS = 1_700_000_000_000
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    ports = {b: free_port() for b in range(2)}
+    with Cluster(
+        brokers=2,
+        data_dir=tmp_path_factory.mktemp("kafka-listener"),
+        overrides={"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,KAFKA:PLAINTEXT"},
+        broker_overrides={
+            b: {"kafka.listeners": f"KAFKA://127.0.0.1:{port}"} for b, port in ports.items()
+        },
+    ) as c:
+        c.kafka_ports = ports  # type: ignore[attr-defined]
+        yield c
+
+
+def kafka_bootstrap(cluster: Cluster) -> str:
+    return ",".join(f"127.0.0.1:{p}" for p in cluster.kafka_ports.values())  # type: ignore[attr-defined]
+
+
+def new_topic(cluster: Cluster, partitions: int = 2) -> str:
+    name = f"k-{uuid.uuid4().hex[:10]}"
+    with Admin(cluster.bootstrap) as admin:
+        admin.create_topics([NewTopic(name, partitions, 1)], timeout_ms=15000)
+    for p in range(partitions):
+        cluster.wait_for(lambda p=p: cluster.leader_for(name, p) is not None, what="a leader")
+    return name
+
+
+def expected_records(
+    n: int = 6,
+) -> list[tuple[int, bytes | None, bytes, list[tuple[str, bytes]], int]]:
+    """``(partition, key, value, headers, timestamp)``: both partitions, a null key."""
+    return [
+        (
+            i % 2,
+            None if i == 3 else f"key-{i}".encode(),
+            f"value-{i}".encode() * (i + 1),
+            [("trace", f"t{i}".encode()), ("n", bytes([i]))] if i % 3 else [],
+            BASE_TS + i * 1000,
+        )
+        for i in range(n)
+    ]
+
+
+# -- kafka-python --------------------------------------------------------------------------
+
+
+def test_kafka_python_produces_and_consumes_with_keys_headers_and_timestamps(
+    cluster: Cluster,
+) -> None:
+    kafka = pytest.importorskip("kafka")
+    topic = new_topic(cluster)
+    records = expected_records()
+    producer = kafka.KafkaProducer(bootstrap_servers=kafka_bootstrap(cluster), acks="all")
+    try:
+        futures = [
+            producer.send(topic, value=v, key=k, headers=h, partition=p, timestamp_ms=ts)
+            for p, k, v, h, ts in records
+        ]
+        producer.flush(30)
+        metas = [f.get(timeout=30) for f in futures]
+    finally:
+        producer.close(10)
+    assert [(m.partition, m.offset) for m in metas] == [(i % 2, i // 2) for i in range(6)]
+
+    consumer = kafka.KafkaConsumer(
+        bootstrap_servers=kafka_bootstrap(cluster),
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        consumer_timeout_ms=15000,
+    )
+    try:
+        consumer.assign([kafka.TopicPartition(topic, 0), kafka.TopicPartition(topic, 1)])
+        got = []
+        for message in consumer:
+            got.append(message)
+            if len(got) == len(records):
+                break
+    finally:
+        consumer.close()
+    by_place = {(m.partition, m.offset): m for m in got}
+    for (p, k, v, h, ts), meta in zip(records, metas, strict=True):
+        m = by_place[(p, meta.offset)]
+        assert (m.key, m.value, list(m.headers), m.timestamp) == (k, v, h, ts)
+
+
+def test_kafka_python_lists_offsets_and_reads_metadata(cluster: Cluster) -> None:
+    kafka = pytest.importorskip("kafka")
+    topic = new_topic(cluster)
+    producer = kafka.KafkaProducer(bootstrap_servers=kafka_bootstrap(cluster), acks=1)
+    for i in range(3):
+        producer.send(topic, value=b"x", partition=1, timestamp_ms=BASE_TS + i).get(timeout=30)
+    producer.close(10)
+    consumer = kafka.KafkaConsumer(bootstrap_servers=kafka_bootstrap(cluster))
+    try:
+        assert consumer.partitions_for_topic(topic) == {0, 1}
+        tps = [kafka.TopicPartition(topic, 0), kafka.TopicPartition(topic, 1)]
+        assert consumer.beginning_offsets(tps) == {tps[0]: 0, tps[1]: 0}
+        assert consumer.end_offsets(tps) == {tps[0]: 0, tps[1]: 3}
+        found = consumer.offsets_for_times({tps[1]: BASE_TS + 1})
+        assert found[tps[1]].offset == 1 and found[tps[1]].timestamp == BASE_TS + 1
+    finally:
+        consumer.close()
+
+
+# -- confluent-kafka (librdkafka) ------------------------------------------------------------
+
+
+def test_librdkafka_produces_and_consumes_with_keys_headers_and_timestamps(
+    cluster: Cluster,
+) -> None:
+    ck = pytest.importorskip("confluent_kafka")
+    topic = new_topic(cluster)
+    records = expected_records()
+    producer = ck.Producer({"bootstrap.servers": kafka_bootstrap(cluster), "acks": "all"})
+    delivered: list[Any] = []
+    for p, k, v, h, ts in records:
+        producer.produce(
+            topic,
+            value=v,
+            key=k,
+            headers=h,
+            partition=p,
+            timestamp=ts,
+            on_delivery=lambda err, msg: delivered.append((err, msg)),
+        )
+    assert producer.flush(30) == 0
+    assert [err for err, _ in delivered] == [None] * len(records)
+    offsets = {(m.partition(), m.value()): m.offset() for _, m in delivered}
+
+    consumer = ck.Consumer(
+        {
+            "bootstrap.servers": kafka_bootstrap(cluster),
+            "group.id": "unused",  # required by librdkafka; assign() does not join a group
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        consumer.assign([ck.TopicPartition(topic, 0, 0), ck.TopicPartition(topic, 1, 0)])
+        got: list[Any] = []
+        deadline = time.monotonic() + 20
+        while len(got) < len(records) and time.monotonic() < deadline:
+            m = consumer.poll(1.0)
+            if m is not None:
+                assert m.error() is None, m.error()
+                got.append(m)
+    finally:
+        consumer.close()
+    assert len(got) == len(records)
+    by_value = {m.value(): m for m in got}
+    for p, k, v, h, ts in records:
+        m = by_value[v]
+        assert (m.partition(), m.offset()) == (p, offsets[(p, v)])
+        assert m.key() == k
+        assert list(m.headers() or []) == h
+        assert m.timestamp() == (ck.TIMESTAMP_CREATE_TIME, ts)
+
+
+# -- kcat ------------------------------------------------------------------------------------
+
+
+def test_kcat_lists_metadata_produces_and_consumes(cluster: Cluster) -> None:
+    kcat = shutil.which("kcat")
+    if kcat is None:
+        pytest.skip("kcat is not installed (scripts/install-system-deps.sh installs it)")
+    topic = new_topic(cluster)
+    bootstrap = kafka_bootstrap(cluster)
+    listing = subprocess.run(
+        [kcat, "-b", bootstrap, "-L", "-t", topic], capture_output=True, text=True, timeout=30
+    )
+    assert listing.returncode == 0, listing.stderr
+    assert "2 brokers:" in listing.stdout
+    for broker_id, port in cluster.kafka_ports.items():  # type: ignore[attr-defined]
+        assert f"broker {broker_id} at 127.0.0.1:{port}" in listing.stdout
+    assert f'topic "{topic}" with 2 partitions' in listing.stdout
+    produced = subprocess.run(
+        [kcat, "-b", bootstrap, "-P", "-t", topic, "-p", "0", "-K", ":", "-H", "h=v"],
+        input="a:one\nb:two\n",
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert produced.returncode == 0, produced.stderr
+    consumed = subprocess.run(
+        [
+            kcat,
+            "-b",
+            bootstrap,
+            "-C",
+            "-t",
+            topic,
+            "-p",
+            "0",
+            "-o",
+            "beginning",
+            "-e",
+            "-f",
+            "%o %k %s %h\n",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert consumed.returncode == 0, consumed.stderr
+    assert consumed.stdout.splitlines() == ["0 a one h=v", "1 b two h=v"]
+
+
+# -- both doors --------------------------------------------------------------------------------
+
+
+def test_a_record_produced_over_grpc_reads_the_same_over_kafka_and_back(
+    cluster: Cluster,
+) -> None:
+    kafka = pytest.importorskip("kafka")
+    topic = new_topic(cluster, partitions=1)
+    producer = Producer(cluster.bootstrap)
+    try:
+        meta = producer.send(
+            topic, b"from-grpc", key=b"g", headers=[("h", b"1")], partition=0, timestamp_ms=BASE_TS
+        ).result(timeout=30)
+    finally:
+        producer.close()
+    kp = kafka.KafkaProducer(bootstrap_servers=kafka_bootstrap(cluster), acks="all")
+    kmeta = kp.send(
+        topic,
+        value=b"from-kafka",
+        key=b"k",
+        headers=[("h", b"2")],
+        partition=0,
+        timestamp_ms=BASE_TS + 5,
+    ).get(timeout=30)
+    kp.close(10)
+    assert (meta.offset, kmeta.offset) == (0, 1)
+
+    kc = kafka.KafkaConsumer(
+        bootstrap_servers=kafka_bootstrap(cluster),
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        consumer_timeout_ms=15000,
+    )
+    kc.assign([kafka.TopicPartition(topic, 0)])
+    over_kafka = []
+    for m in kc:
+        over_kafka.append((m.offset, m.key, m.value, list(m.headers), m.timestamp))
+        if len(over_kafka) == 2:
+            break
+    kc.close()
+
+    gc = Consumer(bootstrap_servers=cluster.bootstrap, auto_offset_reset="earliest")
+    try:
+        gc.assign([TopicPartition(topic, 0)])
+        over_grpc: list[Any] = []
+        deadline = time.monotonic() + 15
+        while len(over_grpc) < 2 and time.monotonic() < deadline:
+            over_grpc += gc.poll(1000)
+    finally:
+        gc.close()
+    expected = [
+        (0, b"g", b"from-grpc", [("h", b"1")], BASE_TS),
+        (1, b"k", b"from-kafka", [("h", b"2")], BASE_TS + 5),
+    ]
+    assert over_kafka == expected
+    assert [
+        (r.offset, r.key, r.value, [(k, v) for k, v in r.headers], r.timestamp_ms)
+        for r in over_grpc
+    ] == expected
+
+
+# -- bad input -------------------------------------------------------------------------------
+
+
+def _api_versions_v0(correlation_id: int) -> bytes:
+    body = struct.pack(">hhih", 18, 0, correlation_id, -1)
+    return struct.pack(">i", len(body)) + body
+
+
+def _closed_by_broker(sock: socket.socket, timeout_s: float = 10.0) -> bool:
+    sock.settimeout(timeout_s)
+    try:
+        return sock.recv(1) == b""
+    except ConnectionResetError:
+        return True
+
+
+def _answers_api_versions(port: int) -> bool:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(_api_versions_v0(77))
+        size, correlation_id, error = struct.unpack(">iih", _recv_exactly(sock, 10))
+        _recv_exactly(sock, size - 6)
+        return correlation_id == 77 and error == 0
+
+
+def _recv_exactly(sock: socket.socket, n: int) -> bytes:
+    out = b""
+    while len(out) < n:
+        chunk = sock.recv(n - len(out))
+        assert chunk, "connection closed"
+        out += chunk
+    return out
+
+
+@pytest.mark.parametrize(
+    ("payload", "reason"),
+    [
+        (struct.pack(">i", -5), "negative frame size -5"),
+        (struct.pack(">i", 104_857_601), "larger than socket.request.max.bytes"),
+        (struct.pack(">ihhih", 10, 99, 0, 1, -1), "unknown API key 99"),
+        (struct.pack(">ihhih", 10, 0, 1, 1, -1), "unsupported API key 0 (Produce) version 1"),
+        (struct.pack(">i", 30) + b"\x00\x03\x00\x0c" + b"\xff" * 26, "does not decode"),
+        (b"GET / HTTP/1.1\r\n\r\n", "larger than socket.request.max.bytes"),
+    ],
+    ids=[
+        "negative-size",
+        "huge-size",
+        "unknown-api-key",
+        "unsupported-version",
+        "garbage-body",
+        "http",
+    ],
+)
+def test_bad_frames_close_that_connection_and_the_broker_serves_on(
+    cluster: Cluster, payload: bytes, reason: str
+) -> None:
+    port = cluster.kafka_ports[0]  # type: ignore[attr-defined]
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as bystander:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            sock.sendall(payload)
+            assert _closed_by_broker(sock)
+        # The connection that was open all along still works, and new ones do.
+        bystander.sendall(_api_versions_v0(5))
+        assert struct.unpack(">iih", _recv_exactly(bystander, 10))[1:] == (5, 0)
+    assert _answers_api_versions(port)
+    _wait_for_log(cluster, reason)
+
+
+def test_a_truncated_frame_closes_the_connection(cluster: Cluster) -> None:
+    port = cluster.kafka_ports[0]  # type: ignore[attr-defined]
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(struct.pack(">i", 100) + b"\x00\x12\x00\x00")
+        sock.shutdown(socket.SHUT_WR)
+        assert _closed_by_broker(sock)
+    _wait_for_log(cluster, "truncated frame: 4 of 100 bytes")
+    assert _answers_api_versions(port)
+
+
+def test_api_versions_above_v3_answers_v0_with_unsupported_version(cluster: Cluster) -> None:
+    port = cluster.kafka_ports[1]  # type: ignore[attr-defined]
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        body = struct.pack(">hhih", 18, 9, 1234, -1) + b"\x00"
+        sock.sendall(struct.pack(">i", len(body)) + body)
+        size, correlation_id, error, count = struct.unpack(">iihi", _recv_exactly(sock, 14))
+        assert (correlation_id, error) == (1234, 35)
+        ranges = [struct.unpack(">hhh", _recv_exactly(sock, 6)) for _ in range(count)]
+        assert (18, 0, 3) in ranges and (0, 3, 9) in ranges
+        assert size == 4 + 2 + 4 + 6 * count + 0  # v0: no throttle time
+        # The connection stays open: the client retries at a version both speak.
+        sock.sendall(_api_versions_v0(1235))
+        assert struct.unpack(">iih", _recv_exactly(sock, 10))[1:] == (1235, 0)
+
+
+def _wait_for_log(cluster: Cluster, text: str, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        logs = "".join(
+            Path(b.log_path).read_text(errors="replace") for b in cluster.brokers.values()
+        )
+        if text in logs:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{text!r} not in the brokers' logs")
