@@ -3,6 +3,9 @@
 ``dev up`` starts ZooKeeper (unless ``--zookeeper`` names one) and N brokers
 on 127.0.0.1, each in its own process group so they outlive the command,
 records them in ``DIR/state.json`` and returns once every broker is healthy.
+Every broker also gets a Kafka-protocol listener (``kafka.listeners=KAFKA://...``), so
+Kafka's own clients and kcat can use the cluster at once: ``kafka_bootstrap`` in the
+JSON output (and on stderr in text mode, where stdout stays the gRPC bootstrap alone).
 The other commands read that state file (``add-broker`` and ``remove-broker``
 live in :mod:`headwater.cli.dev_scale`).  Progress goes to stderr; stdout
 carries only the result (text, or JSON with ``--output json``).
@@ -114,6 +117,23 @@ def _save_state(data_dir: Path, state: dict[str, Any]) -> None:
     tmp.replace(path)
 
 
+def _kafka_overrides(entry: dict[str, Any], overrides: dict[str, str]) -> dict[str, str]:
+    """The broker's Kafka listener on a port of its own, kept in ``entry`` (restarts
+    reuse it); none when the overrides configure Kafka listeners themselves."""
+    if "kafka.listeners" in overrides:
+        return {}
+    if not entry.get("kafka_port"):
+        from headwater.testing.zookeeper import free_port
+
+        entry["kafka_port"] = free_port()
+    return {
+        "kafka.listeners": f"KAFKA://127.0.0.1:{entry['kafka_port']}",
+        "listener.security.protocol.map": overrides.get(
+            "listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,KAFKA:PLAINTEXT"
+        ),
+    }
+
+
 def _start_broker(state: dict[str, Any], entry: dict[str, Any]) -> None:
     from headwater.testing.cluster import broker_command, broker_environment
 
@@ -124,7 +144,11 @@ def _start_broker(state: dict[str, Any], entry: dict[str, Any]) -> None:
         port=entry["port"],
         log_dir=data_dir / "logs",
         zookeeper_connect=state["zookeeper"] + state["chroot"],
-        overrides={**DEV_OVERRIDES, **state.get("overrides", {})},
+        overrides={
+            **DEV_OVERRIDES,
+            **state.get("overrides", {}),
+            **_kafka_overrides(entry, state.get("overrides", {})),
+        },
     )
     cmd.remove("--test-hooks")
     with open(data_dir / "broker.log", "ab") as log:
@@ -167,10 +191,15 @@ def _wait_healthy(state: dict[str, Any], ids: list[int], timeout_s: float) -> No
 
 
 def _summary(state: dict[str, Any]) -> dict[str, Any]:
+    kafka = [b["kafka_port"] for b in state["brokers"] if b.get("kafka_port")]
     return {
         "bootstrap": ",".join(f"127.0.0.1:{b['port']}" for b in state["brokers"]),
+        "kafka_bootstrap": ",".join(f"127.0.0.1:{port}" for port in kafka),
         "zookeeper": state["zookeeper"] + state["chroot"],
-        "brokers": [{"id": b["id"], "port": b["port"], "pid": b["pid"]} for b in state["brokers"]],
+        "brokers": [
+            {"id": b["id"], "port": b["port"], "kafka_port": b.get("kafka_port"), "pid": b["pid"]}
+            for b in state["brokers"]
+        ],
     }
 
 
@@ -220,6 +249,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     if args.output == "json":
         print_json(summary)
     else:
+        if summary["kafka_bootstrap"]:
+            _note(f"kafka_bootstrap: {summary['kafka_bootstrap']} (e.g. kcat -b ... -L)")
         print(summary["bootstrap"])
     return 0
 
@@ -238,6 +269,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         print_json(summary)
     else:
         print(f"bootstrap: {summary['bootstrap']}")
+        if summary["kafka_bootstrap"]:
+            print(f"kafka_bootstrap: {summary['kafka_bootstrap']}")
         print(f"zookeeper: {summary['zookeeper']}")
         for b in summary["brokers"]:
             health = "healthy" if b["healthy"] else ("running" if b["alive"] else "down")
