@@ -305,6 +305,127 @@ def test_a_record_produced_over_grpc_reads_the_same_over_kafka_and_back(
     ] == expected
 
 
+# -- consumer groups ---------------------------------------------------------------------------
+
+
+def test_kafka_python_group_commits_and_a_new_member_resumes(cluster: Cluster) -> None:
+    kafka = pytest.importorskip("kafka")
+    topic = new_topic(cluster)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    producer = kafka.KafkaProducer(bootstrap_servers=kafka_bootstrap(cluster), acks="all")
+    for i in range(10):
+        producer.send(topic, value=f"v{i}".encode(), partition=i % 2)
+    producer.flush(30)
+    producer.close(10)
+
+    def member() -> Any:
+        return kafka.KafkaConsumer(
+            topic,
+            bootstrap_servers=kafka_bootstrap(cluster),
+            group_id=group,
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            consumer_timeout_ms=20000,
+        )
+
+    first = member()
+    seen: list[bytes] = []
+    try:
+        for m in first:
+            seen.append(m.value)
+            if len(seen) == 6:
+                break
+        assert first.assignment() == {
+            kafka.TopicPartition(topic, 0),
+            kafka.TopicPartition(topic, 1),
+        }
+        first.commit()
+        committed = {p: first.committed(kafka.TopicPartition(topic, p)) for p in (0, 1)}
+    finally:
+        first.close()
+    assert sum(committed.values()) == 6
+
+    second = member()
+    rest: list[bytes] = []
+    try:
+        for m in second:
+            rest.append(m.value)
+            if len(rest) == 4:
+                break
+    finally:
+        second.close()
+    assert sorted(seen + rest) == sorted(f"v{i}".encode() for i in range(10))
+
+
+def test_a_group_committed_over_kafka_resumes_over_grpc(cluster: Cluster) -> None:
+    kafka = pytest.importorskip("kafka")
+    topic = new_topic(cluster, partitions=1)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    producer = kafka.KafkaProducer(bootstrap_servers=kafka_bootstrap(cluster), acks="all")
+    for i in range(5):
+        producer.send(topic, value=f"v{i}".encode(), partition=0)
+    producer.flush(30)
+    producer.close(10)
+    tp = kafka.TopicPartition(topic, 0)
+    over_kafka = kafka.KafkaConsumer(
+        bootstrap_servers=kafka_bootstrap(cluster), group_id=group, enable_auto_commit=False
+    )
+    try:
+        over_kafka.commit({tp: kafka.OffsetAndMetadata(3, "", -1)})
+        assert over_kafka.committed(tp) == 3
+    finally:
+        over_kafka.close()
+    over_grpc = Consumer(
+        topic,
+        bootstrap_servers=cluster.bootstrap,
+        group_id=group,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+    )
+    try:
+        got: list[Any] = []
+        deadline = time.monotonic() + 30
+        while len(got) < 2 and time.monotonic() < deadline:
+            got += over_grpc.poll(1000)
+    finally:
+        over_grpc.close()
+    assert [(r.offset, r.value) for r in got] == [(3, b"v3"), (4, b"v4")]
+
+
+def test_librdkafka_group_subscribes_and_commits(cluster: Cluster) -> None:
+    ck = pytest.importorskip("confluent_kafka")
+    topic = new_topic(cluster)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    producer = ck.Producer({"bootstrap.servers": kafka_bootstrap(cluster)})
+    for i in range(8):
+        producer.produce(topic, value=f"v{i}".encode(), partition=i % 2)
+    assert producer.flush(30) == 0
+    consumer = ck.Consumer(
+        {
+            "bootstrap.servers": kafka_bootstrap(cluster),
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        consumer.subscribe([topic])
+        got: list[Any] = []
+        deadline = time.monotonic() + 30
+        while len(got) < 8 and time.monotonic() < deadline:
+            m = consumer.poll(1.0)
+            if m is not None and m.error() is None:
+                got.append(m)
+        assert sorted(m.value() for m in got) == sorted(f"v{i}".encode() for i in range(8))
+        consumer.commit(asynchronous=False)
+        committed = consumer.committed(
+            [ck.TopicPartition(topic, 0), ck.TopicPartition(topic, 1)], timeout=10
+        )
+        assert sorted(tp.offset for tp in committed) == [4, 4]
+    finally:
+        consumer.close()
+
+
 # -- bad input -------------------------------------------------------------------------------
 
 

@@ -26,6 +26,7 @@ from headwater.coordination import names
 from headwater.coordination.model import BrokerRegistration
 from headwater.errors import ErrorCode
 from headwater.kafka import protocol
+from headwater.kafka.group_apis import KafkaGroupApis
 from headwater.kafka.protocol import Request, build, error_code, response_module
 from headwater.security.acls import AclOperation as Op
 from headwater.security.acls import ResourceType
@@ -74,9 +75,11 @@ class KafkaApis:
         metrics: BrokerMetrics,
         authz: RequestAuthorizer,
         next_producer_id: Callable[[], int],
+        groups: KafkaGroupApis | None = None,
     ) -> None:
         """``next_producer_id``: the broker's producer id allocator, shared with the gRPC
-        listeners so that no two producers get the same id."""
+        listeners so that no two producers get the same id; ``groups``: the group APIs
+        (:mod:`headwater.kafka.group_apis`)."""
         self._next_producer_id = next_producer_id
         self._listener = listener
         self._replicas = replicas
@@ -90,6 +93,7 @@ class KafkaApis:
             3: self._metadata_answer,
             18: self._api_versions,
             22: self._init_producer_id,
+            **(groups.handlers() if groups is not None else {}),
         }
 
     @property

@@ -53,6 +53,13 @@ API_NAMES: Final = {
     1: "Fetch",
     2: "ListOffsets",
     3: "Metadata",
+    8: "OffsetCommit",
+    9: "OffsetFetch",
+    10: "FindCoordinator",
+    11: "JoinGroup",
+    12: "Heartbeat",
+    13: "LeaveGroup",
+    14: "SyncGroup",
     18: "ApiVersions",
     22: "InitProducerId",
 }
@@ -62,6 +69,13 @@ SUPPORTED: Final[Mapping[int, tuple[int, int]]] = {
     1: (4, 12),  # Fetch: v13+ names topics by id
     2: (1, 7),  # ListOffsets
     3: (0, 12),  # Metadata: v13 adds a top-level error code for KIP-1102 rebootstrap
+    8: (2, 8),  # OffsetCommit: v9+ is KIP-848's member epoch
+    9: (1, 7),  # OffsetFetch: v8+ batches groups
+    10: (0, 4),  # FindCoordinator
+    11: (4, 9),  # JoinGroup: from v4 a new member rejoins with its member id
+    12: (0, 4),  # Heartbeat
+    13: (0, 5),  # LeaveGroup
+    14: (0, 5),  # SyncGroup
     18: (0, 3),  # ApiVersions
     22: (0, 4),  # InitProducerId: idempotent producers (no transactions yet)
 }

@@ -51,6 +51,7 @@ from headwater.coordination.settings import CoordinationSettings
 from headwater.groups.runtime import GroupCoordinatorRuntime
 from headwater.kafka import server as kafka_server
 from headwater.kafka.apis import KafkaApis
+from headwater.kafka.group_apis import KafkaGroupApis, OffsetsTopicCreator
 from headwater.server.auth.acl_runtime import BrokerAuthorization
 from headwater.server.auth.listener_auth import SessionLookup
 from headwater.server.auth.sasl import SaslAuthentication
@@ -236,6 +237,12 @@ class BrokerServer:
                 metadata_changed=metadata_changed,
             )
         )
+        create_offsets_topic = OffsetsTopicCreator(
+            coordinator=lambda: self.coordinator,
+            metadata=self.metadata,
+            num_partitions=groups.num_partitions,
+            replication_factor=config.offsets_topic_replication_factor,
+        )
         self.kafka_servers = await kafka_server.start_kafka_listeners(
             config.kafka_listener_configs,
             apis=lambda name: KafkaApis(
@@ -245,6 +252,13 @@ class BrokerServer:
                 metrics=self.metrics,
                 authz=self.authorization.authz,
                 next_producer_id=self.producer_ids.next_id,
+                groups=KafkaGroupApis(
+                    listener=name,
+                    groups=groups,
+                    metadata=self.metadata,
+                    authz=self.authorization.authz,
+                    ensure_offsets_topic=create_offsets_topic,
+                ),
             ),
             max_request_bytes=config.socket_request_max_bytes,
         )

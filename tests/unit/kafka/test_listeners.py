@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from headwater.kafka import protocol
 from headwater.kafka.apis import KafkaApis
+from headwater.kafka.group_apis import KafkaGroupApis
 from headwater.kafka.listeners import kafka_listeners
 from headwater.server.config import BrokerConfig, ConfigError
 from headwater.server.listeners import EndPoint, ListenerConfigError, SecurityProtocol
@@ -73,5 +74,12 @@ def test_every_supported_api_has_a_handler() -> None:
         metrics=None,  # type: ignore[arg-type]
         authz=None,  # type: ignore[arg-type]
         next_producer_id=lambda: 0,
+        groups=KafkaGroupApis(
+            listener="KAFKA",
+            groups=None,  # type: ignore[arg-type]
+            metadata=None,  # type: ignore[arg-type]
+            authz=None,  # type: ignore[arg-type]
+            ensure_offsets_topic=lambda: None,
+        ),
     )
     assert apis.api_keys == frozenset(protocol.SUPPORTED)
