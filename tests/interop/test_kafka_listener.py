@@ -6,6 +6,11 @@ brokers, so a client must follow Metadata to each broker's advertised Kafka addr
 
 * kafka-python and confluent-kafka (librdkafka) produce records with keys, headers and
   timestamps and read them back at the offsets the produce answered;
+* Apache Kafka's Java clients (kafka-clients 3.9, ``KafkaClients.java``) produce
+  idempotently with acks=all, consume in a group and commit;
+* consumer groups: kafka-python and librdkafka subscribe, consume and commit, a new
+  member resumes from the commit, and Headwater's gRPC consumer resumes a group
+  committed over Kafka;
 * kcat (librdkafka's command line) lists the metadata, produces and consumes;
 * both doors at once: a record produced over gRPC is read over Kafka with the same
   offset, key, headers and timestamp, and the other way round;
@@ -31,9 +36,12 @@ from headwater.client import Admin, Consumer, NewTopic, Producer, TopicPartition
 from headwater.testing import Cluster
 from headwater.testing.zookeeper import free_port
 
+from .test_kafka_interop import kafka_classpath  # noqa: F401 (a fixture: the Kafka jars)
+
 pytestmark = pytest.mark.e2e
 
 KAFKA = "KAFKA"
+JAVA_PROGRAM = Path(__file__).with_name("KafkaClients.java")
 BASE_TS = 1_700_000_000_000
 
 
@@ -123,6 +131,26 @@ def test_kafka_python_produces_and_consumes_with_keys_headers_and_timestamps(
         assert (m.key, m.value, list(m.headers), m.timestamp) == (k, v, h, ts)
 
 
+def test_kafka_python_produces_with_acks_0(cluster: Cluster) -> None:
+    kafka = pytest.importorskip("kafka")
+    topic = new_topic(cluster, partitions=1)
+    producer = kafka.KafkaProducer(bootstrap_servers=kafka_bootstrap(cluster), acks=0)
+    try:
+        for _ in range(5):
+            producer.send(topic, value=b"fire-and-forget", partition=0).get(timeout=30)
+    finally:
+        producer.close(10)
+    consumer = kafka.KafkaConsumer(bootstrap_servers=kafka_bootstrap(cluster))
+    tp = kafka.TopicPartition(topic, 0)
+    try:
+        deadline = time.monotonic() + 15
+        while consumer.end_offsets([tp])[tp] < 5 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert consumer.end_offsets([tp])[tp] == 5
+    finally:
+        consumer.close()
+
+
 def test_kafka_python_lists_offsets_and_reads_metadata(cluster: Cluster) -> None:
     kafka = pytest.importorskip("kafka")
     topic = new_topic(cluster)
@@ -193,6 +221,38 @@ def test_librdkafka_produces_and_consumes_with_keys_headers_and_timestamps(
         assert m.key() == k
         assert list(m.headers() or []) == h
         assert m.timestamp() == (ck.TIMESTAMP_CREATE_TIME, ts)
+
+
+# -- Apache Kafka's Java clients --------------------------------------------------------------
+
+
+def test_kafka_java_clients_produce_consume_in_a_group_and_commit(
+    cluster: Cluster,
+    kafka_classpath: str,  # noqa: F811 (the fixture imported above)
+) -> None:
+    topic = new_topic(cluster)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    done = subprocess.run(
+        ["java", "-cp", kafka_classpath, str(JAVA_PROGRAM), kafka_bootstrap(cluster), topic, group],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = [line.split(" ") for line in done.stdout.splitlines()]
+    produced = sorted((int(p), int(o)) for kind, p, o, *_ in lines if kind == "produced")
+    assert produced == [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)]
+    consumed = sorted(
+        (int(p), int(o), key, value, int(ts), headers)
+        for kind, p, o, key, value, ts, headers in (x for x in lines if x[0] == "consumed")
+    )
+    assert consumed == sorted(
+        (i % 2, i // 2, "-" if i == 3 else f"key-{i}", f"value-{i}", BASE_TS + i, f"n=h{i};")
+        for i in range(6)
+    )
+    committed = sorted((int(p), int(o)) for kind, p, o, *_ in lines if kind == "committed")
+    assert committed == [(0, 3), (1, 3)]
 
 
 # -- kcat ------------------------------------------------------------------------------------
