@@ -14,6 +14,7 @@ brokers, so a client must follow Metadata to each broker's advertised Kafka addr
 * kcat (librdkafka's command line) lists the metadata, produces and consumes;
 * both doors at once: a record produced over gRPC is read over Kafka with the same
   offset, key, headers and timestamp, and the other way round;
+* fetch sessions (KIP-227): an incremental Fetch names only partitions with news;
 * bad input (negative and huge sizes, a truncated frame, an unknown API key, garbage)
   closes that connection with the reason in the broker's log, and the broker keeps
   serving other clients.
@@ -21,6 +22,7 @@ brokers, so a client must follow Metadata to each broker's advertised Kafka addr
 
 from __future__ import annotations
 
+import io
 import shutil
 import socket
 import struct
@@ -484,6 +486,88 @@ def test_librdkafka_group_subscribes_and_commits(cluster: Cluster) -> None:
         assert sorted(tp.offset for tp in committed) == [4, 4]
     finally:
         consumer.close()
+
+
+# -- fetch sessions (KIP-227), spoken with kio's generated message types ----------------------
+
+
+def _exchange(sock: socket.socket, correlation_id: int, request: Any) -> Any:
+    """Send ``request`` (a kio entity, header v2) and read its response (header v1)."""
+    kio_serial = pytest.importorskip("kio.serial")
+    from kio.index import load_response_schema
+    from kio.schema.request_header.v2 import RequestHeader
+
+    out = io.BytesIO()
+    kio_serial.entity_writer(RequestHeader)(
+        out,
+        RequestHeader(
+            request_api_key=request.__api_key__,
+            request_api_version=request.__version__,
+            correlation_id=correlation_id,
+            client_id="sessions-test",
+        ),
+    )
+    kio_serial.entity_writer(type(request))(out, request)
+    sock.sendall(struct.pack(">i", out.tell()) + out.getvalue())
+    (size,) = struct.unpack(">i", _recv_exactly(sock, 4))
+    frame = _recv_exactly(sock, size)
+    assert struct.unpack_from(">i", frame)[0] == correlation_id
+    schema = load_response_schema(request.__api_key__, request.__version__)
+    body, used = kio_serial.entity_reader(schema)(frame, 5)  # correlation id, no tagged fields
+    assert 5 + used == len(frame)
+    return body
+
+
+def test_fetch_sessions_answer_only_what_changed(cluster: Cluster) -> None:
+    import datetime
+
+    kafka = pytest.importorskip("kafka")
+    from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
+
+    topic = new_topic(cluster, partitions=1)
+    producer = kafka.KafkaProducer(bootstrap_servers=kafka_bootstrap(cluster), acks="all")
+    for i in range(2):
+        producer.send(topic, value=f"v{i}".encode(), partition=0).get(timeout=30)
+    leader = cluster.leader_for(topic, 0)
+    assert leader is not None
+
+    def fetch(session_id: int, epoch: int, offset: int | None) -> Any:
+        partitions = (
+            (FetchTopic(topic=topic, partitions=(
+                FetchPartition(partition=0, fetch_offset=offset, partition_max_bytes=1 << 20),
+            )),)
+            if offset is not None
+            else ()
+        )  # fmt: skip
+        return FetchRequest(
+            max_wait=datetime.timedelta(milliseconds=100),
+            min_bytes=1,
+            session_id=session_id,
+            session_epoch=epoch,
+            topics=partitions,
+            forgotten_topics_data=(),
+        )
+
+    port = cluster.kafka_ports[leader]  # type: ignore[attr-defined]
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        full = _exchange(sock, 1, fetch(0, 0, 0))
+        session = full.session_id
+        assert session != 0 and full.error_code.value == 0
+        (answer,) = full.responses[0].partitions
+        assert (answer.high_watermark, len(answer.records) > 0) == (2, True)
+        # Caught up, nothing new: the incremental answer names no partition.
+        quiet = _exchange(sock, 2, fetch(session, 1, 2))
+        assert (quiet.session_id, quiet.responses) == (session, ())
+        producer.send(topic, value=b"v2", partition=0).get(timeout=30)
+        # The partition is not named again; the session still reads it, and reports it.
+        news = _exchange(sock, 3, fetch(session, 2, None))
+        (answer,) = news.responses[0].partitions
+        assert (answer.high_watermark, len(answer.records) > 0) == (3, True)
+        stale = _exchange(sock, 4, fetch(session, 2, None))
+        assert stale.error_code.value == 71  # INVALID_FETCH_SESSION_EPOCH
+        unknown = _exchange(sock, 5, fetch(session + 1, 1, None))
+        assert unknown.error_code.value == 70  # FETCH_SESSION_ID_NOT_FOUND
+    producer.close(10)
 
 
 # -- bad input -------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ asked exactly as the servicers ask it.
 from __future__ import annotations
 
 import datetime
+import random
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, cast
@@ -26,6 +27,12 @@ from headwater.coordination import names
 from headwater.coordination.model import BrokerRegistration
 from headwater.errors import ErrorCode
 from headwater.kafka import protocol
+from headwater.kafka.fetch_sessions import (
+    FINAL_EPOCH,
+    FetchSessionCache,
+    FetchSessionError,
+    Wanted,
+)
 from headwater.kafka.group_apis import KafkaGroupApis
 from headwater.kafka.protocol import Request, build, error_code, response_module
 from headwater.security.acls import AclOperation as Op
@@ -81,6 +88,7 @@ class KafkaApis:
         listeners so that no two producers get the same id; ``groups``: the group APIs
         (:mod:`headwater.kafka.group_apis`)."""
         self._next_producer_id = next_producer_id
+        self._fetch_sessions = FetchSessionCache(first_id=random.randrange(1, 1 << 31))
         self._listener = listener
         self._replicas = replicas
         self._metadata = metadata
@@ -292,45 +300,78 @@ class KafkaApis:
         timer = Timer(self._metrics, "Fetch")
         body = request.body
         module = response_module(1, request.api_version)
-        requested = [(t.topic, p) for t in body.topics for p in t.partitions]
-        refused = self._authz.topics(_NO_GRPC_CONTEXT, Op.READ, (name for name, _ in requested))
+        wanted = [
+            Wanted(
+                TopicPartition(t.topic, p.partition),
+                p.fetch_offset,
+                p.partition_max_bytes,
+                getattr(p, "current_leader_epoch", -1),
+            )
+            for t in body.topics
+            for p in t.partitions
+        ]
+        try:
+            session = self._fetch_sessions.begin(
+                session_id=getattr(body, "session_id", 0),
+                epoch=getattr(body, "session_epoch", FINAL_EPOCH),
+                wanted=wanted,
+                forgotten=[
+                    TopicPartition(t.topic, p)
+                    for t in getattr(body, "forgotten_topics_data", ())
+                    for p in t.partitions
+                ],
+            )
+        except FetchSessionError as exc:
+            timer.done("session")
+            return build(
+                module.FetchResponse,
+                throttle_time=_NO_THROTTLE,
+                error_code=error_code(exc.code),
+                session_id=0,
+                responses=(),
+            )
+        reading = session.to_read()
+        refused = self._authz.topics(_NO_GRPC_CONTEXT, Op.READ, (w.tp.topic for w in reading))
         results = await self._replicas.fetch(
             replica_id=-1,
             max_wait_ms=_ms(body.max_wait),
             min_bytes=body.min_bytes,
             max_bytes=body.max_bytes,
             specs=[
-                hosted.FetchSpec(
-                    TopicPartition(name, p.partition),
-                    p.fetch_offset,
-                    getattr(p, "current_leader_epoch", -1),
-                    p.partition_max_bytes,
-                )
-                for name, p in requested
-                if refused is None or name not in refused
+                hosted.FetchSpec(w.tp, w.fetch_offset, w.current_leader_epoch, w.max_bytes)
+                for w in reading
+                if refused is None or w.tp.topic not in refused
             ],
         )
         timer.done()
         answers: dict[str, list[Any]] = {}
-        for name, p in requested:
-            if refused is not None and name in refused:
-                answers.setdefault(name, []).append(
+        for w in reading:
+            if refused is not None and w.tp.topic in refused:
+                answers.setdefault(w.tp.topic, []).append(
                     _partition_data(
                         module,
-                        p.partition,
+                        w.tp.partition,
                         ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-                        hosted.FetchResult(TopicPartition(name, p.partition), ErrorCode.NONE),
+                        hosted.FetchResult(w.tp, ErrorCode.NONE),
                     )
                 )
         for r in results:
-            answers.setdefault(r.topic_partition.topic, []).append(
-                _partition_data(module, r.topic_partition.partition, r.error, r)
-            )
+            tp = r.topic_partition
+            if session.keep(
+                tp,
+                error=r.error,
+                has_records=bool(r.records),
+                hw=r.high_watermark,
+                log_start=r.log_start_offset,
+            ):
+                answers.setdefault(tp.topic, []).append(
+                    _partition_data(module, tp.partition, r.error, r)
+                )
         return build(
             module.FetchResponse,
             throttle_time=_NO_THROTTLE,
             error_code=error_code(ErrorCode.NONE),
-            session_id=0,  # no fetch session: every request is a full fetch
+            session_id=session.session_id,
             responses=tuple(
                 build(module.FetchableTopicResponse, topic=name, partitions=tuple(parts))
                 for name, parts in answers.items()
