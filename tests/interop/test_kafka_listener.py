@@ -8,6 +8,8 @@ brokers, so a client must follow Metadata to each broker's advertised Kafka addr
   timestamps and read them back at the offsets the produce answered;
 * Apache Kafka's Java clients (kafka-clients 3.9, ``KafkaClients.java``) produce
   idempotently with acks=all, consume in a group and commit;
+* topic administration: kafka-python's admin client creates (with a config, three
+  partitions, RF=2) and deletes topics;
 * consumer groups: kafka-python and librdkafka subscribe, consume and commit, a new
   member resumes from the commit, and Headwater's gRPC consumer resumes a group
   committed over Kafka;
@@ -365,6 +367,37 @@ def test_a_record_produced_over_grpc_reads_the_same_over_kafka_and_back(
         (r.offset, r.key, r.value, [(k, v) for k, v in r.headers], r.timestamp_ms)
         for r in over_grpc
     ] == expected
+
+
+# -- topic administration ----------------------------------------------------------------------
+
+
+def test_kafka_python_admin_creates_and_deletes_topics(cluster: Cluster) -> None:
+    kafka = pytest.importorskip("kafka")
+    from kafka.admin import KafkaAdminClient
+    from kafka.admin import NewTopic as KafkaNewTopic
+
+    name = f"adm-{uuid.uuid4().hex[:8]}"
+    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap(cluster))
+    try:
+        admin.create_topics(
+            [KafkaNewTopic(name, 3, 2, topic_configs={"retention.ms": "600000"})],
+            timeout_ms=30000,
+        )
+        with pytest.raises(kafka.errors.TopicAlreadyExistsError):
+            admin.create_topics([KafkaNewTopic(name, 1, 1)], timeout_ms=30000)
+        assert name in admin.list_topics()
+        assert cluster.zk.get_topic_config(name).get("retention.ms") == "600000"
+        assignment = cluster.zk.get_assignment(name)
+        assert assignment is not None
+        assert (assignment.num_partitions, assignment.replication_factor) == (3, 2)
+        producer = kafka.KafkaProducer(bootstrap_servers=kafka_bootstrap(cluster), acks="all")
+        assert producer.send(name, b"x", partition=2).get(timeout=30).offset == 0
+        producer.close(10)
+        admin.delete_topics([name], timeout_ms=30000)
+        assert name not in admin.list_topics()
+    finally:
+        admin.close()
 
 
 # -- consumer groups ---------------------------------------------------------------------------

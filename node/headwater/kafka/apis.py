@@ -27,6 +27,7 @@ from headwater.coordination import names
 from headwater.coordination.model import BrokerRegistration
 from headwater.errors import ErrorCode
 from headwater.kafka import protocol
+from headwater.kafka.admin_apis import KafkaAdminApis
 from headwater.kafka.fetch_sessions import (
     FINAL_EPOCH,
     FetchSessionCache,
@@ -83,10 +84,12 @@ class KafkaApis:
         authz: RequestAuthorizer,
         next_producer_id: Callable[[], int],
         groups: KafkaGroupApis | None = None,
+        admin: KafkaAdminApis | None = None,
     ) -> None:
         """``next_producer_id``: the broker's producer id allocator, shared with the gRPC
-        listeners so that no two producers get the same id; ``groups``: the group APIs
-        (:mod:`headwater.kafka.group_apis`)."""
+        listeners so that no two producers get the same id; ``groups`` and ``admin``: the
+        group and topic administration APIs (:mod:`headwater.kafka.group_apis`,
+        :mod:`headwater.kafka.admin_apis`)."""
         self._next_producer_id = next_producer_id
         self._fetch_sessions = FetchSessionCache(first_id=random.randrange(1, 1 << 31))
         self._listener = listener
@@ -102,6 +105,7 @@ class KafkaApis:
             18: self._api_versions,
             22: self._init_producer_id,
             **(groups.handlers() if groups is not None else {}),
+            **(admin.handlers() if admin is not None else {}),
         }
 
     @property

@@ -61,6 +61,8 @@ API_NAMES: Final = {
     13: "LeaveGroup",
     14: "SyncGroup",
     18: "ApiVersions",
+    19: "CreateTopics",
+    20: "DeleteTopics",
     22: "InitProducerId",
 }
 
@@ -77,6 +79,8 @@ SUPPORTED: Final[Mapping[int, tuple[int, int]]] = {
     13: (0, 5),  # LeaveGroup
     14: (0, 5),  # SyncGroup
     18: (0, 3),  # ApiVersions
+    19: (2, 7),  # CreateTopics
+    20: (1, 5),  # DeleteTopics: v6 names topics by id as well
     22: (0, 4),  # InitProducerId: idempotent producers (no transactions yet)
 }
 """API key -> (lowest, highest) version this listener answers; what ApiVersions lists."""

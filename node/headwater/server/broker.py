@@ -50,6 +50,7 @@ from headwater.coordination.model import BrokerRegistration
 from headwater.coordination.settings import CoordinationSettings
 from headwater.groups.runtime import GroupCoordinatorRuntime
 from headwater.kafka import server as kafka_server
+from headwater.kafka.admin_apis import KafkaAdminApis
 from headwater.kafka.apis import KafkaApis
 from headwater.kafka.group_apis import KafkaGroupApis, OffsetsTopicCreator
 from headwater.server.auth.acl_runtime import BrokerAuthorization
@@ -258,6 +259,11 @@ class BrokerServer:
                     metadata=self.metadata,
                     authz=self.authorization.authz,
                     ensure_offsets_topic=create_offsets_topic,
+                ),
+                admin=KafkaAdminApis(
+                    coordinator=lambda: self.coordinator,
+                    metadata=self.metadata,
+                    authz=self.authorization.authz,
                 ),
             ),
             max_request_bytes=config.socket_request_max_bytes,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from headwater.kafka import protocol
+from headwater.kafka.admin_apis import KafkaAdminApis
 from headwater.kafka.apis import KafkaApis
 from headwater.kafka.group_apis import KafkaGroupApis
 from headwater.kafka.listeners import kafka_listeners
@@ -80,6 +81,11 @@ def test_every_supported_api_has_a_handler() -> None:
             metadata=None,  # type: ignore[arg-type]
             authz=None,  # type: ignore[arg-type]
             ensure_offsets_topic=lambda: None,
+        ),
+        admin=KafkaAdminApis(
+            coordinator=lambda: None,
+            metadata=None,  # type: ignore[arg-type]
+            authz=None,  # type: ignore[arg-type]
         ),
     )
     assert apis.api_keys == frozenset(protocol.SUPPORTED)
