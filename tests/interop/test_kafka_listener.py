@@ -17,8 +17,9 @@ brokers, so a client must follow Metadata to each broker's advertised Kafka addr
 * both doors at once: a record produced over gRPC is read over Kafka with the same
   offset, key, headers and timestamp, and the other way round;
 * fetch sessions (KIP-227): an incremental Fetch names only partitions with news;
-* bad input (negative and huge sizes, a truncated frame, an unknown API key, garbage)
-  closes that connection with the reason in the broker's log, and the broker keeps
+* bad input: a produce of garbage records is refused with an error and nothing is
+  written; negative and huge sizes, a truncated frame, an unknown API key or garbage
+  close that connection with the reason in the broker's log, and the broker keeps
   serving other clients.
 """
 
@@ -601,6 +602,43 @@ def test_fetch_sessions_answer_only_what_changed(cluster: Cluster) -> None:
         unknown = _exchange(sock, 5, fetch(session + 1, 1, None))
         assert unknown.error_code.value == 70  # FETCH_SESSION_ID_NOT_FOUND
     producer.close(10)
+
+
+def test_a_produce_of_garbage_records_is_refused_and_nothing_is_written(cluster: Cluster) -> None:
+    import datetime
+
+    from kio.schema.produce.v9.request import (
+        PartitionProduceData,
+        ProduceRequest,
+        TopicProduceData,
+    )
+
+    topic = new_topic(cluster, partitions=1)
+    leader = cluster.leader_for(topic, 0)
+    assert leader is not None
+    port = cluster.kafka_ports[leader]  # type: ignore[attr-defined]
+    request = ProduceRequest(
+        acks=-1,
+        timeout=datetime.timedelta(seconds=10),
+        topic_data=(
+            TopicProduceData(
+                name=topic,
+                partition_data=(PartitionProduceData(index=0, records=b"\x00" * 70),),
+            ),
+        ),
+    )
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        answer = _exchange(sock, 1, request)
+    (partition,) = answer.responses[0].partition_responses
+    assert partition.error_code.value != 0
+    assert partition.base_offset == -1
+    assert _answers_api_versions(port)
+    consumer = Consumer(bootstrap_servers=cluster.bootstrap)
+    try:
+        tp = TopicPartition(topic, 0)
+        assert consumer.end_offsets([tp])[tp] == 0
+    finally:
+        consumer.close()
 
 
 # -- bad input -------------------------------------------------------------------------------
