@@ -12,7 +12,7 @@ brokers, so a client must follow Metadata to each broker's advertised Kafka addr
   partitions, RF=2) and deletes topics;
 * consumer groups: kafka-python and librdkafka subscribe, consume and commit, a new
   member resumes from the commit, and Headwater's gRPC consumer resumes a group
-  committed over Kafka;
+  committed over Kafka; kafka-python's admin client describes, lists and deletes groups;
 * kcat (librdkafka's command line) lists the metadata, produces and consumes;
 * both doors at once: a record produced over gRPC is read over Kafka with the same
   offset, key, headers and timestamp, and the other way round;
@@ -486,6 +486,39 @@ def test_a_group_committed_over_kafka_resumes_over_grpc(cluster: Cluster) -> Non
     finally:
         over_grpc.close()
     assert [(r.offset, r.value) for r in got] == [(3, b"v3"), (4, b"v4")]
+
+
+def test_kafka_python_admin_describes_lists_and_deletes_groups(cluster: Cluster) -> None:
+    kafka = pytest.importorskip("kafka")
+    from kafka.admin import KafkaAdminClient
+
+    topic = new_topic(cluster, partitions=1)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    member = kafka.KafkaConsumer(
+        topic,
+        bootstrap_servers=kafka_bootstrap(cluster),
+        group_id=group,
+        client_id="describe-me",
+        enable_auto_commit=False,
+    )
+    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap(cluster))
+    try:
+        deadline = time.monotonic() + 30
+        while not member.assignment() and time.monotonic() < deadline:
+            member.poll(200)
+        member.commit({kafka.TopicPartition(topic, 0): kafka.OffsetAndMetadata(0, "", -1)})
+        described = admin.describe_groups([group])[group]
+        assert described["error"] is None
+        assert (described["group_state"], described["protocol_type"]) == ("Stable", "consumer")
+        assert [m["client_id"] for m in described["members"]] == ["describe-me"]
+        assert group in [g["group_id"] for g in admin.list_groups()]
+        member.close()
+        deleted = dict(admin.delete_groups([group]))
+        assert deleted == {group: "OK"}
+        assert group not in [g["group_id"] for g in admin.list_groups()]
+    finally:
+        member.close()
+        admin.close()
 
 
 def test_librdkafka_group_subscribes_and_commits(cluster: Cluster) -> None:

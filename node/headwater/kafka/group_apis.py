@@ -79,6 +79,9 @@ class KafkaGroupApis:
             12: self.heartbeat,
             13: self.leave_group,
             14: self.sync_group,
+            15: self.describe_groups,
+            16: self.list_groups,
+            42: self.delete_groups,
         }
 
     # -- FindCoordinator ----------------------------------------------------------------
@@ -275,6 +278,85 @@ class KafkaGroupApis:
             )
             if hasattr(module, "MemberResponse")
             else (),
+        )
+
+    # -- administration -----------------------------------------------------------------
+
+    async def describe_groups(self, request: Request) -> Any:
+        body, module = request.body, response_module(15, request.api_version)
+        out = []
+        for gid in body.groups:
+            if not self._authz.group(_NO_GRPC_CONTEXT, Op.DESCRIBE, gid):
+                out.append(
+                    build(
+                        module.DescribedGroup,
+                        error_code=error_code(ErrorCode.GROUP_AUTHORIZATION_FAILED),
+                        group_id=gid,
+                        group_state="",
+                        protocol_type="",
+                        protocol_data="",
+                        members=(),
+                    )
+                )
+                continue
+            d = self._groups.describe_group(gid)
+            out.append(
+                build(
+                    module.DescribedGroup,
+                    error_code=error_code(d.error_code),
+                    group_id=gid,
+                    group_state=d.state,
+                    protocol_type=d.protocol_type,
+                    protocol_data=d.protocol,
+                    members=tuple(
+                        build(
+                            module.DescribedGroupMember,
+                            member_id=m.member_id,
+                            group_instance_id=m.group_instance_id,
+                            client_id=m.client_id,
+                            client_host=m.client_host,
+                            member_metadata=m.metadata,
+                            member_assignment=m.assignment,
+                        )
+                        for m in d.members
+                    ),
+                )
+            )
+        return build(module.DescribeGroupsResponse, throttle_time=_NO_THROTTLE, groups=tuple(out))
+
+    async def list_groups(self, request: Request) -> Any:
+        body, module = request.body, response_module(16, request.api_version)
+        authz = self._authz
+        every = authz.cluster(_NO_GRPC_CONTEXT, Op.DESCRIBE)  # else the groups one may describe
+        return build(
+            module.ListGroupsResponse,
+            throttle_time=_NO_THROTTLE,
+            error_code=error_code(ErrorCode.NONE),
+            groups=tuple(
+                build(
+                    module.ListedGroup,
+                    group_id=g.group_id,
+                    protocol_type=g.protocol_type,
+                    group_state=g.state,
+                )
+                for g in self._groups.list_groups(getattr(body, "states_filter", ()))
+                if every or authz.group(_NO_GRPC_CONTEXT, Op.DESCRIBE, g.group_id)
+            ),
+        )
+
+    async def delete_groups(self, request: Request) -> Any:
+        body, module = request.body, response_module(42, request.api_version)
+        names = list(body.groups_names)
+        refused = [g for g in names if not self._authz.group(_NO_GRPC_CONTEXT, Op.DELETE, g)]
+        results = await self._groups.delete_groups([g for g in names if g not in refused])
+        denied = [(g, ErrorCode.GROUP_AUTHORIZATION_FAILED) for g in refused]
+        return build(
+            module.DeleteGroupsResponse,
+            throttle_time=_NO_THROTTLE,
+            results=tuple(
+                build(module.DeletableGroupResult, group_id=gid, error_code=error_code(code))
+                for gid, code in [*results, *denied]
+            ),
         )
 
     # -- offsets ------------------------------------------------------------------------

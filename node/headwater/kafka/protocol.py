@@ -60,10 +60,13 @@ API_NAMES: Final = {
     12: "Heartbeat",
     13: "LeaveGroup",
     14: "SyncGroup",
+    15: "DescribeGroups",
+    16: "ListGroups",
     18: "ApiVersions",
     19: "CreateTopics",
     20: "DeleteTopics",
     22: "InitProducerId",
+    42: "DeleteGroups",
 }
 
 SUPPORTED: Final[Mapping[int, tuple[int, int]]] = {
@@ -78,10 +81,13 @@ SUPPORTED: Final[Mapping[int, tuple[int, int]]] = {
     12: (0, 4),  # Heartbeat
     13: (0, 5),  # LeaveGroup
     14: (0, 5),  # SyncGroup
+    15: (0, 5),  # DescribeGroups
+    16: (0, 4),  # ListGroups: v5 filters by group type (KIP-848)
     18: (0, 3),  # ApiVersions
     19: (2, 7),  # CreateTopics
     20: (1, 5),  # DeleteTopics: v6 names topics by id as well
     22: (0, 4),  # InitProducerId: idempotent producers (no transactions yet)
+    42: (0, 2),  # DeleteGroups
 }
 """API key -> (lowest, highest) version this listener answers; what ApiVersions lists."""
 
