@@ -25,6 +25,7 @@ brokers, so a client must follow Metadata to each broker's advertised Kafka addr
 
 from __future__ import annotations
 
+import contextlib
 import io
 import shutil
 import socket
@@ -38,8 +39,11 @@ from typing import Any
 
 import pytest
 from headwater.client import Admin, Consumer, NewTopic, Producer, TopicPartition
+from headwater.kafka.protocol import SUPPORTED
 from headwater.testing import Cluster
 from headwater.testing.zookeeper import free_port
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from .test_kafka_interop import kafka_classpath  # noqa: F401 (a fixture: the Kafka jars)
 
@@ -739,6 +743,32 @@ def test_bad_frames_close_that_connection_and_the_broker_serves_on(
         assert struct.unpack(">iih", _recv_exactly(bystander, 10))[1:] == (5, 0)
     assert _answers_api_versions(port)
     _wait_for_log(cluster, reason)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.one_of(
+        st.binary(max_size=64),  # anything, size prefix included
+        st.builds(  # a well-sized frame of random bytes after a real API key and version
+            lambda key, version, rest: struct.pack(">ihh", 4 + len(rest), key, version) + rest,
+            st.sampled_from(sorted(SUPPORTED)),
+            st.integers(-1, 13),
+            st.binary(max_size=48),
+        ),
+    )
+)
+def test_fuzz_random_bytes_never_stop_the_listener(cluster: Cluster, payload: bytes) -> None:
+    port = cluster.kafka_ports[1]  # type: ignore[attr-defined]
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(payload)
+        sock.shutdown(socket.SHUT_WR)
+        sock.settimeout(10)
+        with contextlib.suppress(ConnectionResetError):
+            while sock.recv(65536):  # an answer (if any), then the broker closes
+                pass
+    assert _answers_api_versions(port)
 
 
 def test_a_truncated_frame_closes_the_connection(cluster: Cluster) -> None:
