@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from headwater.coordination.model import BrokerRegistration
 from headwater.kafka import protocol
 from headwater.kafka.admin_apis import KafkaAdminApis
-from headwater.kafka.apis import KafkaApis
+from headwater.kafka.apis import KafkaApis, kafka_address
 from headwater.kafka.group_apis import KafkaGroupApis
 from headwater.kafka.listeners import kafka_listeners
+from headwater.kafka.server import KafkaServer, registration_endpoints
 from headwater.server.config import BrokerConfig, ConfigError
 from headwater.server.listeners import EndPoint, ListenerConfigError, SecurityProtocol
 
@@ -89,3 +91,33 @@ def test_every_supported_api_has_a_handler() -> None:
         ),
     )
     assert apis.api_keys == frozenset(protocol.SUPPORTED)
+
+
+def test_metadata_advertises_only_brokers_with_that_kafka_listener() -> None:
+    classic = BrokerRegistration(broker_id=0, host="h0", port=9091)
+    both = BrokerRegistration(
+        broker_id=1,
+        host="h1",
+        port=9091,
+        endpoints=("PLAINTEXT://h1:9091", "KAFKA://k1:9092"),
+        security_protocol_map=(("KAFKA", "PLAINTEXT"), ("PLAINTEXT", "PLAINTEXT")),
+    )
+    assert kafka_address(classic, "KAFKA") is None  # its one endpoint is gRPC
+    assert kafka_address(both, "KAFKA") == ("k1", 9092)
+    assert kafka_address(both, "OTHER") is None
+
+
+def test_the_registration_names_grpc_then_kafka_endpoints() -> None:
+    (config,) = kafka_listeners(
+        listeners="KAFKA://:0",
+        advertised_listeners="KAFKA://k0.example:0",
+        protocol_map=MAP,
+        grpc_listeners=GRPC,
+    )
+    server = KafkaServer(config, apis=None, max_request_bytes=1)  # type: ignore[arg-type]
+    server.port = 19092  # as bound
+    endpoints, protocols = registration_endpoints(
+        [EndPoint("PLAINTEXT", SecurityProtocol.PLAINTEXT, "h0", 9091)], [server]
+    )
+    assert endpoints == ("PLAINTEXT://h0:9091", "KAFKA://k0.example:19092")
+    assert protocols == (("KAFKA", "PLAINTEXT"), ("PLAINTEXT", "PLAINTEXT"))
