@@ -9,7 +9,7 @@ brokers, so a client must follow Metadata to each broker's advertised Kafka addr
 * Apache Kafka's Java clients (kafka-clients 3.9, ``KafkaClients.java``) produce
   idempotently with acks=all, consume in a group and commit;
 * topic administration: kafka-python's admin client creates (with a config, three
-  partitions, RF=2) and deletes topics;
+  partitions, RF=2), grows and deletes topics;
 * consumer groups: kafka-python and librdkafka subscribe, consume and commit, a new
   member resumes from the commit, and Headwater's gRPC consumer resumes a group
   committed over Kafka; kafka-python's admin client describes, lists and deletes groups;
@@ -380,6 +380,7 @@ def test_a_record_produced_over_grpc_reads_the_same_over_kafka_and_back(
 def test_kafka_python_admin_creates_and_deletes_topics(cluster: Cluster) -> None:
     kafka = pytest.importorskip("kafka")
     from kafka.admin import KafkaAdminClient
+    from kafka.admin import NewPartitions as KafkaNewPartitions
     from kafka.admin import NewTopic as KafkaNewTopic
 
     name = f"adm-{uuid.uuid4().hex[:8]}"
@@ -399,6 +400,9 @@ def test_kafka_python_admin_creates_and_deletes_topics(cluster: Cluster) -> None
         producer = kafka.KafkaProducer(bootstrap_servers=kafka_bootstrap(cluster), acks="all")
         assert producer.send(name, b"x", partition=2).get(timeout=30).offset == 0
         producer.close(10)
+        admin.create_partitions({name: KafkaNewPartitions(5)}, timeout_ms=30000)
+        assignment = cluster.zk.get_assignment(name)
+        assert assignment is not None and assignment.num_partitions == 5
         admin.delete_topics([name], timeout_ms=30000)
         assert name not in admin.list_topics()
     finally:

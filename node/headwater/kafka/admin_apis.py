@@ -1,10 +1,11 @@
-"""The Kafka listener's topic administration: CreateTopics and DeleteTopics.
+"""The Kafka listener's topic administration: CreateTopics, DeleteTopics, CreatePartitions.
 
-Both go through the broker's ZooKeeper coordinator, as the gRPC Admin servicer does
-(any broker takes them), with the same ACL checks (CREATE on the cluster or the topic;
-DELETE on the topic).  As Kafka's, the answer waits up to the request's timeout for the
-change to reach this broker's metadata (created topics led, deleted ones gone); past it,
-the change stays under way and the topic's answer is REQUEST_TIMED_OUT.
+They go through the broker's ZooKeeper coordinator, as the gRPC Admin servicer does (any
+broker takes them), with the same ACL checks (CREATE on the cluster or the topic; DELETE,
+or ALTER for new partitions, on the topic).  As Kafka's, the answer waits up to the
+request's timeout for the change to reach this broker's metadata (created or grown topics
+led, deleted ones gone); past it, the change stays under way and the topic's answer is
+REQUEST_TIMED_OUT.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ class KafkaAdminApis:
         self._authz = authz
 
     def handlers(self) -> dict[int, Callable[[Request], Any]]:
-        return {19: self.create_topics, 20: self.delete_topics}
+        return {19: self.create_topics, 20: self.delete_topics, 37: self.create_partitions}
 
     async def create_topics(self, request: Request) -> Any:
         body, module = request.body, response_module(19, request.api_version)
@@ -151,6 +152,50 @@ class KafkaAdminApis:
             responses=tuple(
                 build(
                     module.DeletableTopicResult,
+                    name=name,
+                    error_code=error_code(ErrorCode.REQUEST_TIMED_OUT if name in late else code),
+                    error_message=message,
+                )
+                for name, code, message in answers
+            ),
+        )
+
+    async def create_partitions(self, request: Request) -> Any:
+        body, module = request.body, response_module(37, request.api_version)
+        coordinator = self._coordinator()
+        answers: list[tuple[str, ErrorCode, str | None]] = []
+        grown: dict[str, int] = {}
+        for t in body.topics:
+            try:
+                if not self._authz.topic(_NO_GRPC_CONTEXT, Op.ALTER, t.name):
+                    raise errors.TopicAuthorizationFailedError(
+                        f"not authorized to ALTER TOPIC {t.name!r}"
+                    )
+                if coordinator is None:
+                    raise errors.NotControllerError("the broker is starting")
+                await run_blocking(
+                    coordinator.create_partitions,
+                    t.name,
+                    t.count,
+                    assignments={i: tuple(a.broker_ids) for i, a in enumerate(t.assignments or ())}
+                    or None,
+                    validate_only=body.validate_only,
+                )
+                grown[t.name] = t.count
+                answers.append((t.name, ErrorCode.NONE, None))
+            except errors.HeadwaterError as exc:
+                answers.append((t.name, exc.code, errors.message_of(exc) or None))
+        late = (
+            set()
+            if body.validate_only
+            else await self._wait(grown, self._metadata.topic_has_leaders, body.timeout)
+        )
+        return build(
+            module.CreatePartitionsResponse,
+            throttle_time=_NO_THROTTLE,
+            results=tuple(
+                build(
+                    module.CreatePartitionsTopicResult,
                     name=name,
                     error_code=error_code(ErrorCode.REQUEST_TIMED_OUT if name in late else code),
                     error_message=message,

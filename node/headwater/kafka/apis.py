@@ -253,7 +253,7 @@ class KafkaApis:
             acks=body.acks,
             timeout_ms=_ms(body.timeout),
             entries=[
-                (TopicPartition(name, p.index), bytes(p.records or b""))
+                (TopicPartition(name, p.index), p.records if p.records is not None else b"")
                 for name, p in requested
                 if refused is None or name not in refused
             ],
