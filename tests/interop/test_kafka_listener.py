@@ -9,7 +9,7 @@ brokers, so a client must follow Metadata to each broker's advertised Kafka addr
 * Apache Kafka's Java clients (kafka-clients 3.9, ``KafkaClients.java``) produce
   idempotently with acks=all, consume in a group and commit;
 * topic administration: kafka-python's admin client creates (with a config, three
-  partitions, RF=2), grows and deletes topics;
+  partitions, RF=2), describes its configs, grows and deletes it;
 * consumer groups: kafka-python and librdkafka subscribe, consume and commit, a new
   member resumes from the commit, and Headwater's gRPC consumer resumes a group
   committed over Kafka; kafka-python's admin client describes, lists and deletes groups;
@@ -379,7 +379,7 @@ def test_a_record_produced_over_grpc_reads_the_same_over_kafka_and_back(
 
 def test_kafka_python_admin_creates_and_deletes_topics(cluster: Cluster) -> None:
     kafka = pytest.importorskip("kafka")
-    from kafka.admin import KafkaAdminClient
+    from kafka.admin import ConfigResource, KafkaAdminClient
     from kafka.admin import NewPartitions as KafkaNewPartitions
     from kafka.admin import NewTopic as KafkaNewTopic
 
@@ -394,6 +394,12 @@ def test_kafka_python_admin_creates_and_deletes_topics(cluster: Cluster) -> None
             admin.create_topics([KafkaNewTopic(name, 1, 1)], timeout_ms=30000)
         assert name in admin.list_topics()
         assert cluster.zk.get_topic_config(name).get("retention.ms") == "600000"
+        every = admin.describe_configs([ConfigResource("TOPIC", name)], config_filter="all")
+        configs = every["topic"][name]
+        assert configs["retention.ms"]["value"] == "600000"
+        assert configs["cleanup.policy"]["value"] == "delete"
+        modified = admin.describe_configs([ConfigResource("TOPIC", name)])["topic"][name]
+        assert set(modified) == {"retention.ms"}  # the one override (DYNAMIC_TOPIC_CONFIG)
         assignment = cluster.zk.get_assignment(name)
         assert assignment is not None
         assert (assignment.num_partitions, assignment.replication_factor) == (3, 2)

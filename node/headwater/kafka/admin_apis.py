@@ -1,4 +1,5 @@
-"""The Kafka listener's topic administration: CreateTopics, DeleteTopics, CreatePartitions.
+"""The Kafka listener's topic administration: CreateTopics, DeleteTopics, CreatePartitions,
+DescribeConfigs of topics.
 
 They go through the broker's ZooKeeper coordinator, as the gRPC Admin servicer does (any
 broker takes them), with the same ACL checks (CREATE on the cluster or the topic; DELETE,
@@ -13,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 from headwater import errors
@@ -26,10 +27,15 @@ from headwater.server.auth.authorization import RequestAuthorizer
 from headwater.server.convert import Context
 from headwater.server.runtime.metadata_cache import MetadataCache
 from headwater.server.runtime.offload import run_blocking
+from headwater.storage import LogConfig
 
 _NO_THROTTLE = datetime.timedelta(0)
 _NO_GRPC_CONTEXT = cast(Context, None)
 _POLL_S = 0.05
+TOPIC_RESOURCE = 2
+"""Kafka's ConfigResource.Type.TOPIC."""
+DYNAMIC_TOPIC_CONFIG = 1
+STATIC_BROKER_CONFIG = 4
 
 
 class KafkaAdminApis:
@@ -41,13 +47,21 @@ class KafkaAdminApis:
         coordinator: Callable[[], BrokerCoordinator | None],
         metadata: MetadataCache,
         authz: RequestAuthorizer,
+        log_defaults: Callable[[], Mapping[str, str]] = dict,
     ) -> None:
+        """``log_defaults``: the broker's ``log.*`` settings as topic config defaults."""
+        self._log_defaults = log_defaults
         self._coordinator = coordinator
         self._metadata = metadata
         self._authz = authz
 
     def handlers(self) -> dict[int, Callable[[Request], Any]]:
-        return {19: self.create_topics, 20: self.delete_topics, 37: self.create_partitions}
+        return {
+            19: self.create_topics,
+            20: self.delete_topics,
+            32: self.describe_configs,
+            37: self.create_partitions,
+        }
 
     async def create_topics(self, request: Request) -> Any:
         body, module = request.body, response_module(19, request.api_version)
@@ -202,6 +216,68 @@ class KafkaAdminApis:
                 )
                 for name, code, message in answers
             ),
+        )
+
+    async def describe_configs(self, request: Request) -> Any:
+        """Topic configs: every topic setting, the topic's overrides as
+        DYNAMIC_TOPIC_CONFIG, the rest from the broker's settings as STATIC_BROKER_CONFIG.
+        Broker resources are not served on this listener yet (INVALID_REQUEST)."""
+        body, module = request.body, response_module(32, request.api_version)
+        coordinator = self._coordinator()
+        results = []
+        for res in body.resources:
+            configs: list[Any] = []
+            try:
+                if res.resource_type != TOPIC_RESOURCE:
+                    raise errors.InvalidRequestError(
+                        f"resource type {res.resource_type}: the Kafka listener describes "
+                        "topic configs only (broker configs: Headwater's Admin API)"
+                    )
+                if not self._authz.topic(_NO_GRPC_CONTEXT, Op.DESCRIBE_CONFIGS, res.resource_name):
+                    raise errors.TopicAuthorizationFailedError(
+                        f"not authorized to DESCRIBE_CONFIGS of TOPIC {res.resource_name!r}"
+                    )
+                if coordinator is None:
+                    raise errors.NotControllerError("the broker is starting")
+                name = res.resource_name
+                if name not in await run_blocking(coordinator.get_topics):
+                    raise errors.UnknownTopicOrPartitionError(f"Topic '{name}' does not exist.")
+                overrides = await run_blocking(coordinator.get_topic_config, name)
+                defaults = LogConfig.from_properties(self._log_defaults())
+                merged = LogConfig.from_properties(overrides, defaults=defaults).to_properties()
+                keys = set(res.configuration_keys or ())
+                configs = [
+                    build(
+                        module.DescribeConfigsResourceResult,
+                        name=key,
+                        value=value,
+                        read_only=False,
+                        config_source=DYNAMIC_TOPIC_CONFIG
+                        if key in overrides
+                        else STATIC_BROKER_CONFIG,
+                        is_sensitive=False,
+                        synonyms=(),
+                        config_type=0,  # UNKNOWN
+                        documentation=None,
+                    )
+                    for key, value in sorted(merged.items())
+                    if not keys or key in keys
+                ]
+                code, message = ErrorCode.NONE, None
+            except errors.HeadwaterError as exc:
+                code, message = exc.code, errors.message_of(exc) or None
+            results.append(
+                build(
+                    module.DescribeConfigsResult,
+                    error_code=error_code(code),
+                    error_message=message,
+                    resource_type=res.resource_type,
+                    resource_name=res.resource_name,
+                    configs=tuple(configs),
+                )
+            )
+        return build(
+            module.DescribeConfigsResponse, throttle_time=_NO_THROTTLE, results=tuple(results)
         )
 
     async def _wait(

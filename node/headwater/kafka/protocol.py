@@ -66,6 +66,7 @@ API_NAMES: Final = {
     19: "CreateTopics",
     20: "DeleteTopics",
     22: "InitProducerId",
+    32: "DescribeConfigs",
     37: "CreatePartitions",
     42: "DeleteGroups",
 }
@@ -88,6 +89,7 @@ SUPPORTED: Final[Mapping[int, tuple[int, int]]] = {
     19: (2, 7),  # CreateTopics
     20: (1, 5),  # DeleteTopics: v6 names topics by id as well
     22: (0, 4),  # InitProducerId: idempotent producers (no transactions yet)
+    32: (1, 4),  # DescribeConfigs: topics
     37: (0, 3),  # CreatePartitions
     42: (0, 2),  # DeleteGroups
 }

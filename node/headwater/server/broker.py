@@ -264,6 +264,7 @@ class BrokerServer:
                     coordinator=lambda: self.coordinator,
                     metadata=self.metadata,
                     authz=self.authorization.authz,
+                    log_defaults=config.log_config_properties,
                 ),
             ),
             max_request_bytes=config.socket_request_max_bytes,
