@@ -45,7 +45,7 @@ from typing import NamedTuple
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import headwater
-from headwater.cli.perf import percentiles
+from headwater.cli.perf_stats import percentiles
 from headwater.testing import Cluster
 
 from bench.broker import cpu_seconds

@@ -6,8 +6,7 @@
 #   bash bench/kafka_side_by_side.sh [quick]      quick: smaller record counts
 # Prints one table line per workload: kafka figure, headwater figure, ratio headwater/kafka
 # (for latency rows: kafka/headwater of the average, so > 1 means headwater is faster too).
-# Copied from ../shared/anchors/kafka-side-by-side.sh (issue 16) and extended with the
-# end-to-end latency rows; the Kafka jars come from Maven Central through bench/kafka-pom.xml.
+# The Kafka jars come from Maven Central through bench/kafka-pom.xml.
 # End-to-end latency: Kafka's EndToEndLatency sends one 100 B record, waits for the ack, polls
 # it back and times the round trip, one at a time (it has no fixed-rate mode); `headwater perf
 # end-to-end` does the same by default. Kafka's tool prints p50/p99 in whole ms (truncated),

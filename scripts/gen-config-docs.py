@@ -1,6 +1,6 @@
 """Writes docs/configuration.md from the settings classes, so the doc cannot drift.
 
-Broker settings come from ``headwater.server.config.BrokerConfig`` (each field's
+Broker settings come from ``headwater.server.config.settings.BrokerConfig`` (each field's
 ``metadata["key"]`` and ``metadata["doc"]``); topic settings from
 ``headwater.storage.config.LogConfig`` (``metadata["key"]`` and the attribute
 docstring under each field, read with ``ast``).  ``--check`` exits 1 when the

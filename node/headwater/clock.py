@@ -1,4 +1,6 @@
-"""The package's one clock: monotonic and wall time, in milliseconds (STYLE.md 5).
+"""The package's one clock: monotonic and wall time, in milliseconds.
+
+Code that decides by time takes it as an argument (docs/style.md, "Time is passed in").
 
 Two kinds of time, never mixed:
 

@@ -501,3 +501,14 @@ def for_code(code: int, message: str = "") -> HeadwaterError:
         return UnknownServerError(f"error code {code}: {message}")
     cls = _BY_CODE.get(error_code, UnknownServerError)
     return cls(message)
+
+
+def describe(exc: BaseException) -> str:
+    """``exc`` for a log line, always naming what went wrong: a Headwater error's text
+    starts with its Kafka error code; any other exception's is prefixed with its type,
+    so one whose ``str()`` is empty (``TimeoutError()``, a cancellation) still says what
+    it is."""
+    if isinstance(exc, HeadwaterError):
+        return str(exc)
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

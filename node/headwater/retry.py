@@ -1,4 +1,4 @@
-"""One retry/backoff policy for the whole package (STYLE.md 12, kazoo's ``KazooRetry``).
+"""One retry/backoff policy for the whole package (kazoo's ``KazooRetry``).
 
 The client's producer sender, metadata refreshes, offset look-ups, group calls
 and admin client, and the roll engine's waits all back off the same way:

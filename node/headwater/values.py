@@ -1,4 +1,4 @@
-"""The values every layer names alike (STYLE.md 4): one ``TopicPartition``.
+"""The values every layer names alike (docs/style.md, "Small typed values"): one ``TopicPartition``.
 
 Storage keys its logs by it, replication and the group coordinator key their
 state by it, and the client's users hold it.  It lives at the package root,

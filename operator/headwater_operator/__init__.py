@@ -3,9 +3,10 @@
 Run it as ``headwater operator`` or ``kopf run -m headwater_operator``.  Importing the
 package registers its handlers on kopf's default registry (that is how ``kopf run -m``
 finds them), configured from the environment the Helm chart sets; ``headwater
-operator`` and tests build their own registry with :func:`handlers.register`.
+operator`` (through :func:`run.run_operator`) and tests build their own registry with
+:func:`handlers.register`.
 
-Only this package imports kopf (DESIGN.md layering), and only where it is installed.
+Only this package imports kopf (docs/design.md, "Layers"), and only where it is installed.
 The logic lives in kopf-free modules: :mod:`topics` (spec vs. actual, pure),
 :mod:`topic_reconciler` (the Admin side) and :mod:`roll_kube`, the Kubernetes backend
 of the roll engine, which lives in the core package (:mod:`headwater.roll`) so that

@@ -91,7 +91,7 @@ class ClientScalingKubeApi(ClientKubeApi):
 
 
 class ReassignmentAdmin(Protocol):
-    """What scaling needs from ``headwater.Admin`` (issue 17's reassignment API)."""
+    """What scaling needs from ``headwater.Admin`` (its reassignment API)."""
 
     def plan_rebalance(self, *, brokers: Sequence[int] | None = None) -> RebalancePlan: ...
     def current_assignment(self) -> dict[TopicPartition, tuple[int, ...]]: ...

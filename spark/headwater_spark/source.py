@@ -43,6 +43,7 @@ from pyspark.sql.types import StructType
 from headwater_spark import arrow, planning, writing
 from headwater_spark.driver import ClusterView, StreamPlanner, plan_batch
 from headwater_spark.options import (
+    OptionError,
     ReadOptions,
     WriteOptions,
     include_headers,
@@ -217,6 +218,16 @@ class HeadwaterDataSource(DataSource):
         return HeadwaterStreamReader(parse_read_options(self.options, streaming=True))
 
     def writer(self, schema: StructType, overwrite: bool) -> HeadwaterWriter:
+        """A batch write appends; ``overwrite`` is refused as Spark's Kafka sink refuses it.
+
+        Records are appended to a topic and never replaced, so an overwrite that silently
+        appended would tell the caller something that did not happen.
+        """
+        if overwrite:
+            raise OptionError(
+                "save mode 'overwrite' is not allowed for a topic: records are appended, "
+                'never replaced; use .mode("append")'
+            )
         opts = parse_write_options(self.options)
         _check_schema(schema, opts)
         return HeadwaterWriter(opts)

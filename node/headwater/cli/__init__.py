@@ -1,1 +1,1 @@
-"""headwater.cli (see DESIGN.md)."""
+"""The ``headwater`` command: the top layer (docs/design.md, "Layers")."""

@@ -29,8 +29,14 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from headwater.cli import zk_auth
-from headwater.cli._common import CliError, add_output_option, print_json
-from headwater.cli.topics import add_bootstrap_option, admin_for, client_errors
+from headwater.cli._common import (
+    CliError,
+    add_bootstrap_option,
+    add_output_option,
+    admin_for,
+    client_errors,
+    print_json,
+)
 from headwater.coordination import session
 from headwater.coordination.acls import AccessDenied, AclZkStore
 from headwater.coordination.zk_security import ZkAuth

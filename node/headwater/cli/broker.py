@@ -35,11 +35,11 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from headwater.server.broker import run_broker
-    from headwater.server.config import BrokerConfig, ConfigError
+    from headwater.server.app import run_broker
+    from headwater.server.config import ConfigError, load_config
 
     try:
-        config = BrokerConfig.load(
+        config = load_config(
             config_file=args.config,
             overrides=args.override,
             broker_id_from_hostname=args.broker_id_from_hostname,

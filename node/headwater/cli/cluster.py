@@ -24,9 +24,14 @@ from collections.abc import Callable, MutableMapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from headwater.cli import dev, partitions
-from headwater.cli._common import add_output_option, print_json
-from headwater.cli.topics import add_bootstrap_option, admin_for, client_errors
+from headwater.cli import dev_cluster, partitions
+from headwater.cli._common import (
+    add_bootstrap_option,
+    add_output_option,
+    admin_for,
+    client_errors,
+    print_json,
+)
 from headwater.roll import engine, local, probe
 
 
@@ -126,18 +131,14 @@ class DevClusterOps(NamedTuple):
 
 
 def dev_cluster_ops() -> DevClusterOps:
-    """The one place that reaches into ``headwater.cli.dev``'s private helpers.
-
-    cli/dev.py has no public API for its state file and broker processes yet;
-    when it does, only this function changes.
-    """
+    """The dev cluster's state file and processes (:mod:`headwater.cli.dev_cluster`)."""
     return DevClusterOps(
-        alive=dev._alive,
-        load_state=dev._load_state,
-        save_state=dev._save_state,
-        start_broker=dev._start_broker,
-        signal_group=dev._signal_group,
-        wait_dead=dev._wait_dead,
+        alive=dev_cluster.alive,
+        load_state=dev_cluster.load_state,
+        save_state=dev_cluster.save_state,
+        start_broker=dev_cluster.start_broker,
+        signal_group=dev_cluster.signal_group,
+        wait_dead=dev_cluster.wait_dead,
     )
 
 

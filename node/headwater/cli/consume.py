@@ -16,8 +16,15 @@ import base64
 import sys
 from typing import Any
 
-from headwater.cli._common import CliError, add_output_option, print_json
-from headwater.cli.topics import add_bootstrap_option, admin_for, client_errors, security_for
+from headwater.cli._common import (
+    CliError,
+    add_bootstrap_option,
+    add_output_option,
+    admin_for,
+    client_errors,
+    print_json,
+    security_for,
+)
 from headwater.client.consumer import Consumer
 from headwater.client.types import ConsumerRecord, TopicPartition
 

@@ -23,16 +23,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from headwater.cli import dev, partitions
-from headwater.cli._common import CliError, print_json
-from headwater.cli.topics import client_errors
+from headwater.cli import dev_cluster, partitions
+from headwater.cli._common import CliError, client_errors, print_json
 
 
 def register(sub: Any) -> None:
     add = sub.add_parser("add-broker", help="start one more broker and wait for it")
     add.add_argument("--id", type=int, dest="broker_id", help="broker id (default: highest + 1)")
     add.add_argument("--timeout", type=float, default=90.0, help="seconds to wait for readiness")
-    dev._common(add)
+    dev_cluster.add_dev_options(add)
     add.set_defaults(func=cmd_add_broker)
 
     rm = sub.add_parser(
@@ -43,7 +42,7 @@ def register(sub: Any) -> None:
     rm.add_argument(
         "--timeout", type=float, default=600.0, help="longest wait for the drain (default 600)"
     )
-    dev._common(rm)
+    dev_cluster.add_dev_options(rm)
     rm.set_defaults(func=cmd_remove_broker)
 
 
@@ -51,7 +50,7 @@ def cmd_add_broker(args: argparse.Namespace) -> int:
     from headwater.testing.zookeeper import free_port
 
     data_dir: Path = args.data_dir.resolve()
-    state = dev._load_state(data_dir)
+    state = dev_cluster.load_state(data_dir)
     ids = [int(b["id"]) for b in state["brokers"]]
     broker_id = args.broker_id if args.broker_id is not None else max(ids, default=-1) + 1
     if broker_id < 0:
@@ -60,10 +59,10 @@ def cmd_add_broker(args: argparse.Namespace) -> int:
         raise CliError(f"broker {broker_id} is already in this dev cluster")
     entry: dict[str, Any] = {"id": broker_id, "port": free_port(), "pid": None}
     state["brokers"].append(entry)
-    dev._start_broker(state, entry)
-    dev._save_state(data_dir, state)
-    dev._note(f"started broker {broker_id} (pid {entry['pid']})")
-    dev._wait_healthy(state, [broker_id], args.timeout)
+    dev_cluster.start_broker(state, entry)
+    dev_cluster.save_state(data_dir, state)
+    dev_cluster.note(f"started broker {broker_id} (pid {entry['pid']})")
+    dev_cluster.wait_healthy(state, [broker_id], args.timeout)
     out = {"id": broker_id, "port": entry["port"], "pid": entry["pid"]}
     if args.output == "json":
         print_json(out)
@@ -76,11 +75,11 @@ def cmd_remove_broker(args: argparse.Namespace) -> int:
     from headwater.client import Admin
 
     data_dir: Path = args.data_dir.resolve()
-    state = dev._load_state(data_dir)
+    state = dev_cluster.load_state(data_dir)
     entry = next((b for b in state["brokers"] if b["id"] == args.broker_id), None)
     if entry is None:
         raise CliError(f"no broker {args.broker_id} in this dev cluster")
-    others = [b for b in state["brokers"] if b is not entry and dev._alive(b.get("pid"))]
+    others = [b for b in state["brokers"] if b is not entry and dev_cluster.alive(b.get("pid"))]
     if not others:
         raise CliError(f"broker {args.broker_id} is the last running broker; use `dev down`")
     bootstrap = ",".join(f"127.0.0.1:{b['port']}" for b in others)
@@ -95,11 +94,11 @@ def cmd_remove_broker(args: argparse.Namespace) -> int:
             if plan.empty
             else partitions.follow_plan(admin, plan, args=follow_args, what=what)
         )
-        dev._note(f"stopping broker {args.broker_id}")
+        dev_cluster.note(f"stopping broker {args.broker_id}")
         _stop(entry)
         _wait_gone(admin, args.broker_id, timeout_s=60.0)
     state["brokers"].remove(entry)
-    dev._save_state(data_dir, state)
+    dev_cluster.save_state(data_dir, state)
     shutil.rmtree(Path(state["data_dir"]) / f"broker-{args.broker_id}", ignore_errors=True)
     out = {
         "id": args.broker_id,
@@ -120,12 +119,12 @@ def cmd_remove_broker(args: argparse.Namespace) -> int:
 
 def _stop(entry: dict[str, Any]) -> None:
     pid: int | None = entry.get("pid")
-    if pid is None or not dev._alive(pid):
+    if pid is None or not dev_cluster.alive(pid):
         return
-    dev._signal_group(pid, signal.SIGTERM)  # controlled shutdown
-    if dev._wait_dead([pid], 60.0):
-        dev._signal_group(pid, signal.SIGKILL)
-        dev._wait_dead([pid], 10.0)
+    dev_cluster.signal_group(pid, signal.SIGTERM)  # controlled shutdown
+    if dev_cluster.wait_dead([pid], 60.0):
+        dev_cluster.signal_group(pid, signal.SIGKILL)
+        dev_cluster.wait_dead([pid], 10.0)
 
 
 def _wait_gone(admin: Any, broker_id: int, *, timeout_s: float) -> None:

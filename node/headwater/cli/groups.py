@@ -16,8 +16,14 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from headwater.cli._common import CliError, add_output_option, print_json
-from headwater.cli.topics import add_bootstrap_option, admin_for, client_errors
+from headwater.cli._common import (
+    CliError,
+    add_bootstrap_option,
+    add_output_option,
+    admin_for,
+    client_errors,
+    print_json,
+)
 from headwater.client import Admin, OffsetAndTimestamp, TopicPartition
 
 _DURATION = re.compile(r"^(-)?P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+)S)?)?$")

@@ -1,27 +1,21 @@
 """``headwater operator``: run the Kubernetes operator (kopf) with ``kopf run``'s flags.
 
-The operator is an optional extra (``headwater[operator]``), so kopf and the
-``headwater_operator`` package are imported only when the command runs; the
-rest of the CLI works without them.  Settings not on the command line come
+The operator is an optional extra (``headwater[operator]``), so the
+``headwater_operator`` package (and through it kopf) is imported only when the command
+runs, and its absence is one line; the rest of the CLI works without it.  This is the
+one module of ``headwater`` that imports ``headwater_operator`` (``.importlinter``,
+the core-apart contract).  Settings not on the command line come
 from the environment the Helm chart sets (``HEADWATER_BOOTSTRAP``,
 ``HEADWATER_BROKER_STATEFULSET``, ``POD_NAMESPACE``, ``POD_NAME``,
 ``HEADWATER_OPERATOR_METRICS_PORT``).  With ``--peering`` and no
 ``--priority``, each replica takes a distinct priority derived from its pod
 name, since kopf pauses every replica when priorities tie.
-
-A bare ``kopf.OperatorRegistry()`` has none of the login handlers kopf's
-default registry adds, so :func:`_register_login` adds one: the official
-``kubernetes`` client (part of the extra) loads the pod's service account or,
-outside a cluster, the kubeconfig (``$KUBECONFIG`` or ``~/.kube/config``), the
-same order the roll engine's client uses.  Without that client, kopf's own
-minimal service-account and kubeconfig readers stand in.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib
 import os
 from typing import Any
 
@@ -56,17 +50,15 @@ def register(sub: Any) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     try:
-        # Imported by name: the core package does not depend on the operator extra.
-        kopf: Any = importlib.import_module("kopf")
-        handlers: Any = importlib.import_module("headwater_operator.handlers")
-        op_config: Any = importlib.import_module("headwater_operator.config")
+        from headwater_operator.config import OperatorConfig, peering_priority
+        from headwater_operator.run import run_operator
     except ModuleNotFoundError as exc:
         raise CliError(
             f"the operator needs the [operator] extra ({exc.name} is missing): "
             "pip install 'headwater[operator]'"
         ) from None
     try:
-        config = op_config.OperatorConfig.from_env(os.environ)
+        config = OperatorConfig.from_env(os.environ)
     except ValueError as exc:
         raise CliError(str(exc), exit_code=2) from None
     namespaces = list(args.namespace) or ([config.namespace] if not args.all_namespaces else [])
@@ -76,34 +68,17 @@ def _run(args: argparse.Namespace) -> int:
         config = dataclasses.replace(config, bootstrap=args.bootstrap)
     priority = args.priority
     if priority is None and args.peering:
-        priority = op_config.peering_priority(config.pod_name)
-    kopf.configure(verbose=args.verbose, debug=args.debug, quiet=args.quiet)
-    registry = kopf.OperatorRegistry()
-    _register_login(kopf, registry)
-    handlers.register(registry, config)
-    kopf.run(
-        registry=registry,
-        standalone=True if args.standalone else None,
+        priority = peering_priority(config.pod_name)
+    run_operator(
+        config,
+        namespaces=namespaces,
+        clusterwide=bool(args.all_namespaces),
+        standalone=bool(args.standalone),
         peering_name=args.peering,
         priority=priority,
         liveness_endpoint=args.liveness,
-        clusterwide=bool(args.all_namespaces),
-        namespaces=[] if args.all_namespaces else namespaces,
+        verbose=args.verbose,
+        debug=args.debug,
+        quiet=args.quiet,
     )
     return 0
-
-
-def _register_login(kopf: Any, registry: Any) -> None:
-    """Authenticate to the API server: in-cluster service account first, then kubeconfig."""
-    try:
-        importlib.import_module("kubernetes.config")
-        has_client = True
-    except ModuleNotFoundError:
-        has_client = False
-
-    def login(**kw: Any) -> Any:
-        if has_client:
-            return kopf.login_via_client(**kw)
-        return kopf.login_with_service_account(**kw) or kopf.login_with_kubeconfig(**kw)
-
-    kopf.on.login(registry=registry)(login)

@@ -22,8 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from headwater import errors
-from headwater.cli._common import CliError, add_output_option, print_json
-from headwater.cli.topics import add_bootstrap_option, admin_for, client_errors
+from headwater.cli._common import (
+    CliError,
+    add_bootstrap_option,
+    add_output_option,
+    admin_for,
+    client_errors,
+    print_json,
+)
 from headwater.client.admin import Admin
 from headwater.client.reassignment import (
     ReassignmentPlan,

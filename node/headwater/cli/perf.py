@@ -22,8 +22,17 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from headwater.cli._common import CliError, add_output_option, print_json
-from headwater.cli.topics import add_bootstrap_option, admin_for, client_errors, security_for
+from headwater.cli import perf_e2e
+from headwater.cli._common import (
+    CliError,
+    add_bootstrap_option,
+    add_output_option,
+    admin_for,
+    client_errors,
+    print_json,
+    security_for,
+)
+from headwater.cli.perf_stats import percentiles
 from headwater.client.consumer import Consumer
 from headwater.client.producer import Producer
 from headwater.client.settings import COMPRESSION_TYPES
@@ -58,28 +67,7 @@ def register(sub: Any) -> None:
     add_output_option(p)
     p.set_defaults(func=_consume)
 
-    from headwater.cli import perf_e2e  # it imports percentiles() from here
-
     perf_e2e.register(psub)
-
-
-def percentiles(latencies_ms: Sequence[float]) -> dict[str, float]:
-    """avg, p50, p95, p99, p99.9 and max of ``latencies_ms`` (zeros when empty)."""
-    if not latencies_ms:
-        return dict.fromkeys(("avg", "p50", "p95", "p99", "p999", "max"), 0.0)
-    s = sorted(latencies_ms)
-
-    def pick(q: float) -> float:
-        return s[min(len(s) - 1, int(q * len(s)))]
-
-    return {
-        "avg": sum(s) / len(s),
-        "p50": pick(0.50),
-        "p95": pick(0.95),
-        "p99": pick(0.99),
-        "p999": pick(0.999),
-        "max": s[-1],
-    }
 
 
 def _summary(
@@ -135,8 +123,8 @@ def _produce(args: argparse.Namespace) -> int:
     value = os.urandom(args.record_size)
     # Each record's latency, in whole ms as Kafka's ProducerPerformance measures it:
     # from its create timestamp (which send() stamps from the wall clock) to the
-    # callback.  One shared callback for every record, not a closure per record:
-    # that was a third of the tool's own cost per record (docs/performance.md, issue 16).
+    # callback.  One shared callback for every record, not a closure per record,
+    # which would be a third of the tool's own cost per record.
     latencies: list[int] = []
     errors_seen: list[BaseException] = []
     keep = latencies.append
@@ -223,7 +211,7 @@ def _consume(args: argparse.Namespace) -> int:
                 wall_ms = time.time() * 1000.0
                 recs = recs[: args.messages - count]
                 # Per record, but iterated in C (map/filter): a Python loop over the
-                # records cost this tool about as much as decoding them (issue 16).
+                # records costs this tool about as much as decoding them.
                 size = sum(map(len, filter(None, map(_value, recs))))
                 size += sum(map(len, filter(None, map(_key, recs))))
                 nbytes += size

@@ -31,9 +31,16 @@ import threading
 import time
 from typing import Any
 
-from headwater.cli._common import CliError, add_output_option, print_json
-from headwater.cli.perf import percentiles
-from headwater.cli.topics import add_bootstrap_option, admin_for, client_errors, security_for
+from headwater.cli._common import (
+    CliError,
+    add_bootstrap_option,
+    add_output_option,
+    admin_for,
+    client_errors,
+    print_json,
+    security_for,
+)
+from headwater.cli.perf_stats import percentiles
 from headwater.client.consumer import Consumer
 from headwater.client.producer import Producer
 from headwater.client.types import TopicPartition

@@ -13,8 +13,15 @@ import sys
 from typing import Any
 
 from headwater import errors
-from headwater.cli._common import CliError, add_output_option, print_json
-from headwater.cli.topics import add_bootstrap_option, admin_for, client_errors, security_for
+from headwater.cli._common import (
+    CliError,
+    add_bootstrap_option,
+    add_output_option,
+    admin_for,
+    client_errors,
+    print_json,
+    security_for,
+)
 from headwater.client.futures import RecordFuture
 from headwater.client.producer import Producer
 from headwater.client.settings import COMPRESSION_TYPES

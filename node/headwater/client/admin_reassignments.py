@@ -1,4 +1,4 @@
-"""``headwater.Admin``'s partition reassignment and replication throttle calls (issue 17).
+"""``headwater.Admin``'s partition reassignment and replication throttle calls.
 
 Kafka's admin client semantics (KIP-455):
 

@@ -58,7 +58,7 @@ def translate_rpc_error(exc: grpc.RpcError, address: str) -> errors.HeadwaterErr
         return errors.NetworkError(f"cannot reach broker {address}: {reason}")
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         return errors.RequestTimedOutError(f"no answer in time from {where}")
-    if code == grpc.StatusCode.UNAUTHENTICATED:  # a listener refused the caller (issue 18)
+    if code == grpc.StatusCode.UNAUTHENTICATED:  # a listener refused the caller
         return errors.SaslAuthenticationFailedError(
             f"broker {address} refused the caller: {details}"
         )

@@ -31,7 +31,7 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping
 from types import TracebackType
 
-from headwater import errors, runtime
+from headwater import errors, interpreter
 from headwater.client import connection, offsets
 from headwater.client import security as client_security
 from headwater.client.fetcher import Fetcher
@@ -107,7 +107,7 @@ class Consumer:
         security: ClientSecurity | None = None,
     ) -> None:
         tune_allocator()  # MiB fetch responses: see headwater.records.allocator
-        runtime.tune_switch_interval()  # background threads: see headwater.runtime
+        interpreter.tune_switch_interval()  # background threads: see headwater.interpreter
         self.settings = ConsumerSettings(
             bootstrap_servers=parse_bootstrap(bootstrap_servers),
             group_id=group_id,

@@ -39,7 +39,7 @@ answer back to this thread.  When every fetchable partition is led by one
 broker and nothing else is in flight or waiting to be decoded
 (:func:`inline_calls.may_fetch_inline`), this thread makes the long poll itself
 and handles the answer at once: one thread hand-off less between the broker's
-answer and ``poll`` (issue 16).  That long poll is a message on a long-lived
+answer and ``poll``.  That long poll is a message on a long-lived
 ``FetchStream`` to the broker (:mod:`headwater.client.streams`).
 
 Threads: :meth:`Fetcher.run` owns the request state (in flight, backoff,
@@ -96,7 +96,7 @@ def decode_batches(
     itself, ``tp``'s topic and partition followed by the record's fields
     (:meth:`~headwater.records.Batch.record_list_as`): one object per record.
     Building them here from the codec's records (``tp + record``, re-typed)
-    cost more than the native decoding (issue 16, docs/performance.md).
+    costs more than the native decoding.
     """
     out: list[ConsumerRecord] = []
     cls = ConsumerRecord

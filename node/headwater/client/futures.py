@@ -13,12 +13,12 @@ Callbacks are Kafka's ``thunks``: the batch keeps one list of them, in the
 order they were added, and when it completes runs them all in one tight loop
 on the sender thread.  The list is flat, three items per thunk, so that a
 queued record adds no object the garbage collector must track (a tuple per
-thunk made the collector scan every queued record: about 6% of the
-producer's CPU).  A ``send(..., callback=cb)`` callback is stored as it
-is, with the record's index and timestamp, and called with a
-:class:`RecordMetadata` built right there (no closure, no future, no event
-wait per record: profiled in docs/performance.md, issue 16, that path cost
-the sender thread about 8 us per record, four times the record itself).
+thunk would make the collector scan every queued record).  A
+``send(..., callback=cb)`` callback is stored as it is, with the record's
+index and timestamp, and called with a :class:`RecordMetadata` built right
+there: no closure, no future, no event wait per record, which would cost the
+sender thread more than the record itself (docs/performance.md, "Figures
+behind rules in the code").
 With the C extension built, that loop is ``_speedups.run_thunks`` (the same
 loop in C: no bytecode per record); :meth:`BatchResult._run_python` is the
 reference and the fallback, and tests run both.  A :class:`RecordFuture` is a

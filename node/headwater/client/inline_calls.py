@@ -4,8 +4,9 @@ The producer's sender and the consumer's fetcher normally hand each request to
 a :class:`~headwater.client.connection.CallPool` worker, which makes the
 blocking gRPC call and queues the answer back: the thread that owns the state
 stays free for other brokers, other partitions, linger and decoding.  For a
-one-record-at-a-time round trip those two hand-offs (there and back) were
-about 0.2 ms of the 1.4 ms (issue 16, docs/performance.md).  When the request
+one-record-at-a-time round trip those two hand-offs (there and back) are a
+good part of the time (docs/performance.md, "Figures behind rules in the
+code").  When the request
 is the only work the thread has, the hand-offs buy nothing: the thread makes
 the call itself and handles the answer at once, as it already does for a
 metadata refresh or an ``InitProducerId``.

@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterable, Mapping
 from types import TracebackType
 
-from headwater import errors, runtime
+from headwater import errors, interpreter
 from headwater.client import connection
 from headwater.client import security as client_security
 from headwater.client.accumulator import (
@@ -84,7 +84,7 @@ class Producer:
         security: ClientSecurity | None = None,
     ) -> None:
         tune_allocator()  # MiB batches: see headwater.records.allocator
-        runtime.tune_switch_interval()  # background threads: see headwater.runtime
+        interpreter.tune_switch_interval()  # background threads: see headwater.interpreter
         acks_value = parse_acks(acks)
         sequence_acks_1 = enable_idempotence is None  # see ProducerSettings.sequenced
         if enable_idempotence is None:

@@ -1,9 +1,9 @@
 """Unary-looking calls made as messages on a long-lived bidi stream per broker.
 
 A unary gRPC call sets up an HTTP/2 stream, its metadata and, on the broker, a
-new call's state: about 0.55 ms of a 0.83 ms one-record Produce here, where one
-message each way on a stream that is already open costs about 0.25 ms
-(``bench/grpc_stream_vs_unary.py``; issue 16, docs/performance.md).  The
+new call's state: most of a one-record Produce, and twice what one message each
+way on a stream that is already open costs (``bench/grpc_stream_vs_unary.py``;
+docs/performance.md, "Figures behind rules in the code").  The
 producer's sender and the consumer's fetcher make their *inline* calls (the
 request they wait for alone, :mod:`headwater.client.inline_calls`) through
 :class:`StreamedCalls`: ``ProduceStream`` and ``FetchStream`` answer each

@@ -1,1 +1,1 @@
-"""headwater.coordination (see DESIGN.md)."""
+"""ZooKeeper and the controller (docs/design.md, "ZooKeeper and the controller")."""

@@ -1,4 +1,4 @@
-"""The broker's side of the reassignment and dynamic broker config Admin calls (issue 17).
+"""The broker's side of the reassignment and dynamic broker config Admin calls.
 
 * AlterPartitionReassignments goes to the controller, as in Kafka's
   ZooKeeper mode: on the active controller it is an event on the controller

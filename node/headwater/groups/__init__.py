@@ -1,1 +1,1 @@
-"""headwater.groups (see DESIGN.md)."""
+"""The group coordinator and committed offsets (docs/design.md, "Consumer groups")."""

@@ -2,7 +2,7 @@
 Heartbeat, LeaveGroup and the rebalance they drive.  A state machine, no I/O.
 
 Kafka's ``GroupCoordinator`` for the classic protocol, in the shape of Kafka's newer
-coordinator runtime (STYLE.md 2): every operation takes a request value, a ``request_id``
+coordinator runtime (docs/style.md): every operation takes a request value, a ``request_id``
 chosen by the caller and the current time, and returns a :class:`Decision` -- the records
 to append to the partition, then the replies to send.  The caller
 (:class:`headwater.groups.runtime.GroupCoordinatorRuntime`) appends the records with

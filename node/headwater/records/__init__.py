@@ -1,6 +1,6 @@
 """Kafka RecordBatch v2, byte for byte: headers, records, compression, CRC-32C.
 
-Pure bytes in, bytes out (DESIGN.md, "Record format").  :mod:`.header` is the
+Pure bytes in, bytes out (docs/design.md, "Record format").  :mod:`.header` is the
 broker's hot path and never decodes records; :mod:`.batch` builds and reads
 whole batches for clients; :mod:`.compression` holds Kafka's codec framings
 and :mod:`.record_codec` the per-record varint format, each behind a Protocol

@@ -537,7 +537,7 @@ error:
  * prefix's items followed by the five ConsumedRecord fields -- the consumer's
  * ConsumerRecord (topic, partition, ...) made in one allocation, not a
  * ConsumedRecord concatenated to (topic, partition) and re-typed in Python
- * (which cost more than decoding the record: docs/performance.md, issue 16).
+ * (which costs more than decoding the record).
  */
 static PyObject *codec_decode(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 5 && nargs != 7) {

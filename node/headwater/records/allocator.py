@@ -28,9 +28,9 @@ def tune_allocator(
 
     Every produce request and fetch response is a ~1 MiB buffer (gRPC's, the
     protobuf's, the ``bytes`` of the records).  By default glibc serves those with
-    ``mmap`` and returns them with ``munmap``, so each one is page-faulted in anew:
-    measured, that doubled the CPU per MiB of both the broker (bench/broker.py, 4.1
-    vs 2.0 CPU ms/MiB) and the producer (14 vs 7.5 CPU ms/MiB).  A fixed mmap
+    ``mmap`` and returns them with ``munmap``, so each one is page-faulted in anew,
+    which doubles the CPU per MiB of both the broker and the producer
+    (docs/performance.md, "Figures behind rules in the code").  A fixed mmap
     threshold (32 MiB) and a high trim threshold keep freed
     buffers for reuse.  Process-wide, applied once per
     distinct arguments; a no-op (False) where

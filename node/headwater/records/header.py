@@ -1,7 +1,7 @@
 """RecordBatch v2 headers: the broker's and the log's view of a batch.
 
-The broker never decodes individual records on its hot path (DESIGN.md, "Record
-format"): it checks each batch's fixed 61-byte header and CRC-32C, patches
+The broker never decodes individual records on its hot path (docs/design.md,
+"Record format"): it checks each batch's fixed 61-byte header and CRC-32C, patches
 ``baseOffset`` and ``partitionLeaderEpoch`` (both outside the CRC, which is
 exactly why Kafka placed them there) and appends the bytes verbatim.  This
 module is that view: one ``struct`` unpack per batch and one ``crc32c`` call

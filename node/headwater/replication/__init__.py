@@ -1,6 +1,6 @@
 """Replication state machines: leader/follower roles, ISR, high watermark, leader epochs.
 
-Pure logic (DESIGN.md, "Layering"): events in, decisions out, the clock passed
+Pure logic (docs/design.md, "Layers"): events in, decisions out, the clock passed
 as a parameter.  :mod:`headwater.server` runs them against real logs, gRPC and
 ZooKeeper.
 """

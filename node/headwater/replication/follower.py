@@ -1,6 +1,6 @@
 """The follower side of replication as decisions: truncate-to, append, back off.
 
-Kafka's ``AbstractFetcherThread`` without the I/O (STYLE.md 2, 5).  The replica
+Kafka's ``AbstractFetcherThread`` without the I/O (docs/style.md).  The replica
 fetcher in :mod:`headwater.server.runtime.fetcher` does the gRPC calls and asks
 :class:`FollowerFetchState` what to do with each answer; the
 ``ReplicaManager`` applies the decision to the local log.  Nothing here reads

@@ -1,6 +1,7 @@
 """One partition's replication state on one broker: role, ISR, high watermark.
 
-This is Kafka's ``Partition`` without the I/O (STYLE.md 2, 5): the asyncio
+This is Kafka's ``Partition`` without the I/O (docs/style.md, "State machines without
+I/O"): the asyncio
 runtime in :mod:`headwater.server` owns the log and ZooKeeper, feeds this class
 events (role changes from the controller, local appends, follower fetches, the
 clock) and executes the decisions it returns (:class:`IsrChange`,

@@ -1,7 +1,7 @@
 """Explicit states of a partition replica and of its ISR, with their legal transitions.
 
 Kafka's ``GroupState`` lists each state's valid previous states and refuses
-anything else (STYLE.md 3).  The same is done here for the replica's role and
+anything else (docs/style.md, "Explicit states").  The same is done here for the replica's role and
 for in-flight ISR changes: an ISR expansion or shrink is first *pending* (the
 leader has asked ZooKeeper to change it) and only becomes *committed* once the
 conditional write succeeds, like Kafka's ``PendingExpandIsr``/``PendingShrinkIsr``.

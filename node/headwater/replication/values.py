@@ -1,4 +1,4 @@
-"""Small typed values shared by the replication state machines (STYLE.md 4).
+"""Small typed values shared by the replication state machines.
 
 Broker ids, offsets and leader epochs are plain ``int``s, not ``NewType``s:
 every one arrives from protobuf, ZooKeeper or the log as an ``int``, offsets

@@ -1,4 +1,4 @@
-"""Protobuf <-> domain values, in one place so the servicers stay thin (STYLE.md 8)."""
+"""Protobuf <-> domain values, in one place so the servicers stay thin (docs/style.md)."""
 
 from __future__ import annotations
 

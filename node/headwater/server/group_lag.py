@@ -72,7 +72,9 @@ class RemoteEndOffsets:
             try:
                 ends.update(await self._ask(address, tps))
             except (grpc.RpcError, OSError, errors.HeadwaterError) as exc:  # SASL refusals too
-                log.debug("end offsets from %s for the lag metric: %s", address, exc)
+                log.debug(
+                    "end offsets from %s for the lag metric: %s", address, errors.describe(exc)
+                )
                 ends.update({tp: e for tp in tps if (e := self._ends.get(tp)) is not None})
         self._ends = ends
 

@@ -76,25 +76,10 @@ SSL_KEYS = (
 
 LISTENER_KEYS = (*SSL_KEYS, "sasl.enabled.mechanisms")
 
-SENSITIVE_SUFFIXES = (
-    "ssl.keystore.key",
-    "ssl.key.password",
-    "ssl.keystore.password",
-    "ssl.truststore.password",
-    "sasl.jaas.config",
-)
-"""Settings whose values are secrets: never logged, described as null (Kafka's
-``sensitive=true``), whether set broker-wide or per listener."""
-
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _ENDPOINT = re.compile(rf"({_NAME})://(\[[^\]]*\]|[^:/\[\]]*):(\d+)")
 _PER_LISTENER = re.compile(rf"listener\.name\.({_NAME})\.(.+)")
 _JAAS = re.compile(r"[a-z0-9-]+\.sasl\.jaas\.config")
-
-
-def is_sensitive(key: str) -> bool:
-    """True for a setting (broker-wide or ``listener.name.*``) holding a secret."""
-    return key.endswith(SENSITIVE_SUFFIXES)
 
 
 def check_per_listener_key(key: str) -> None:

@@ -93,7 +93,7 @@ class RebalanceFigures(NamedTuple):
 
 
 class _GroupCollector:
-    """Consumer-group figures of the groups this broker coordinates (issue 5, "Metrics").
+    """Consumer-group figures of the groups this broker coordinates.
 
     Lag is the partition's end offset minus the committed offset: the high watermark of
     this broker's replica, or for a partition with no replica here the one its leader

@@ -9,7 +9,7 @@ Public surface (everything else is internal):
   clean-shutdown marker and the retention/flush scheduler.
 
 Only :mod:`headwater.records` and :mod:`headwater.errors` are imported: storage
-knows nothing of the network (DESIGN.md, "Layering").
+knows nothing of the network (docs/design.md, "Layers").
 """
 
 from headwater.storage.config import DEFAULT_LOG_CONFIG, TOPIC_CONFIG_KEYS, LogConfig

@@ -1,4 +1,4 @@
-"""headwater.testing: run real Headwater clusters in tests (STYLE.md 9).
+"""headwater.testing: run real Headwater clusters in tests.
 
 ``Cluster`` starts ZooKeeper and N broker processes on 127.0.0.1 and injects
 real faults (SIGKILL, SIGSTOP, SIGTERM, ZooKeeper session expiry);

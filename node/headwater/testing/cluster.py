@@ -1,7 +1,7 @@
 """A real Headwater cluster for tests: ZooKeeper plus N broker processes on 127.0.0.1.
 
 grpclib ships ``ChannelFor`` and kazoo a harness with ``expire_session()``;
-this is Headwater's (STYLE.md 9).  Brokers are real ``headwater broker``
+this is Headwater's.  Brokers are real ``headwater broker``
 processes, each in its own process group, so the faults a test injects are
 the real ones: ``kill`` is SIGKILL, ``pause``/``resume`` are SIGSTOP/SIGCONT,
 ``stop`` is SIGTERM (a graceful, controlled shutdown), and ``expire_session``

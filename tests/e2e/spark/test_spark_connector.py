@@ -318,3 +318,7 @@ def test_option_errors_fail_at_planning(spark: Any, cluster: Any) -> None:
         spark.range(1).write.format("headwater").option(
             "bootstrap.servers", cluster.bootstrap
         ).option("topic", "x").mode("append").save()
+    with pytest.raises(Exception, match="save mode 'overwrite' is not allowed for a topic"):
+        spark.range(1).selectExpr("CAST(id AS STRING) AS value").write.format("headwater").option(
+            "bootstrap.servers", cluster.bootstrap
+        ).option("topic", "x").mode("overwrite").save()

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 from headwater.cli.main import main
-from headwater.cli.perf import percentiles
+from headwater.cli.perf_stats import percentiles
 
 from tests.unit.client.fake_broker import FakeBroker
 

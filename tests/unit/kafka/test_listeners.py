@@ -10,7 +10,7 @@ from headwater.kafka.apis import KafkaApis, kafka_address
 from headwater.kafka.group_apis import KafkaGroupApis
 from headwater.kafka.listeners import kafka_listeners
 from headwater.kafka.server import KafkaServer, registration_endpoints
-from headwater.server.config import BrokerConfig, ConfigError
+from headwater.server.config import BrokerConfig, ConfigError, validate_config
 from headwater.server.listeners import EndPoint, ListenerConfigError, SecurityProtocol
 
 MAP = "PLAINTEXT:PLAINTEXT,KAFKA:PLAINTEXT,KSSL:SSL"
@@ -64,9 +64,9 @@ def test_bad_settings_name_the_key(listeners: str, advertised: str, message: str
 def test_the_broker_config_refuses_a_bad_kafka_listener() -> None:
     config = BrokerConfig(broker_id=0, kafka_listeners="PLAINTEXT://:0")
     with pytest.raises(ConfigError, match="already a gRPC listener"):
-        config.validate()
+        validate_config(config)
     with pytest.raises(ConfigError, match=r"socket\.request\.max\.bytes: must be > 0"):
-        BrokerConfig(broker_id=0, socket_request_max_bytes=0).validate()
+        validate_config(BrokerConfig(broker_id=0, socket_request_max_bytes=0))
 
 
 def test_every_supported_api_has_a_handler() -> None:

@@ -1,4 +1,4 @@
-"""Every legal and illegal transition of PartitionRole and IsrState (STYLE.md 3)."""
+"""Every legal and illegal transition of PartitionRole and IsrState (docs/style.md)."""
 
 from __future__ import annotations
 

@@ -10,14 +10,13 @@ from headwater.coordination.zk_security import ZkAuth, acl_for_path, is_sensitiv
 from headwater.security.acls import AclOperation
 from headwater.server.auth.acl_runtime import BrokerAuthorization
 from headwater.server.auth.authorization import ALLOW_ALL
-from headwater.server.config import BrokerConfig, ConfigError
-from headwater.server.services.admin import is_sensitive as is_sensitive_config
+from headwater.server.config import ConfigError, config_from_properties, is_secret
 
 BASE = {"broker.id": "0"}
 
 
 def test_authorization_is_off_by_default() -> None:
-    c = BrokerConfig.from_properties(BASE)
+    c = config_from_properties(BASE)
     assert not c.authorizer_enabled
     assert not BrokerAuthorization(c).authz.enabled
 
@@ -26,7 +25,7 @@ def test_authorization_is_off_by_default() -> None:
     "name", ["kafka.security.authorizer.AclAuthorizer", "headwater.AclAuthorizer"]
 )
 def test_kafkas_authorizer_names_turn_it_on(name: str) -> None:
-    c = BrokerConfig.from_properties({**BASE, "authorizer.class.name": name})
+    c = config_from_properties({**BASE, "authorizer.class.name": name})
     authorization = BrokerAuthorization(c)
     assert authorization.authz.enabled and authorization.authorizer is not None
 
@@ -44,11 +43,11 @@ def test_kafkas_authorizer_names_turn_it_on(name: str) -> None:
 )
 def test_bad_security_configs_name_the_key(props: dict[str, str], key: str) -> None:
     with pytest.raises(ConfigError, match=key):
-        BrokerConfig.from_properties({**BASE, **props})
+        config_from_properties({**BASE, **props})
 
 
 def test_super_users_and_allow_everyone_reach_the_authorizer() -> None:
-    c = BrokerConfig.from_properties(
+    c = config_from_properties(
         {
             **BASE,
             "authorizer.class.name": "headwater.AclAuthorizer",
@@ -63,7 +62,7 @@ def test_super_users_and_allow_everyone_reach_the_authorizer() -> None:
 
 
 def test_digest_settings_reach_zookeeper_without_showing_the_password() -> None:
-    c = BrokerConfig.from_properties(
+    c = config_from_properties(
         {
             **BASE,
             "zookeeper.set.acl": "true",
@@ -79,9 +78,9 @@ def test_digest_settings_reach_zookeeper_without_showing_the_password() -> None:
 
 def test_sensitive_configs() -> None:
     for key in ("zookeeper.digest.password", "ssl.keystore.key", "ssl.truststore.password"):
-        assert is_sensitive_config(key)
+        assert is_secret(key)
     for key in ("zookeeper.digest.username", "super.users", "ssl.keystore.location"):
-        assert not is_sensitive_config(key)
+        assert not is_secret(key)
 
 
 def test_znode_acls_by_path() -> None:

@@ -21,7 +21,7 @@ from headwater.client import sasl_aio
 from headwater.client.sasl import SESSION_METADATA_KEY, SaslCredentials, SaslSession
 from headwater.coordination.model import BrokerRegistration
 from headwater.server import tls
-from headwater.server.config import BrokerConfig
+from headwater.server.config import config_from_properties
 from headwater.server.listeners import SslConfig
 from headwater.server.runtime import channels
 from headwater.server.runtime.controller_channel import GrpcControllerChannel
@@ -66,7 +66,7 @@ def test_client_credentials_reload_when_the_files_change(
 def test_one_listener_for_both_roles_shares_its_credentials(tmp_path: Path) -> None:
     ca = CertificateAuthority.create()
     keystore = write_keystore(tmp_path / "broker.pem", ca.issue("broker"))
-    layout = BrokerConfig.from_properties(
+    layout = config_from_properties(
         {
             "broker.id": "0",
             "listeners": "INTERNAL://:9093",

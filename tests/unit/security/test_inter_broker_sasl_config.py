@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import pytest
 from headwater.security.jaas import JaasConfigError, ScramLogin, parse_scram_login
-from headwater.server.config import BrokerConfig, ConfigError
+from headwater.server.config import BrokerConfig, ConfigError, config_from_properties, is_secret
 from headwater.server.listeners import BrokerSaslLogin
-from headwater.server.services import admin
 
 MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
 SECRET = "Br0ker-s3cret"
@@ -26,7 +25,7 @@ SASL_INTERNAL = {
 
 
 def config(**props: str) -> BrokerConfig:
-    return BrokerConfig.from_properties({"broker.id": "0", **props})
+    return config_from_properties({"broker.id": "0", **props})
 
 
 def test_kafka_form_parses_with_quotes_escapes_and_bare_words() -> None:
@@ -138,5 +137,5 @@ def test_startup_refusals_are_one_line_and_name_the_key(
 
 def test_the_login_is_sensitive_in_describe_output() -> None:
     c = config(**SASL_INTERNAL, **{KEY: JAAS})
-    assert admin.is_sensitive(KEY)  # DescribeConfigs shows it as null
+    assert is_secret(KEY)  # DescribeConfigs shows it as null
     assert SECRET not in repr(c.listener_layout)

@@ -6,12 +6,18 @@ from __future__ import annotations
 import pytest
 from headwater.coordination import model
 from headwater.coordination.model import BrokerRegistration
-from headwater.server.config import BrokerConfig, ConfigError, properties_from_env
-from headwater.server.listeners import SecurityProtocol, is_sensitive
+from headwater.server.config import (
+    BrokerConfig,
+    ConfigError,
+    config_from_properties,
+    is_secret,
+    properties_from_env,
+)
+from headwater.server.listeners import SecurityProtocol
 
 
 def config(**props: str) -> BrokerConfig:
-    return BrokerConfig.from_properties({"broker.id": "0", **props})
+    return config_from_properties({"broker.id": "0", **props})
 
 
 TLS = {"ssl.keystore.location": "/etc/hw/broker.pem", "ssl.truststore.location": "/etc/hw/ca.pem"}
@@ -81,7 +87,7 @@ def test_per_listener_ssl_settings_override_the_broker_wide_ones() -> None:
     assert internal.client_auth == "required"
     assert client.keystore_location == "/etc/hw/default.pem" and client.client_auth == "none"
     # round trip through properties keeps the per-listener settings
-    assert BrokerConfig.from_properties(c.to_properties()) == c
+    assert config_from_properties(c.to_properties()) == c
 
 
 def test_inline_pem_keystore_and_truststore() -> None:
@@ -236,8 +242,8 @@ def test_secrets_are_marked_sensitive() -> None:
         "listener.name.client.ssl.keystore.key",
         "listener.name.client.scram-sha-512.sasl.jaas.config",
     ):
-        assert is_sensitive(key), key
-    assert not is_sensitive("ssl.keystore.location")
+        assert is_secret(key), key
+    assert not is_secret("ssl.keystore.location")
 
 
 def test_registration_with_endpoints_round_trips_in_kafkas_json() -> None:

@@ -20,7 +20,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from headwater.security.principal import KafkaPrincipal
 from headwater.server.auth.identity import current_identity
-from headwater.server.config import BrokerConfig
+from headwater.server.config import config_from_properties
 from headwater.server.runtime import listener_servers
 from headwater.server.tls import TlsMaterialError
 from headwater.testing.tls import CertificateAuthority, IssuedCertificate, write_keystore
@@ -81,7 +81,7 @@ async def _call(channel: grpc.aio.Channel, method: str = WHO, token: str | None 
 @pytest_asyncio.fixture
 async def listeners(pki: dict[str, Any]) -> AsyncIterator[dict[str, str]]:
     ports = dict(zip(("MTLS", "TLS", "PLAIN", "SASL"), free_ports(4), strict=True))
-    config = BrokerConfig.from_properties(
+    config = config_from_properties(
         {
             "broker.id": "0",
             "listeners": ",".join(f"{n}://127.0.0.1:{p}" for n, p in ports.items()),
@@ -203,7 +203,7 @@ def test_unusable_pem_material_is_refused_naming_the_file(tmp_path: Path) -> Non
     only_cert = tmp_path / "only-cert.pem"
     only_cert.write_bytes(ca.issue("x").cert_pem)
     for path, message in ((tmp_path / "missing.pem", "No such file"), (only_cert, "private key")):
-        config = BrokerConfig.from_properties(
+        config = config_from_properties(
             {
                 "broker.id": "0",
                 "listeners": "SSL://127.0.0.1:0",

@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
-from headwater.server.config import BrokerConfig, ConfigError, parse_properties
+from headwater.server.config import (
+    SECRET_KEYS,
+    BrokerConfig,
+    ConfigError,
+    config_from_properties,
+    is_secret,
+    load_config,
+    parse_properties,
+    validate_config,
+)
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -41,7 +51,7 @@ def test_properties_syntax() -> None:
 
 def test_file_then_env_then_override(tmp_path: Path) -> None:
     path = write(tmp_path, "broker.id=1\nnum.partitions=2\nmin.insync.replicas=2\n")
-    config = BrokerConfig.load(
+    config = load_config(
         config_file=path,
         environ={"HEADWATER_NUM_PARTITIONS": "4", "HEADWATER_BROKER_ID": "5"},
         overrides=["broker.id=7", "log.retention.ms=1000"],
@@ -57,7 +67,7 @@ def test_env_expansion_in_values(tmp_path: Path) -> None:
         tmp_path,
         "broker.id=0\nadvertised.listeners=PLAINTEXT://${HOSTNAME}.hw-brokers:9092\n",
     )
-    config = BrokerConfig.load(config_file=path, environ={"HOSTNAME": "hw-broker-2"})
+    config = load_config(config_file=path, environ={"HOSTNAME": "hw-broker-2"})
     assert config.advertised_listener.host == "hw-broker-2.hw-brokers"
     assert config.advertised_listener.port == 9092
 
@@ -65,14 +75,14 @@ def test_env_expansion_in_values(tmp_path: Path) -> None:
 def test_undefined_env_reference_names_key(tmp_path: Path) -> None:
     path = write(tmp_path, "broker.id=0\nadvertised.listeners=PLAINTEXT://${NOPE}:1\n")
     with pytest.raises(ConfigError, match=r"advertised.listeners.*\$\{NOPE\}"):
-        BrokerConfig.load(config_file=path, environ={})
+        load_config(config_file=path, environ={})
 
 
 def test_broker_id_from_hostname() -> None:
-    config = BrokerConfig.load(environ={"HOSTNAME": "hw-broker-12"}, broker_id_from_hostname=True)
+    config = load_config(environ={"HOSTNAME": "hw-broker-12"}, broker_id_from_hostname=True)
     assert config.broker_id == 12
     with pytest.raises(ConfigError, match="HOSTNAME"):
-        BrokerConfig.load(environ={"HOSTNAME": "broker"}, broker_id_from_hostname=True)
+        load_config(environ={"HOSTNAME": "broker"}, broker_id_from_hostname=True)
 
 
 @pytest.mark.parametrize(
@@ -89,28 +99,28 @@ def test_broker_id_from_hostname() -> None:
 )
 def test_bad_values_name_the_key(override: str, match: str) -> None:
     with pytest.raises(ConfigError, match=match):
-        BrokerConfig.load(environ={}, overrides=["broker.id=0", override])
+        load_config(environ={}, overrides=["broker.id=0", override])
 
 
 def test_unknown_env_key_is_an_error() -> None:
     with pytest.raises(ConfigError, match=r"num\.partition"):
-        BrokerConfig.load(environ={"HEADWATER_BROKER_ID": "1", "HEADWATER_NUM_PARTITION": "2"})
+        load_config(environ={"HEADWATER_BROKER_ID": "1", "HEADWATER_NUM_PARTITION": "2"})
 
 
 def test_missing_broker_id() -> None:
     with pytest.raises(ConfigError, match=r"broker\.id"):
-        BrokerConfig.load(environ={})
+        load_config(environ={})
 
 
 def test_chroot_and_log_config() -> None:
-    config = BrokerConfig.load(
+    config = load_config(
         environ={},
         overrides=["broker.id=0", "zookeeper.connect=zk1:2181,zk2:2181/team/hw"],
     )
     assert config.zookeeper_hosts == "zk1:2181,zk2:2181"
     assert config.zookeeper_chroot == "/team/hw"
     assert config.log_config_properties()["max.message.bytes"] == "1048588"
-    assert BrokerConfig.from_properties(config.to_properties()) == config
+    assert config_from_properties(config.to_properties()) == config
 
 
 @pytest.mark.parametrize(
@@ -118,7 +128,7 @@ def test_chroot_and_log_config() -> None:
     ["HEADWATER_KEEP_SWITCH_INTERVAL", "HEADWATER_PURE_PYTHON_RECORDS", "HEADWATER_BOOTSTRAP"],
 )
 def test_process_and_client_env_names_are_not_broker_settings(name: str) -> None:
-    config = BrokerConfig.load(environ={"HEADWATER_BROKER_ID": "3", name: "1"})
+    config = load_config(environ={"HEADWATER_BROKER_ID": "3", name: "1"})
     assert config.broker_id == 3
 
 
@@ -133,11 +143,11 @@ def test_consumer_group_defaults_follow_kafka() -> None:
     assert config.consumer_assignors == ("uniform", "range")
     assert config.group_consumer_max_size == 2147483647
     assert config.group_consumer_migration_policy == "bidirectional"
-    config.validate()
+    validate_config(config)
 
 
 def test_consumer_group_settings_are_read() -> None:
-    config = BrokerConfig.load(
+    config = load_config(
         environ={},
         overrides=[
             "broker.id=0",
@@ -181,11 +191,11 @@ def test_consumer_group_settings_are_read() -> None:
 )
 def test_bad_consumer_group_settings_name_the_key(overrides: list[str], match: str) -> None:
     with pytest.raises(ConfigError, match=match):
-        BrokerConfig.load(environ={}, overrides=["broker.id=0", *overrides])
+        load_config(environ={}, overrides=["broker.id=0", *overrides])
 
 
 def test_repr_leaves_out_every_secret() -> None:
-    config = BrokerConfig.from_properties(
+    config = config_from_properties(
         {
             "broker.id": "0",
             "zookeeper.digest.username": "brokers",
@@ -202,3 +212,15 @@ def test_repr_leaves_out_every_secret() -> None:
     assert "broker_id=0" in shown and "zookeeper_digest_username='brokers'" in shown
     for secret in ("zk-s3cret", "inline-key", "jaas-s3cret"):
         assert secret not in shown
+
+
+def test_a_key_is_secret_when_its_declared_field_is() -> None:
+    declared = {f.metadata["key"]: f for f in dataclasses.fields(BrokerConfig)}
+    assert {key for key, f in declared.items() if not f.repr} == SECRET_KEYS
+    assert "zookeeper.digest.password" in SECRET_KEYS
+    assert "ssl.keystore.location" not in SECRET_KEYS
+    for key in ("ssl.keystore.key", "ssl.key.password", "ssl.truststore.password"):
+        assert is_secret(key) and is_secret(f"listener.name.client.{key}")
+    assert is_secret("listener.name.internal.scram-sha-512.sasl.jaas.config")
+    assert not is_secret("listener.name.client.ssl.keystore.location")
+    assert not is_secret("listener.name.client.sasl.enabled.mechanisms")

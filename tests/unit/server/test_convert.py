@@ -10,7 +10,7 @@ from headwater.server.convert import (
     partition_state_to_proto,
 )
 from headwater.server.runtime.metadata_cache import MetadataCache
-from headwater.server.services.broker import PRODUCER_ID_BITS, ProducerIdAllocator
+from headwater.server.services.broker_service import PRODUCER_ID_BITS, ProducerIdAllocator
 
 
 def test_partition_state_round_trip() -> None:

@@ -170,9 +170,9 @@ def test_a_listener_offers_only_its_own_mechanisms() -> None:
 
 
 def test_mechanisms_per_listener_from_the_broker_config() -> None:
-    from headwater.server.config import BrokerConfig
+    from headwater.server.config import config_from_properties
 
-    config = BrokerConfig.from_properties(
+    config = config_from_properties(
         {
             "broker.id": "0",
             "listeners": "INTERNAL://127.0.0.1:9091,CLIENT://127.0.0.1:9092",

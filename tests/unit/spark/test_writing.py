@@ -9,7 +9,9 @@ import pytest
 from headwater import errors
 from headwater.client.futures import RecordFuture
 from headwater_spark.options import OptionError, parse_write_options
+from headwater_spark.source import HeadwaterDataSource
 from headwater_spark.writing import check_columns, write_batches
+from pyspark.sql.types import StringType, StructField, StructType
 
 
 class FakeProducer:
@@ -111,3 +113,11 @@ def test_good_columns_pass() -> None:
         "headers": "array<struct<key:string,value:binary>>",
     }
     assert check_columns(columns, topic_option=None) is None
+
+
+def test_a_batch_overwrite_is_refused_before_anything_is_written() -> None:
+    source = HeadwaterDataSource({"bootstrap.servers": "h:1", "topic": "t"})
+    schema = StructType([StructField("value", StringType())])
+    with pytest.raises(OptionError, match=r"use \.mode\(\"append\"\)"):
+        source.writer(schema, overwrite=True)
+    assert source.writer(schema, overwrite=False).opts.topic == "t"

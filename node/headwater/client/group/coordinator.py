@@ -5,7 +5,7 @@ Kafka's ``ConsumerCoordinator``, as the I/O around a sans-I/O
 and what an answer means; this class sends, waits no longer than its caller allows, and
 runs the rebalance listener.
 
-``poll(timeout_ms)`` never waits past its deadline (issue 15).  A JoinGroup is held by
+``poll(timeout_ms)`` never waits past its deadline.  A JoinGroup is held by
 the broker until every member has rejoined, and a follower's SyncGroup until the leader
 has synced, so both are sent on the client's call pool and the unanswered call is
 carried over to the next ``poll`` (as Kafka's consumer does); the coordinator lookup and

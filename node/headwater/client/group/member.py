@@ -8,7 +8,7 @@ session timeout.  :class:`GroupMember` is that logic without the I/O: the consum
 :class:`~headwater.client.group.coordinator.ConsumerCoordinator` asks it what to send
 next, sends it without waiting past the poll's deadline, and reports each answer back.
 Every move goes through :meth:`MemberState.transition_to`, which refuses an edge the
-table below does not have (STYLE.md 3)::
+table below does not have::
 
     UNJOINED ──start_join──▶ JOINING ──joined──▶ SYNCING ──synced──▶ STABLE
        ▲  ▲                    │                   │                   │

@@ -1,6 +1,6 @@
 """The broker's authorizer at run time: its settings, its ZooKeeper session and its watch.
 
-Built from the broker config by the composition root (:mod:`headwater.server.broker`).
+Built from the broker config by the composition root (:mod:`headwater.server.app`).
 With ``authorizer.class.name`` empty it is inert: :attr:`BrokerAuthorization.authz`
 allows everything, nothing connects, and the AclService answers SECURITY_DISABLED.
 

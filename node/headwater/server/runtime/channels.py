@@ -29,6 +29,53 @@ def channel_options(max_message_bytes: int) -> list[tuple[str, int]]:
     ]
 
 
+REPLICA_KEEPALIVE_TIME_MS = 1000
+"""A replica fetcher's channel pings its leader after this long without an answer..."""
+REPLICA_KEEPALIVE_TIMEOUT_MS = 1000
+"""...and drops the connection (failing the fetch in flight) if no ping answer comes in
+this long: a connection a network partition killed is given up within about 2 s."""
+
+
+def replica_channel_options(max_message_bytes: int, *, backoff_ms: int) -> list[tuple[str, int]]:
+    """Options of a replica fetcher's channel.
+
+    * keepalive pings after :data:`REPLICA_KEEPALIVE_TIME_MS` without anything read, also
+      between fetches; the ping's answer is awaited :data:`REPLICA_KEEPALIVE_TIMEOUT_MS`.
+      gRPC (1.85) times a keepalive ping out after ``grpc.http2.ping_timeout_ms`` (default
+      1 minute), not ``grpc.keepalive_timeout_ms``: both are set.  The leader must accept
+      the pings: :func:`server_options`.
+    * reconnection on the fetcher's own schedule (``backoff_ms``, that is
+      ``replica.fetch.backoff.ms``; Kafka's replica fetcher has no reconnect backoff of its
+      own) rather than gRPC's, which grows to 2 minutes;
+    * a connection of its own (``grpc.use_local_subchannel_pool``): a replacement channel
+      opened after a timed-out call must not share the old channel's connection, which
+      it would through gRPC's process-wide pool (same address, same options).
+    """
+    return [
+        *channel_options(max_message_bytes),
+        ("grpc.keepalive_time_ms", REPLICA_KEEPALIVE_TIME_MS),
+        ("grpc.keepalive_timeout_ms", REPLICA_KEEPALIVE_TIMEOUT_MS),
+        ("grpc.http2.ping_timeout_ms", REPLICA_KEEPALIVE_TIMEOUT_MS),
+        ("grpc.keepalive_permit_without_calls", 1),
+        ("grpc.http2.max_pings_without_data", 0),
+        ("grpc.use_local_subchannel_pool", 1),
+        ("grpc.initial_reconnect_backoff_ms", backoff_ms),
+        ("grpc.max_reconnect_backoff_ms", backoff_ms),
+    ]
+
+
+def server_options(max_message_bytes: int) -> list[tuple[str, int]]:
+    """Options of the broker's gRPC servers: :func:`channel_options`, and the replica
+    fetchers' keepalive pings allowed.  By default a gRPC server counts a ping sooner than
+    5 minutes after the last one (or any ping with no call open) as a strike, and after
+    two strikes closes the connection with GOAWAY ``too_many_pings``."""
+    return [
+        *channel_options(max_message_bytes),
+        ("grpc.http2.min_ping_interval_without_data_ms", REPLICA_KEEPALIVE_TIME_MS // 2),
+        ("grpc.keepalive_permit_without_calls", 1),
+    ]
+
+
 # -- security of the channels to other brokers --------------------------------------------
 #
 # Every channel a broker opens to another broker (replica fetchers, the controller's

@@ -61,7 +61,7 @@ async def controlled_shutdown(
                 return True
             log.info("controlled shutdown: %d partitions remain (attempt %d)", remaining, number)
         except Exception as exc:
-            log.warning("controlled shutdown attempt %d failed: %r", number, exc)
+            log.warning("controlled shutdown attempt %d failed: %s", number, errors.describe(exc))
         await sleep(backoff_ms / 1000.0)
     log.warning("controlled shutdown did not complete; shutting down anyway")
     return False

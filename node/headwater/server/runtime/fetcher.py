@@ -14,7 +14,21 @@ so replication adds one round trip, not a polling interval.
 
 Errors are per partition: a fenced or unknown epoch, or a leader that no
 longer leads, backs that partition off until the controller's next
-LeaderAndIsr re-targets it; a transport failure backs off the whole fetcher.
+LeaderAndIsr re-targets it; a transport failure backs off the whole fetcher
+(:func:`on_round_failed` decides what each kind of failure does).
+
+A call to the leader has a deadline, ``replica.socket.timeout.ms``; one that
+runs out drops the connection, as Kafka's ``NetworkClient`` disconnects on a
+request timeout.  A connection that died under a fetch (a network partition)
+is noticed sooner, by gRPC keepalive on the fetcher's channel
+(:func:`channels.replica_channel_options`).  A call waits for the channel to
+connect (``wait_for_ready``, within its deadline), as Kafka's fetcher awaits
+its connection for up to the socket timeout: a follower cut off from its
+leader fetches the moment the channel reconnects, at most
+``replica.fetch.backoff.ms`` (and gRPC's 20 % jitter) after the link is back.
+
+The decisions (which partitions fetch now, how long an idle fetcher sleeps,
+what a failure does) are functions of their inputs, apart from the I/O.
 Thread model: everything runs on the broker's event loop.
 """
 
@@ -24,7 +38,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, NamedTuple, Protocol
 
 import grpc
 
@@ -42,12 +56,93 @@ from headwater.replication.follower import (
     TruncateTo,
 )
 from headwater.server.runtime import channels
-from headwater.server.runtime.channels import channel_options
+from headwater.server.runtime.channels import replica_channel_options
 from headwater.server.runtime.replica_manager import ReplicaManager
 from headwater.v1 import broker_pb2, broker_pb2_grpc
 from headwater.values import TopicPartition
 
 log = logging.getLogger(__name__)
+
+
+# -- decisions ---------------------------------------------------------------------------------
+
+
+def ready_partitions(
+    partitions: Mapping[TopicPartition, FollowerFetchState], now_ms: float
+) -> dict[TopicPartition, FollowerFetchState]:
+    """The partitions whose backoff is over: the next round fetches (or truncates) these."""
+    return {tp: st for tp, st in partitions.items() if st.is_ready(now_ms)}
+
+
+def idle_wait_s(
+    partitions: Mapping[TopicPartition, FollowerFetchState], now_ms: float
+) -> float | None:
+    """How long a fetcher with nothing ready sleeps (unless a partition is added or
+    removed first): until the earliest backoff ends; None (until a change) with no
+    partitions."""
+    if not partitions:
+        return None
+    return max(0.0, min(st.delayed_until_ms for st in partitions.values()) - now_ms) / 1000.0
+
+
+class FailureResponse(NamedTuple):
+    """What the fetcher does after a round that raised: every partition backs off with
+    ``reason``; ``message`` is logged at ``level`` (with the traceback if ``traceback``);
+    with ``reconnect`` the channel to the leader is replaced."""
+
+    reason: str
+    level: int
+    message: str
+    reconnect: bool = False
+    traceback: bool = False
+
+
+def on_round_failed(exc: Exception) -> FailureResponse:
+    """The rule for each kind of failure of a fetch round.
+
+    * a gRPC error: a transport failure, logged at INFO (a leader that died or moved is
+      routine); a call that ran out its deadline (``replica.socket.timeout.ms``) also
+      drops the connection it waited on, as Kafka does on a request timeout, so the next
+      call does not queue behind a dead one;
+    * a Headwater error (e.g. SASL_AUTHENTICATION_FAILED from the channel's login):
+      backs off under its code's name, WARNING unless retriable;
+    * anything else is a bug: logged with its traceback.
+    """
+    if isinstance(exc, grpc.aio.AioRpcError):
+        code = exc.code()
+        details = exc.details()
+        return FailureResponse(
+            "transport failure",
+            logging.INFO,
+            f"{code.name}: {details}" if details else code.name,
+            reconnect=code is grpc.StatusCode.DEADLINE_EXCEEDED,
+        )
+    if isinstance(exc, errors.HeadwaterError):
+        return FailureResponse(
+            exc.code.name, logging.INFO if exc.retriable else logging.WARNING, str(exc)
+        )
+    return FailureResponse("fetcher failure", logging.ERROR, errors.describe(exc), traceback=True)
+
+
+# -- I/O ---------------------------------------------------------------------------------------
+
+
+class Closeable(Protocol):
+    async def close(self, grace: float | None) -> None: ...
+
+
+Connect = Callable[[str], tuple[Closeable, Any]]
+"""Opens a channel to ``host:port`` and returns it with a Broker stub on it."""
+
+
+def grpc_connect(options: list[tuple[str, int]]) -> Connect:
+    """The real :data:`Connect`: an inter-broker channel with ``options``."""
+
+    def connect(address: str) -> tuple[Closeable, Any]:
+        channel = channels.aio_channel(address, options=options)
+        return channel, broker_pb2_grpc.BrokerStub(channel)
+
+    return connect
 
 
 class ReplicaFetcher:
@@ -62,11 +157,14 @@ class ReplicaFetcher:
         max_bytes: int,
         max_wait_ms: int,
         backoff_ms: int,
-        max_message_bytes: int,
+        socket_timeout_ms: int,
+        connect: Connect,
         shutting_down: Callable[[], bool],
     ) -> None:
         """``shutting_down``: whether this broker has begun to shut down; its fetches then
-        say so, and the leader no longer adds it to any ISR (``FetchRequest.shutting_down``)."""
+        say so, and the leader no longer adds it to any ISR (``FetchRequest.shutting_down``).
+        ``socket_timeout_ms`` is every call's deadline (``replica.socket.timeout.ms``; the
+        config checks it leaves room for ``max_wait_ms``)."""
         self.leader = leader
         self.partitions: dict[TopicPartition, FollowerFetchState] = {}
         self._manager = manager
@@ -74,10 +172,10 @@ class ReplicaFetcher:
         self._max_bytes = max_bytes
         self._max_wait_ms = max_wait_ms
         self._backoff_ms = backoff_ms
-        self._options = channel_options(max_message_bytes)
+        self._deadline_s = socket_timeout_ms / 1000.0
+        self._connect = connect
         self._generation = channels.credentials_generation()
-        self._channel = channels.aio_channel(f"{leader.host}:{leader.port}", options=self._options)
-        self._stub = broker_pb2_grpc.BrokerStub(self._channel)
+        self._channel, self._stub = connect(f"{leader.host}:{leader.port}")
         self._changed = asyncio.Event()
         self._closed = False
         self._shutting_down = shutting_down
@@ -101,50 +199,53 @@ class ReplicaFetcher:
     async def _run(self) -> None:
         while not self._closed:
             now = monotonic_ms()
-            ready = {tp: st for tp, st in self.partitions.items() if st.is_ready(now)}
+            ready = ready_partitions(self.partitions, now)
             if not ready:
                 self._changed.clear()
-                delays = [st.delayed_until_ms - now for st in self.partitions.values()]
-                timeout = min(delays) / 1000.0 if delays else None
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._changed.wait(), timeout)
+                    await asyncio.wait_for(self._changed.wait(), idle_wait_s(self.partitions, now))
                 continue
             try:
-                for tp, st in list(ready.items()):
-                    if st.needs_truncation:
-                        await self._truncate(tp, st)
-                ready = {tp: st for tp, st in ready.items() if not st.needs_truncation}
-                if ready:
-                    await self._fetch_once(ready)
-            except grpc.aio.AioRpcError as exc:
-                log.info("fetch from broker %d failed: %s", self.leader.broker_id, exc.code())
-                self._back_off_all("transport failure")
-                await self._renew_channel_if_stale()
+                await self._round(ready)
             except asyncio.CancelledError:
                 raise
-            except errors.HeadwaterError as exc:  # e.g. SASL_AUTHENTICATION_FAILED (no secret)
-                level = logging.INFO if exc.retriable else logging.WARNING  # a dead leader: INFO
-                log.log(level, "fetch from broker %d failed: %s", self.leader.broker_id, exc)
-                self._back_off_all(exc.code.name)
-                await self._renew_channel_if_stale()
-            except Exception:
-                log.exception("replica fetcher for broker %d failed", self.leader.broker_id)
-                self._back_off_all("fetcher failure")
+            except Exception as exc:
+                await self._failed(exc)
 
-    async def _renew_channel_if_stale(self) -> None:
-        """After a failure: a channel made before the broker's client TLS files were
-        rotated is replaced, so the reconnection presents the new certificate."""
+    async def _round(self, ready: Mapping[TopicPartition, FollowerFetchState]) -> None:
+        for tp, st in list(ready.items()):
+            if st.needs_truncation:
+                await self._truncate(tp, st)
+        ready = {tp: st for tp, st in ready.items() if not st.needs_truncation}
+        if ready:
+            await self._fetch_once(ready)
+
+    async def _failed(self, exc: Exception) -> None:
+        """Carry out :func:`on_round_failed`'s response to ``exc``."""
+        response = on_round_failed(exc)
+        log.log(
+            response.level,
+            "fetch from broker %d failed: %s",
+            self.leader.broker_id,
+            response.message,
+            exc_info=exc if response.traceback else None,
+        )
+        self._back_off_all(response.reason)
+        await self._renew_channel(reconnect=response.reconnect)
+
+    async def _renew_channel(self, *, reconnect: bool) -> None:
+        """After a failure: replace the channel when ``reconnect`` says so, or when it was
+        made before the broker's client TLS files were rotated (the reconnection then
+        presents the new certificate)."""
         generation = channels.credentials_generation()
-        if generation == self._generation or self._closed:
+        if self._closed or (generation == self._generation and not reconnect):
             return
         old, self._generation = self._channel, generation
-        self._channel = channels.aio_channel(
-            f"{self.leader.host}:{self.leader.port}", options=self._options
-        )
-        self._stub = broker_pb2_grpc.BrokerStub(self._channel)
+        self._channel, self._stub = self._connect(f"{self.leader.host}:{self.leader.port}")
         log.info(
-            "fetcher for broker %d: new channel with the reloaded TLS material",
+            "fetcher for broker %d: new channel (%s)",
             self.leader.broker_id,
+            "after a call timed out" if reconnect else "with the reloaded TLS material",
         )
         await old.close(grace=None)
 
@@ -193,7 +294,9 @@ class ReplicaFetcher:
                 )
             ],
         )
-        response = await self._stub.OffsetsForLeaderEpoch(request, timeout=10.0)
+        response = await self._stub.OffsetsForLeaderEpoch(
+            request, timeout=self._deadline_s, wait_for_ready=True
+        )
         local = self._local(tp, st)
         if local is None or not st.needs_truncation:
             return
@@ -287,7 +390,10 @@ class ReplicaFetcher:
                 self._handle(tp, current, part)
 
     async def _call_fetch(self, request: broker_pb2.FetchRequest) -> broker_pb2.FetchResponse:
-        return await self._stub.Fetch(request, timeout=self._max_wait_ms / 1000.0 + 10.0)
+        response: broker_pb2.FetchResponse = await self._stub.Fetch(
+            request, timeout=self._deadline_s, wait_for_ready=True
+        )
+        return response
 
     def _handle(
         self, tp: TopicPartition, st: FollowerFetchState, part: broker_pb2.FetchedPartition
@@ -318,11 +424,18 @@ class ReplicaFetcherManager:
         max_bytes: int,
         max_wait_ms: int,
         backoff_ms: int,
+        socket_timeout_ms: int,
         max_message_bytes: int,
+        connect: Connect | None = None,
     ) -> None:
+        """``connect`` opens the fetchers' channels (default: gRPC inter-broker channels
+        with :func:`channels.replica_channel_options`)."""
         self._manager = manager
         self._broker_id = broker_id
-        self._settings = (max_bytes, max_wait_ms, backoff_ms, max_message_bytes)
+        self._settings = (max_bytes, max_wait_ms, backoff_ms, socket_timeout_ms)
+        self._connect = connect or grpc_connect(
+            replica_channel_options(max_message_bytes, backoff_ms=backoff_ms)
+        )
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self._closing: set[asyncio.Task[None]] = set()
         self._shutting_down = False
@@ -352,7 +465,7 @@ class ReplicaFetcherManager:
                 self._close(self.fetchers.pop(leader_id))
                 fetcher = None
             if fetcher is None:
-                max_bytes, max_wait_ms, backoff_ms, max_message_bytes = self._settings
+                max_bytes, max_wait_ms, backoff_ms, socket_timeout_ms = self._settings
                 fetcher = ReplicaFetcher(
                     leader=broker,
                     manager=self._manager,
@@ -360,7 +473,8 @@ class ReplicaFetcherManager:
                     max_bytes=max_bytes,
                     max_wait_ms=max_wait_ms,
                     backoff_ms=backoff_ms,
-                    max_message_bytes=max_message_bytes,
+                    socket_timeout_ms=socket_timeout_ms,
+                    connect=self._connect,
                     shutting_down=lambda: self._shutting_down,
                 )
                 self.fetchers[leader_id] = fetcher

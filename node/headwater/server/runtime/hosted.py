@@ -15,7 +15,7 @@ import logging
 from typing import NamedTuple
 
 from headwater import errors
-from headwater.clock import wall_ms as wall_ms  # for server/broker.py; import headwater.clock
+from headwater.clock import wall_ms as wall_ms  # for server/app.py; import headwater.clock
 from headwater.errors import ErrorCode
 from headwater.replication import Partition
 from headwater.replication.follower import LocalLog, StartAt, TruncateTo

@@ -88,6 +88,6 @@ def rebuild(producers: ProducerStateManager, plog: Log) -> int:
                     )
                     seen += 1
     except (OSError, errors.HeadwaterError) as exc:
-        log.warning("cannot rebuild producer state of %s: %s", plog, exc)
+        log.warning("cannot rebuild producer state of %s: %s", plog, errors.describe(exc))
         producers.clear()
     return seen

@@ -1,7 +1,7 @@
 """The broker process's lifecycle helpers: bounded shutdown steps, the exit watchdog,
 the test hooks' stack dump and session expiry, and the post-startup ``gc.freeze``.
 
-The composition root (:mod:`headwater.server.broker`) calls these; they hold no
+The composition root (:mod:`headwater.server.app`) calls these; they hold no
 broker state.  Every shutdown step is bounded (:func:`bounded`) and the exit
 watchdog halts a process whose shutdown still runs after a deadline, so a
 broker told to stop always exits in bounded time.
@@ -20,6 +20,7 @@ import time
 from collections.abc import Awaitable
 from typing import Any
 
+from headwater import errors
 from headwater.coordination import session
 from headwater.coordination.broker import BrokerCoordinator
 from headwater.server.runtime.offload import run_blocking
@@ -88,7 +89,7 @@ async def expire_session(coordinator: BrokerCoordinator) -> None:
         await run_blocking(expire)
         log.info("ZooKeeper session expired on request and re-established")
     except Exception as exc:
-        log.warning("session expiry hook failed: %s", exc)
+        log.warning("session expiry hook failed: %s", errors.describe(exc))
 
 
 def freeze_startup_objects() -> None:
@@ -97,11 +98,10 @@ def freeze_startup_objects() -> None:
 
     Startup leaves tens of thousands of long-lived objects (modules, grpc, kazoo,
     protobuf descriptors, metadata).  Left in the collected generations, the first
-    full collection after startup scanned them all on the event loop: a 24-27 ms
-    stall of every request in flight, measured with a ``gc.callbacks`` probe
-    during ``bench/client.py``'s end-to-end run, and each later collection paid
-    for them again.  Frozen, they are never scanned; garbage made later is
-    collected as before.
+    full collection after startup scans them all on the event loop, stalling every
+    request in flight for tens of milliseconds (docs/performance.md, "Figures behind
+    rules in the code"), and each later collection pays for them again.  Frozen,
+    they are never scanned; garbage made later is collected as before.
     """
     gc.collect()
     gc.freeze()

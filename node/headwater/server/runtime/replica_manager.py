@@ -5,7 +5,7 @@ It owns, for every partition hosted on this broker, the pure
 their decisions into actions: appends, ISR writes to ZooKeeper (in a worker
 thread), completing delayed ``acks=all`` produces and waking long-poll fetches.
 
-Waiting is event driven (DESIGN.md, "Fetch is a long poll"): a waiting fetch
+Waiting is event driven (docs/design.md, "Fetch is a long poll"): a waiting fetch
 registers an :class:`asyncio.Event` with each partition it reads; an append, a
 high-watermark advance or a role change sets those events.  A delayed produce
 is an :class:`asyncio.Future` resolved when the partition reports completion.
@@ -95,7 +95,7 @@ class ReplicaManager:
             on_change=self._apply_log_config,
         )
         self.quotas = ReplicationQuotas(broker_id=broker_id, clock=clock_ms)
-        """Replication throttles (issue 17); the fetcher uses the follower half."""
+        """Replication throttles (KIP-73); the fetcher uses the follower half."""
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -458,7 +458,7 @@ class ReplicaManager:
                 self._isr_store.update_isr, tp.topic, tp.partition, lai, change.expected_zk_version
             )
         except Exception as exc:
-            log.warning("ISR update of %s failed: %s", tp, exc)
+            log.warning("ISR update of %s failed: %s", tp, errors.describe(exc))
             version = None
         if version is None:
             hosted.state.isr_change_failed(change)
@@ -598,7 +598,7 @@ class ReplicaManager:
                 try:
                     self._log_manager.delete_log(tp.topic, tp.partition)
                 except Exception as exc:
-                    log.warning("deleting log of %s failed: %s", tp, exc)
+                    log.warning("deleting log of %s failed: %s", tp, errors.describe(exc))
             results.append((tp, ErrorCode.NONE))
         hosted_topics = {tp.topic for tp in self.partitions}
         self._configs.release({tp.topic for tp, _ in partitions} - hosted_topics)

@@ -18,6 +18,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
+from headwater import errors
 from headwater.clock import Clock, monotonic_ms
 from headwater.replication import quota
 from headwater.replication.quota import ReplicationQuota
@@ -102,7 +103,9 @@ class ReplicationQuotas:
             try:
                 self._cancels.append(await run_blocking(watch_config, entity, on_change))
             except Exception as exc:  # unthrottled until the next start
-                log.warning("cannot watch the dynamic configs of %s: %s", entity, exc)
+                log.warning(
+                    "cannot watch the dynamic configs of %s: %s", entity, errors.describe(exc)
+                )
 
     def shutdown(self) -> None:
         for cancel in self._cancels:

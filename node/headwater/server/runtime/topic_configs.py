@@ -64,7 +64,9 @@ class TopicConfigs:
                     self._store.watch_topic_config, topic, on_change
                 )
             except Exception as exc:  # the defaults still apply; the next LeaderAndIsr retries
-                log.warning("cannot read or watch the config of topic %s: %s", topic, exc)
+                log.warning(
+                    "cannot read or watch the config of topic %s: %s", topic, errors.describe(exc)
+                )
 
     def apply(self, topic: str, overrides: Mapping[str, str]) -> None:
         """New overrides for ``topic``: remember them and pass the merged config on."""

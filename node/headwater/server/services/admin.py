@@ -1,6 +1,6 @@
 """The Admin gRPC service: validates and writes ZooKeeper through the coordinator.
 
-Any broker accepts these (DESIGN.md): the coordinator writes the znodes, the
+Any broker accepts these (docs/design.md): the coordinator writes the znodes, the
 controller notices and acts.  CreateTopics and CreatePartitions then wait,
 bounded by the request's ``timeout_ms``, until this broker's metadata cache
 shows a leader for every new partition, so a client can produce right after.
@@ -22,10 +22,10 @@ from headwater.coordination.broker import BrokerCoordinator
 from headwater.errors import ErrorCode
 from headwater.replication import quota
 from headwater.security.acls import AclOperation as Op
-from headwater.server import listeners, log_dirs
+from headwater.server import log_dirs
 from headwater.server.auth.authorization import ALLOW_ALL, RequestAuthorizer
 from headwater.server.auth.identity import current_identity
-from headwater.server.config import SENSITIVE_KEYS, BrokerConfig
+from headwater.server.config import BrokerConfig, is_secret
 from headwater.server.convert import Context, brokers_to_proto, pb_error
 from headwater.server.metrics import BrokerMetrics, Timer
 from headwater.server.runtime.metadata_cache import MetadataCache
@@ -276,7 +276,7 @@ class AdminService(admin_pb2_grpc.AdminServicer):
                 return entries
             for key, value in sorted(self._config.to_properties().items()):
                 if not keys or key in keys:
-                    sensitive = is_sensitive(key)
+                    sensitive = is_secret(key)
                     entries.append(
                         admin_pb2.ConfigEntry(
                             name=key,
@@ -564,13 +564,3 @@ class AdminService(admin_pb2_grpc.AdminServicer):
                 )
         elif not self._authz.cluster(context, op):
             raise errors.ClusterAuthorizationFailedError(f"not authorized to {op.name} of brokers")
-
-
-def is_sensitive(key: str) -> bool:
-    """Kafka's PASSWORD-type configs and private keys: DescribeConfigs shows no value."""
-    return (
-        key in SENSITIVE_KEYS
-        or "password" in key
-        or key.endswith((".key", ".secret"))
-        or listeners.is_sensitive(key)  # ssl.* and sasl.jaas.config, per listener too
-    )

@@ -1,7 +1,8 @@
 """The Group gRPC service: a thin converter in front of the group coordinator runtime.
 
 Every RPC converts protobuf to :mod:`headwater.groups.values`, asks the
-:class:`~headwater.groups.runtime.GroupCoordinatorRuntime` and converts back (STYLE.md 8).
+:class:`~headwater.groups.runtime.GroupCoordinatorRuntime` and converts back
+(docs/style.md, "Thin servicers").
 FindCoordinator answers from the metadata cache: the leader of the group's
 ``__consumer_offsets`` partition; the first FindCoordinator of a cluster creates that
 topic (``offsets.topic.num.partitions``, ``offsets.topic.replication.factor`` capped at

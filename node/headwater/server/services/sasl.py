@@ -1,4 +1,4 @@
-"""The SaslService and ScramAdmin gRPC services: conversion only (STYLE.md 8).
+"""The SaslService and ScramAdmin gRPC services: conversion only.
 
 SaslService drives :class:`~headwater.server.auth.sasl.SaslExchanges`; failures are
 answered in the response (Kafka's error code and a message holding no secret) and

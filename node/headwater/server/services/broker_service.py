@@ -1,6 +1,6 @@
 """The Broker gRPC service (data plane): protobuf in, domain calls, protobuf out.
 
-Thin by design (STYLE.md 8): every decision lives in :class:`ReplicaManager`
+Thin by design (docs/style.md, "Thin servicers"): every decision lives in :class:`ReplicaManager`
 and the replication state machines; this module only converts.
 """
 

@@ -1,65 +1,26 @@
-"""Broker configuration: Kafka's names, read from a properties file, env and flags.
+"""The broker's settings: every key under its Kafka ``server.properties`` name, with its
+default and its documentation, and which keys hold secrets.
 
-Users bring their Kafka habits (DESIGN.md, "Configuration"), so every setting
-has its Kafka ``server.properties`` name and meaning.  Sources, later winning:
-
-1. a Java-properties file (``--config``);
-2. ``HEADWATER_*`` environment variables: ``HEADWATER_BROKER_ID`` sets
-   ``broker.id`` (upper-case, dots as underscores), as container images do.
-   Two kinds of ``HEADWATER_*`` names are not broker settings and are passed
-   over: those of the other commands (``HEADWATER_BOOTSTRAP`` of the clients,
-   ``HEADWATER_OPERATOR_*``...; see :data:`NOT_BROKER_ENV`) and the variables
-   Kubernetes injects for every Service of the namespace (a release named
-   ``headwater`` has a Service ``headwater-bootstrap``, hence
-   ``HEADWATER_BOOTSTRAP_SERVICE_HOST``; the chart also turns these off with
-   ``enableServiceLinks: false``).  Any other unknown name is a typo and is
-   refused, naming the variable;
-3. ``--override key=value`` flags.
-
-``${NAME}`` in any value is replaced by the environment variable ``NAME`` (the
-Helm chart sets ``advertised.listeners=PLAINTEXT://${HOSTNAME}.<svc>:9092``).
-Unknown keys, bad values and undefined variables raise one
-:class:`ConfigError` naming the key, so a typo never silently falls back to
-a default.
+Users bring their Kafka habits (docs/design.md, "Configuration"), so every setting has its
+Kafka name and meaning.  :class:`BrokerConfig` declares them (one field per key: the key in
+``metadata["key"]``, the doc in ``metadata["doc"]``, read by ``scripts/gen-config-docs.py``)
+and the values derived from them; :func:`is_secret` is the one rule for which values are
+never shown.  Turning files, environment and flags into a config is
+:mod:`headwater.server.config.loading`; the rules between keys are
+:mod:`headwater.server.config.validation`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 import re
-from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from headwater import runtime
 from headwater.kafka.listeners import KafkaListenerConfig, kafka_listeners
-from headwater.records import native
-from headwater.security.authorizer import AUTHORIZER_CLASS_NAMES, parse_super_users
 from headwater.server import listeners as named_listeners
 
-ENV_PREFIX = "HEADWATER_"
-NOT_BROKER_ENV = frozenset(
-    {
-        "HEADWATER_BOOTSTRAP",
-        "HEADWATER_BROKER_STATEFULSET",
-        "HEADWATER_RESYNC_INTERVAL_S",
-        "HEADWATER_OPERATION_TIMEOUT_S",
-        "HEADWATER_ROLL_CHECK_INTERVAL_S",
-        runtime.KEEP_ENV,
-        native.PURE_PYTHON_ENV,
-    }
-)
-"""``HEADWATER_*`` variables of the clients, the operator and the process itself (the
-switch interval, the record codec), never broker settings."""
-_NOT_BROKER_PREFIXES = ("HEADWATER_OPERATOR_",)
-# Kubernetes service links: <SVC>_SERVICE_HOST, <SVC>_SERVICE_PORT[_<NAME>], <SVC>_PORT,
-# <SVC>_PORT_<N>_<PROTO>[_PROTO|_PORT|_ADDR].
-_SERVICE_LINK = re.compile(
-    r"[A-Z0-9_]+_(SERVICE_HOST|SERVICE_PORT(_[A-Z0-9_]+)?"
-    r"|PORT(_\d+_(TCP|UDP|SCTP)(_PROTO|_PORT|_ADDR)?)?)"
-)
 DEFAULT_CHROOT = "/headwater"
 
 
@@ -79,8 +40,13 @@ class Listener(NamedTuple):
 
 
 def _key(name: str, default: Any, doc: str, *, secret: bool = False) -> Any:
-    """A config field under Kafka's ``name``; a ``secret`` one is left out of ``repr``."""
-    return dataclasses.field(default=default, repr=not secret, metadata={"key": name, "doc": doc})
+    """A config field under Kafka's ``name``; a ``secret`` one (:func:`is_secret`) is left
+    out of ``repr``."""
+    return dataclasses.field(
+        default=default,
+        repr=not secret,
+        metadata={"key": name, "doc": doc, "secret": secret},
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -229,6 +195,17 @@ class BrokerConfig:
     )
     replica_fetch_backoff_ms: int = _key(
         "replica.fetch.backoff.ms", 1000, "Pause after a failed follower fetch."
+    )
+    replica_socket_timeout_ms: int = _key(
+        "replica.socket.timeout.ms",
+        5000,
+        "Deadline of a follower's calls to its leader; at least replica.fetch.wait.max.ms + "
+        "1000 (the leader holds a fetch that long, then sends the answer).  A call that runs "
+        "out of it drops the connection.  A connection a network partition killed is found "
+        "sooner, by gRPC keepalive (within about 2 s), so a follower is back in the ISR about "
+        "replica.fetch.backoff.ms after the partition heals; this deadline catches what "
+        "keepalive cannot, a leader that answers pings but not the fetch.  Below Kafka's "
+        "30000, above what a large fetch response or a leader busy for a moment needs.",
     )
     unclean_leader_election_enable: bool = _key(
         "unclean.leader.election.enable", False, "Elect an out-of-sync replica as last resort."
@@ -480,311 +457,34 @@ class BrokerConfig:
             )
         return out
 
-    # -- loading --------------------------------------------------------------------------
-
-    @classmethod
-    def from_properties(cls, props: Mapping[str, str]) -> BrokerConfig:
-        """Build from string properties; raises ConfigError naming the first bad key."""
-        fields = {f.metadata["key"]: f for f in dataclasses.fields(cls)}
-        values: dict[str, Any] = {}
-        per_listener: dict[str, str] = {}
-        for key, raw in props.items():
-            if key.startswith("listener.name."):
-                try:
-                    named_listeners.check_per_listener_key(key)
-                except named_listeners.ListenerConfigError as exc:
-                    raise ConfigError(str(exc)) from None
-                per_listener[key] = raw.strip()
-                continue
-            field = fields.get(key)
-            if field is None:
-                raise ConfigError(f"unknown broker config {key!r}")
-            values[field.name] = _parse_value(key, raw.strip(), field.type)
-        values["listener_name_settings"] = tuple(sorted(per_listener.items()))
-        config = cls(**values)
-        config.validate()
-        return config
-
-    @classmethod
-    def load(
-        cls,
-        *,
-        config_file: Path | None = None,
-        environ: Mapping[str, str] | None = None,
-        overrides: Sequence[str] = (),
-        broker_id_from_hostname: bool = False,
-    ) -> BrokerConfig:
-        """File, then ``HEADWATER_*`` env, then ``key=value`` overrides; ``${ENV}`` expanded."""
-        env = dict(os.environ if environ is None else environ)
-        props: dict[str, str] = {}
-        if config_file is not None:
-            try:
-                text = config_file.read_text(encoding="utf-8")
-            except OSError as exc:
-                raise ConfigError(f"cannot read config file {config_file}: {exc}") from None
-            props.update(parse_properties(text))
-        props.update(properties_from_env(env))
-        for item in overrides:
-            key, sep, value = item.partition("=")
-            if not sep or not key.strip():
-                raise ConfigError(f"--override {item!r}: expected key=value")
-            props[key.strip()] = value
-        if broker_id_from_hostname:
-            props["broker.id"] = str(broker_id_from(env.get("HOSTNAME", "")))
-        expanded = {k: expand_env(k, v, env) for k, v in props.items()}
-        return cls.from_properties(expanded)
-
     @property
     def consumer_assignors(self) -> tuple[str, ...]:
         """``group.consumer.assignors`` as names, the default first."""
         return tuple(a.strip() for a in self.group_consumer_assignors.split(",") if a.strip())
 
-    def _consumer_group_checks(self) -> list[tuple[str, bool, str]]:
-        """Kafka's checks of the ``group.consumer.*`` settings (GroupCoordinatorConfig)."""
-        hb, session = (
-            self.group_consumer_heartbeat_interval_ms,
-            self.group_consumer_session_timeout_ms,
-        )
-        min_hb, max_hb = (
-            self.group_consumer_min_heartbeat_interval_ms,
-            self.group_consumer_max_heartbeat_interval_ms,
-        )
-        min_s, max_s = (
-            self.group_consumer_min_session_timeout_ms,
-            self.group_consumer_max_session_timeout_ms,
-        )
-        unknown = [a for a in self.consumer_assignors if a not in CONSUMER_ASSIGNORS]
-        names = self.consumer_assignors
-        return [
-            ("group.consumer.min.heartbeat.interval.ms", min_hb >= 1, "must be >= 1"),
-            (
-                "group.consumer.max.heartbeat.interval.ms",
-                max_hb >= min_hb,
-                "must be >= group.consumer.min.heartbeat.interval.ms",
-            ),
-            (
-                "group.consumer.heartbeat.interval.ms",
-                min_hb <= hb <= max_hb,
-                "must be within group.consumer.min/max.heartbeat.interval.ms",
-            ),
-            ("group.consumer.min.session.timeout.ms", min_s >= 1, "must be >= 1"),
-            (
-                "group.consumer.max.session.timeout.ms",
-                max_s >= min_s,
-                "must be >= group.consumer.min.session.timeout.ms",
-            ),
-            (
-                "group.consumer.session.timeout.ms",
-                min_s <= session <= max_s,
-                "must be within group.consumer.min/max.session.timeout.ms",
-            ),
-            (
-                "group.consumer.heartbeat.interval.ms",
-                hb < session,
-                "must be < group.consumer.session.timeout.ms",
-            ),
-            (
-                "group.consumer.assignors",
-                bool(names) and not unknown,
-                f"unknown or no assignor {unknown or ''}: "
-                f"expected some of {', '.join(CONSUMER_ASSIGNORS)}",
-            ),
-            ("group.consumer.assignors", len(set(names)) == len(names), "names an assignor twice"),
-            ("group.consumer.max.size", self.group_consumer_max_size >= 1, "must be >= 1"),
-            (
-                "group.consumer.migration.policy",
-                self.group_consumer_migration_policy.strip().lower() in MIGRATION_POLICIES,
-                f"must be one of {', '.join(MIGRATION_POLICIES)}",
-            ),
-        ]
-
-    def _security_checks(self) -> list[tuple[str, bool, str]]:
-        """Authorizer and ZooKeeper-ACL settings (docs/security.md)."""
-        name = self.authorizer_class_name.strip()
-        try:
-            parse_super_users(self.super_users)
-            bad_super_users = ""
-        except ValueError as exc:
-            bad_super_users = str(exc)
-        user, password = self.zookeeper_digest_username, self.zookeeper_digest_password
-        return [
-            (
-                "authorizer.class.name",
-                not name or name in AUTHORIZER_CLASS_NAMES,
-                f"unknown authorizer {name!r}; leave it empty or use one of "
-                f"{', '.join(sorted(AUTHORIZER_CLASS_NAMES))}",
-            ),
-            ("super.users", not bad_super_users, bad_super_users),
-            (
-                "zookeeper.digest.username",
-                bool(user) == bool(password) and ":" not in user,
-                "needs zookeeper.digest.password with it (and no ':')",
-            ),
-            (
-                "zookeeper.set.acl",
-                not self.zookeeper_set_acl or bool(user),
-                "needs zookeeper.digest.username and zookeeper.digest.password",
-            ),
-        ]
-
     @property
     def authorizer_enabled(self) -> bool:
         return bool(self.authorizer_class_name.strip())
 
-    def validate(self) -> None:
-        checks: list[tuple[str, bool, str]] = [
-            ("broker.id", self.broker_id >= 0, "must be set to an integer >= 0"),
-            ("num.partitions", self.num_partitions >= 1, "must be >= 1"),
-            ("default.replication.factor", self.default_replication_factor >= 1, "must be >= 1"),
-            ("min.insync.replicas", self.min_insync_replicas >= 1, "must be >= 1"),
-            ("replica.lag.time.max.ms", self.replica_lag_time_max_ms > 0, "must be > 0"),
-            ("message.max.bytes", self.message_max_bytes > 0, "must be > 0"),
-            ("zookeeper.session.timeout.ms", self.zookeeper_session_timeout_ms > 0, "must be > 0"),
-            ("metrics.port", 0 <= self.metrics_port < 65536, "must be a port number or 0"),
-            ("log.dirs", bool(self.log_dir_list), "must name at least one directory"),
-            (
-                "offsets.topic.num.partitions",
-                self.offsets_topic_num_partitions >= 1,
-                "must be >= 1",
-            ),
-            (
-                "offsets.topic.replication.factor",
-                self.offsets_topic_replication_factor >= 1,
-                "must be >= 1",
-            ),
-            ("offsets.retention.minutes", self.offsets_retention_minutes >= 1, "must be >= 1"),
-            ("offsets.commit.timeout.ms", self.offsets_commit_timeout_ms > 0, "must be > 0"),
-            (
-                "group.initial.rebalance.delay.ms",
-                self.group_initial_rebalance_delay_ms >= 0,
-                "must be >= 0",
-            ),
-            (
-                "group.max.session.timeout.ms",
-                self.group_max_session_timeout_ms >= self.group_min_session_timeout_ms,
-                "must be >= group.min.session.timeout.ms",
-            ),
-            ("group.max.size", self.group_max_size >= 1, "must be >= 1"),
-            *self._consumer_group_checks(),
-            ("log.cleaner.backoff.ms", self.log_cleaner_backoff_ms > 0, "must be > 0"),
-            ("zookeeper.connect", bool(self.zookeeper_hosts.strip()), "must name a host"),
-            ("connections.max.reauth.ms", self.connections_max_reauth_ms >= 0, "must be >= 0"),
-        ]
-        for key, ok, why in checks:
-            if not ok:
-                raise ConfigError(f"{key}: {why}")
-        for key, ok, why in self._security_checks():
-            if not ok:
-                raise ConfigError(f"{key}: {why}")
-        self.listener_layout  # noqa: B018 (checks every listener setting)
-        self.kafka_listener_configs  # noqa: B018
-        if self.socket_request_max_bytes <= 0:
-            raise ConfigError("socket.request.max.bytes: must be > 0")
+
+SECRET_KEYS = frozenset(
+    field.metadata["key"] for field in dataclasses.fields(BrokerConfig) if field.metadata["secret"]
+)
+"""The declared keys whose values are secrets (Kafka's PASSWORD type and private keys)."""
+
+_PER_LISTENER = re.compile(r"listener\.name\.[^.]+\.(.+)")
 
 
-SENSITIVE_KEYS = frozenset({"zookeeper.digest.password"})
-"""Keys whose values DescribeConfigs and logs never show (Kafka's PASSWORD type)."""
+def is_secret(key: str) -> bool:
+    """Whether the value of ``key`` is a secret: never logged, left out of ``repr``, described
+    with no value by DescribeConfigs (Kafka's ``sensitive=true``).
 
-
-CONSUMER_ASSIGNORS = ("uniform", "range")
-"""The server-side assignors ``group.consumer.assignors`` may name
-(:mod:`headwater.groups.consumer_assignors`)."""
-
-MIGRATION_POLICIES = ("bidirectional", "upgrade", "downgrade", "disabled")
-"""``group.consumer.migration.policy`` values (Kafka's; ``headwater.groups.values``)."""
-
-
-def _parse_value(key: str, raw: str, type_name: Any) -> Any:
-    kind = str(type_name)
-    parse: Callable[[str], Any]
-    if kind.startswith("int"):
-        if raw == "" and "None" in kind:
-            return None
-        parse = int
-    elif kind == "bool":
-        parse = _bool
-    else:
-        return raw
-    try:
-        return parse(raw)
-    except ValueError:
-        expected = "true or false" if kind == "bool" else "an integer"
-        raise ConfigError(f"{key}: invalid value {raw!r}, expected {expected}") from None
-
-
-def _bool(raw: str) -> bool:
-    lowered = raw.lower()
-    if lowered in ("true", "false"):
-        return lowered == "true"
-    raise ValueError(raw)
-
-
-def parse_properties(text: str) -> dict[str, str]:
-    """Java ``.properties``: ``key=value``, ``key: value`` or ``key value``; ``#``/``!`` comments.
-
-    Lines ending in an odd number of backslashes continue on the next line.
+    The one rule: a declared key is secret when its field says so (:data:`SECRET_KEYS`); a
+    per-listener key ``listener.name.<listener>.<setting>`` when its broker-wide ``setting`` is,
+    and every ``<mechanism>.sasl.jaas.config`` (the broker's own login).
     """
-    props: dict[str, str] = {}
-    logical = ""
-    for line in text.splitlines():
-        stripped = line.lstrip()
-        if not logical and (not stripped or stripped[0] in "#!"):
-            continue
-        trailing = len(stripped) - len(stripped.rstrip("\\"))
-        if trailing % 2 == 1:
-            logical += stripped[:-1]
-            continue
-        logical += stripped
-        match = re.match(r"((?:\\.|[^=:\s])+)\s*[=:\s]\s*(.*)$", logical)
-        if match is not None:
-            props[match.group(1).replace("\\", "")] = match.group(2).rstrip()
-        elif logical.strip():
-            props[logical.strip()] = ""
-        logical = ""
-    return props
-
-
-def properties_from_env(environ: Mapping[str, str]) -> dict[str, str]:
-    """``HEADWATER_LOG_DIRS=/data`` -> ``{"log.dirs": "/data"}``.
-
-    Names of known broker keys are mapped; those of other commands and Kubernetes service
-    links are passed over (module docstring); any other ``HEADWATER_*`` name is refused.
-    """
-    known = {f.metadata["key"] for f in dataclasses.fields(BrokerConfig)}
-    props: dict[str, str] = {}
-    for name, value in environ.items():
-        if not name.startswith(ENV_PREFIX) or len(name) == len(ENV_PREFIX):
-            continue
-        key = name[len(ENV_PREFIX) :].lower().replace("_", ".")
-        if key in known or key.startswith("listener.name."):
-            props[key] = value
-        elif not (
-            name in NOT_BROKER_ENV
-            or name.startswith(_NOT_BROKER_PREFIXES)
-            or _SERVICE_LINK.fullmatch(name)
-        ):
-            raise ConfigError(
-                f"environment variable {name}: unknown broker config {key!r} "
-                f"({ENV_PREFIX}<KEY> sets a broker config; fix or unset it)"
-            )
-    return props
-
-
-def expand_env(key: str, value: str, environ: Mapping[str, str]) -> str:
-    def replace(match: re.Match[str]) -> str:
-        name = match.group(1)
-        if name not in environ:
-            raise ConfigError(f"{key}: environment variable ${{{name}}} is not set")
-        return environ[name]
-
-    return re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", replace, value)
-
-
-def broker_id_from(hostname: str) -> int:
-    """The StatefulSet ordinal: ``hw-broker-2`` -> 2."""
-    match = re.search(r"(\d+)$", hostname)
-    if match is None:
-        raise ConfigError(
-            f"--broker-id-from-hostname: HOSTNAME {hostname!r} does not end in an integer"
-        )
-    return int(match.group(1))
+    per_listener = _PER_LISTENER.fullmatch(key)
+    if per_listener is not None:
+        setting = per_listener.group(1)
+        return setting.endswith(".sasl.jaas.config") or setting in SECRET_KEYS
+    return key in SECRET_KEYS

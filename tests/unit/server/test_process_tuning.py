@@ -9,7 +9,7 @@ import sys
 from collections.abc import Iterator
 
 import pytest
-from headwater import runtime
+from headwater import interpreter
 from headwater.server.runtime import process
 
 
@@ -35,7 +35,7 @@ def interval() -> Iterator[None]:
 @pytest.mark.parametrize(
     ("keep_env", "start_s", "changed", "after_s"),
     [
-        (None, 0.005, True, runtime.GIL_SWITCH_INTERVAL_S),  # CPython's default: lowered
+        (None, 0.005, True, interpreter.GIL_SWITCH_INTERVAL_S),  # CPython's default: lowered
         (None, 0.002, False, 0.002),  # the application chose one: kept
         ("1", 0.005, False, 0.005),  # opted out
     ],
@@ -50,9 +50,9 @@ def test_switch_interval(
     after_s: float,
 ) -> None:
     if keep_env is None:
-        monkeypatch.delenv(runtime.KEEP_ENV, raising=False)
+        monkeypatch.delenv(interpreter.KEEP_ENV, raising=False)
     else:
-        monkeypatch.setenv(runtime.KEEP_ENV, keep_env)
+        monkeypatch.setenv(interpreter.KEEP_ENV, keep_env)
     sys.setswitchinterval(start_s)
-    assert runtime.tune_switch_interval() is changed
+    assert interpreter.tune_switch_interval() is changed
     assert sys.getswitchinterval() == pytest.approx(after_s)

@@ -43,7 +43,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 
-from headwater import __version__, clock, runtime
+from headwater import __version__, clock, interpreter
 from headwater.coordination import reassignment_admin
 from headwater.coordination.broker import BrokerCoordinator
 from headwater.coordination.model import BrokerRegistration
@@ -59,7 +59,7 @@ from headwater.server.auth.sasl import SaslAuthentication
 from headwater.server.config import BrokerConfig
 from headwater.server.metrics import BrokerMetrics
 from headwater.server.runtime import channels, listener_servers, process
-from headwater.server.runtime.channels import channel_options, inter_broker_security
+from headwater.server.runtime.channels import inter_broker_security
 from headwater.server.runtime.controlled_shutdown import (
     ATTEMPT_TIMEOUT_MARGIN_S,
     ask_controller,
@@ -82,7 +82,7 @@ from headwater.server.runtime.role_changes import RoleChangeApplier
 from headwater.server.runtime.scheduler import PeriodicScheduler
 from headwater.server.services.acls import AclService
 from headwater.server.services.admin import AdminService
-from headwater.server.services.broker import BrokerService, ProducerIdAllocator
+from headwater.server.services.broker_service import BrokerService, ProducerIdAllocator
 from headwater.server.services.control import ControlService
 from headwater.server.services.group import GroupService
 from headwater.server.services.sasl import SaslService, ScramAdminService
@@ -135,7 +135,7 @@ class BrokerServer:
         """The SASL sessions SASL_* listeners check tokens against (set by the SASL setup)."""
         self._hooks: set[asyncio.Task[None]] = set()
         self.sasl = SaslAuthentication.from_config(config)
-        """SASL exchanges, sessions and the SCRAM credential cache (issue 18)."""
+        """SASL exchanges, sessions and the SCRAM credential cache."""
         self.sasl_sessions = self.sasl.sessions
         self.kafka_servers: list[kafka_server.KafkaServer] = []
         """The Kafka-protocol listeners (``kafka.listeners``), started with the runtime."""
@@ -181,7 +181,7 @@ class BrokerServer:
         listeners = await listener_servers.start_listeners(
             layout,
             register=register,
-            options=channel_options(config.grpc_max_message_bytes),
+            options=channels.server_options(config.grpc_max_message_bytes),
             sessions=lambda: self.sasl_sessions,
         )
 
@@ -205,6 +205,7 @@ class BrokerServer:
             max_bytes=config.replica_fetch_max_bytes,
             max_wait_ms=config.replica_fetch_wait_max_ms,
             backoff_ms=config.replica_fetch_backoff_ms,
+            socket_timeout_ms=config.replica_socket_timeout_ms,
             max_message_bytes=config.grpc_max_message_bytes,
         )
         self.metrics.register_state(
@@ -279,7 +280,7 @@ class BrokerServer:
         try:
             if not await self._start_coordinator_unless_stopped(listeners):
                 return 0
-            if self.coordinator is not None:  # dynamic replication throttles (issue 17)
+            if self.coordinator is not None:  # dynamic replication throttles (KIP-73)
                 await replicas.quotas.watch(
                     functools.partial(
                         reassignment_admin.watch_broker_config, self.coordinator.store
@@ -517,5 +518,5 @@ def _validate_topic_config(props: Mapping[str, str]) -> None:
 
 def run_broker(config: BrokerConfig, *, test_hooks: bool = False) -> int:
     """Run one broker until SIGTERM; returns the exit code."""
-    runtime.tune_switch_interval()  # the event loop shares the GIL with grpc's threads
+    interpreter.tune_switch_interval()  # the event loop shares the GIL with grpc's threads
     return asyncio.run(BrokerServer(config, test_hooks=test_hooks).run())

@@ -6,12 +6,10 @@ background threads (the sender, the fetcher, call workers, grpc's and kazoo's).
 CPython hands the GIL from a running thread to a waiting one only every
 ``sys.getswitchinterval()`` seconds, 5 ms by default, so a background thread
 with a 1 MiB request ready can wait 5 ms behind a caller in a tight ``send``
-loop, and the broker's event loop behind grpc's threads.  Measured
-(``bench/client.py`` and ``bench/broker.py``, 2026-11-24): at 0.5 ms a producer
-of 1 KiB records went from 145-195 to 207-267 MB/s in alternating runs, its
-CPU per record from 4.4-6.8 to 2.7-3.7 us (less time lost handing the GIL
-around); a broker's paced produce p99 from 3.9 to 1.3 ms; no throughput lost
-anywhere we measured.
+loop, and the broker's event loop behind grpc's threads.  At 0.5 ms a producer
+sends more per second at less CPU per record, and a broker answers a paced
+produce sooner, at no cost in throughput (the figures are in
+docs/performance.md, "Figures behind rules in the code").
 
 Like :func:`headwater.records.allocator.tune_allocator`, this is process-wide,
 so it is applied only when the process still runs with CPython's default (an
