@@ -8,6 +8,7 @@ brokers, so a client must follow Metadata to each broker's advertised Kafka addr
   timestamps and read them back at the offsets the produce answered;
 * Apache Kafka's Java clients (kafka-clients 3.9, ``KafkaClients.java``) produce
   idempotently with acks=all, consume in a group and commit;
+* DescribeCluster names every broker at its Kafka address;
 * topic administration: kafka-python's admin client creates (with a config, three
   partitions, RF=2), describes its configs, grows and deletes it;
 * consumer groups: kafka-python and librdkafka subscribe, consume and commit, a new
@@ -413,6 +414,28 @@ def test_kafka_python_admin_creates_and_deletes_topics(cluster: Cluster) -> None
         assert name not in admin.list_topics()
     finally:
         admin.close()
+
+
+def test_describe_cluster_names_every_broker_on_its_kafka_listener(cluster: Cluster) -> None:
+    from kio.schema.describe_cluster.v1 import DescribeClusterRequest
+
+    port = cluster.kafka_ports[0]  # type: ignore[attr-defined]
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        answer = _exchange(
+            sock, 1, DescribeClusterRequest(include_cluster_authorized_operations=False)
+        )
+        refused = _exchange(
+            sock,
+            2,
+            DescribeClusterRequest(include_cluster_authorized_operations=False, endpoint_type=2),
+        )
+    assert answer.error_code.value == 0
+    assert answer.cluster_id and answer.controller_id in cluster.brokers
+    assert {(b.broker_id, b.host, b.port) for b in answer.brokers} == {
+        (b, "127.0.0.1", p)
+        for b, p in cluster.kafka_ports.items()  # type: ignore[attr-defined]
+    }
+    assert refused.error_code.value == 42 and refused.brokers == ()  # INVALID_REQUEST
 
 
 # -- consumer groups ---------------------------------------------------------------------------

@@ -104,6 +104,7 @@ class KafkaApis:
             3: self._metadata_answer,
             18: self._api_versions,
             22: self._init_producer_id,
+            60: self._describe_cluster,
             **(groups.handlers() if groups is not None else {}),
             **(admin.handlers() if admin is not None else {}),
         }
@@ -213,19 +214,10 @@ class KafkaApis:
                     partitions=tuple(partitions),
                 )
             )
-        brokers = []
-        for reg in sorted(cache.brokers.values(), key=lambda r: r.broker_id):
-            address = kafka_address(reg, self._listener)
-            if address is not None:
-                brokers.append(
-                    build(
-                        module.MetadataResponseBroker,
-                        node_id=reg.broker_id,
-                        host=address[0],
-                        port=address[1],
-                        rack=reg.rack,
-                    )
-                )
+        brokers = [
+            build(module.MetadataResponseBroker, node_id=b, host=host, port=port, rack=rack)
+            for b, host, port, rack in self._brokers()
+        ]
         timer.done()
         return build(
             module.MetadataResponse,
@@ -234,6 +226,38 @@ class KafkaApis:
             cluster_id=cache.cluster_id or None,
             controller_id=cache.controller_id,
             topics=tuple(topics),
+        )
+
+    def _brokers(self) -> list[tuple[int, str, int, str | None]]:
+        """``(id, host, port, rack)`` of every live broker with this Kafka listener."""
+        out = []
+        for reg in sorted(self._metadata.brokers.values(), key=lambda r: r.broker_id):
+            address = kafka_address(reg, self._listener)
+            if address is not None:
+                out.append((reg.broker_id, address[0], address[1], reg.rack))
+        return out
+
+    # -- DescribeCluster --------------------------------------------------------------------
+
+    async def _describe_cluster(self, request: Request) -> Any:
+        body, module = request.body, response_module(60, request.api_version)
+        cache = self._metadata
+        if getattr(body, "endpoint_type", 1) != 1:  # 2 asks for KRaft controllers
+            code, message = ErrorCode.INVALID_REQUEST, "only broker endpoints (endpoint_type 1)"
+        else:
+            code, message = ErrorCode.NONE, None
+        return build(
+            module.DescribeClusterResponse,
+            throttle_time=_NO_THROTTLE,
+            error_code=error_code(code),
+            error_message=message,
+            endpoint_type=1,
+            cluster_id=cache.cluster_id,
+            controller_id=cache.controller_id,
+            brokers=tuple(
+                build(module.DescribeClusterBroker, broker_id=b, host=host, port=port, rack=rack)
+                for b, host, port, rack in (self._brokers() if code is ErrorCode.NONE else ())
+            ),
         )
 
     # -- Produce ----------------------------------------------------------------------------

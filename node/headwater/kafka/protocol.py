@@ -69,6 +69,7 @@ API_NAMES: Final = {
     32: "DescribeConfigs",
     37: "CreatePartitions",
     42: "DeleteGroups",
+    60: "DescribeCluster",
 }
 
 SUPPORTED: Final[Mapping[int, tuple[int, int]]] = {
@@ -92,6 +93,7 @@ SUPPORTED: Final[Mapping[int, tuple[int, int]]] = {
     32: (1, 4),  # DescribeConfigs: topics
     37: (0, 3),  # CreatePartitions
     42: (0, 2),  # DeleteGroups
+    60: (0, 1),  # DescribeCluster: brokers (there are no KRaft controllers)
 }
 """API key -> (lowest, highest) version this listener answers; what ApiVersions lists."""
 
