@@ -1,7 +1,7 @@
 """What a ConsumerGroupHeartbeat's topic check costs with ACLs on (issue 18).
 
 Each heartbeat asks which of the cluster's topics its principal may DESCRIBE (a regex
-subscription matches no other; headwater.groups.subscription_authorization).  Prints,
+subscription matches no other; headwater.groups.consumer.subscription_authorization).  Prints,
 per cluster size, the answer computed afresh (a new principal or an ACL change: one
 authorizer decision per topic), after a metadata change (set operations, new topics
 decided) and remembered (every other heartbeat; ``RequestAuthorizer.allowed_topics``).

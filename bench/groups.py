@@ -17,8 +17,8 @@ import itertools
 import statistics
 import time
 
-from headwater.client.group import protocol
-from headwater.client.group.assignors import Subscription, assign
+from headwater.client.group.classic import protocol
+from headwater.client.group.classic.assignors import Subscription, assign
 from headwater.client.types import TopicPartition
 from headwater.errors import ErrorCode
 from headwater.groups.coordinator import Decision, GroupCoordinator

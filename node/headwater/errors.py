@@ -69,6 +69,11 @@ class ErrorCode(enum.IntEnum):
     OUT_OF_ORDER_SEQUENCE_NUMBER = 45
     DUPLICATE_SEQUENCE_NUMBER = 46
     INVALID_PRODUCER_EPOCH = 47
+    INVALID_TXN_STATE = 48
+    INVALID_PRODUCER_ID_MAPPING = 49
+    INVALID_TRANSACTION_TIMEOUT = 50
+    CONCURRENT_TRANSACTIONS = 51
+    TRANSACTION_COORDINATOR_FENCED = 52
     TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
     SECURITY_DISABLED = 54
     KAFKA_STORAGE_ERROR = 56
@@ -97,6 +102,7 @@ class ErrorCode(enum.IntEnum):
     RESOURCE_NOT_FOUND = 91
     DUPLICATE_RESOURCE = 92
     UNACCEPTABLE_CREDENTIAL = 93
+    TRANSACTIONAL_ID_NOT_FOUND = 105
     FENCED_MEMBER_EPOCH = 110
     UNRELEASED_INSTANCE_ID = 111
     UNSUPPORTED_ASSIGNOR = 112
@@ -294,6 +300,43 @@ class DuplicateSequenceNumberError(HeadwaterError):
 
 class InvalidProducerEpochError(HeadwaterError):
     code = ErrorCode.INVALID_PRODUCER_EPOCH
+
+
+class InvalidTxnStateError(HeadwaterError):
+    """The request does not fit the transaction's state (EndTxn commit with nothing open)."""
+
+    code = ErrorCode.INVALID_TXN_STATE
+
+
+class InvalidProducerIdMappingError(HeadwaterError):
+    """The producer id is not the one the coordinator holds for this transactional id."""
+
+    code = ErrorCode.INVALID_PRODUCER_ID_MAPPING
+
+
+class InvalidTransactionTimeoutError(HeadwaterError):
+    """``transaction.timeout.ms`` is not positive or exceeds ``transaction.max.timeout.ms``."""
+
+    code = ErrorCode.INVALID_TRANSACTION_TIMEOUT
+
+
+class ConcurrentTransactionsError(HeadwaterError):
+    """A previous transaction of this transactional id is still completing; retry."""
+
+    code = ErrorCode.CONCURRENT_TRANSACTIONS
+    retriable = True
+
+
+class TransactionCoordinatorFencedError(HeadwaterError):
+    """A marker request came from a coordinator older than the partition has seen."""
+
+    code = ErrorCode.TRANSACTION_COORDINATOR_FENCED
+
+
+class TransactionalIdNotFoundError(HeadwaterError):
+    """DescribeTransactions/abort named a transactional id the coordinator does not hold."""
+
+    code = ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
 
 
 class KafkaStorageError(HeadwaterError):

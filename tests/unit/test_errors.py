@@ -39,3 +39,31 @@ def test_from_wire_maps_numbers_to_codes_and_unknown_ones_to_unknown_server_erro
     assert errors.ErrorCode.from_wire(0) is errors.ErrorCode.NONE
     assert errors.ErrorCode.from_wire(6) is errors.ErrorCode.NOT_LEADER_OR_FOLLOWER
     assert errors.ErrorCode.from_wire(9999) is errors.ErrorCode.UNKNOWN_SERVER_ERROR
+
+
+def test_transaction_codes_keep_kafkas_numbers_and_names() -> None:
+    expected = {
+        "INVALID_PRODUCER_EPOCH": 47,
+        "INVALID_TXN_STATE": 48,
+        "INVALID_PRODUCER_ID_MAPPING": 49,
+        "INVALID_TRANSACTION_TIMEOUT": 50,
+        "CONCURRENT_TRANSACTIONS": 51,
+        "TRANSACTION_COORDINATOR_FENCED": 52,
+        "TRANSACTIONAL_ID_AUTHORIZATION_FAILED": 53,
+        "PRODUCER_FENCED": 90,
+        "TRANSACTIONAL_ID_NOT_FOUND": 105,
+    }
+    assert {name: errors.ErrorCode[name].value for name in expected} == expected
+    assert isinstance(errors.for_code(48), errors.InvalidTxnStateError)
+    assert isinstance(errors.for_code(49), errors.InvalidProducerIdMappingError)
+    assert isinstance(errors.for_code(50), errors.InvalidTransactionTimeoutError)
+    assert isinstance(errors.for_code(52), errors.TransactionCoordinatorFencedError)
+    assert isinstance(errors.for_code(105), errors.TransactionalIdNotFoundError)
+    concurrent = errors.for_code(51)
+    assert isinstance(concurrent, errors.ConcurrentTransactionsError) and concurrent.retriable
+
+
+def test_the_proto_enum_mirrors_every_error_code() -> None:
+    from headwater.v1 import common_pb2
+
+    assert {c.name: c.value for c in errors.ErrorCode} == dict(common_pb2.ErrorCode.items())

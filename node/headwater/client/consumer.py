@@ -7,12 +7,12 @@ Positions start from the committed offset (the :class:`CommittedOffsets`
 hook, which a consumer group will provide) or, lacking one, from
 ``auto_offset_reset``.
 
-With a ``group_id``, a :class:`~headwater.client.group.coordinator.ConsumerCoordinator`
+With a ``group_id``, a :class:`~headwater.client.group.classic.coordinator.ConsumerCoordinator`
 joins the group on ``subscribe``/``poll``, receives this member's share of the
 partitions (``assign_from_subscription``), heartbeats in the background and
 provides committed offsets (the ``committed_offsets`` hook) and commits.  With
 ``group_protocol="consumer"`` (KIP-848) a
-:class:`~headwater.client.group.consumer_coordinator.ConsumerProtocolCoordinator`
+:class:`~headwater.client.group.consumer.coordinator.ConsumerProtocolCoordinator`
 does the same with ConsumerGroupHeartbeats: the broker assigns (``group_remote_assignor``
 names its assignor) and ``session_timeout_ms``, ``heartbeat_interval_ms`` (after the
 first answer) and ``partition_assignment_strategy`` are the broker's business.
@@ -35,9 +35,9 @@ from headwater import errors, interpreter
 from headwater.client import connection, offsets
 from headwater.client import security as client_security
 from headwater.client.fetcher import Fetcher
-from headwater.client.group.assignors import ASSIGNORS
-from headwater.client.group.consumer_coordinator import ConsumerProtocolCoordinator
-from headwater.client.group.coordinator import ConsumerCoordinator
+from headwater.client.group.classic.assignors import ASSIGNORS
+from headwater.client.group.classic.coordinator import ConsumerCoordinator
+from headwater.client.group.consumer.coordinator import ConsumerProtocolCoordinator
 from headwater.client.group.listener import ConsumerRebalanceListener, OffsetAndMetadata
 from headwater.client.group.offsets import CommitCallback
 from headwater.client.metadata import MetadataManager

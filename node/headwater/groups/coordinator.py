@@ -1,8 +1,8 @@
 """The group coordinator of one ``__consumer_offsets`` partition: a state machine, no I/O.
 
 :class:`GroupCoordinator` is what the runtime
-(:class:`headwater.groups.runtime.GroupCoordinatorRuntime`) drives.  Its operations live
-in two modules, layered by inheritance: :mod:`headwater.groups.membership` (JoinGroup,
+(:class:`headwater.groups.coordinator_runtime.GroupCoordinatorRuntime`) drives.  Its operations live
+in two modules, layered by inheritance: :mod:`headwater.groups.classic.membership` (JoinGroup,
 SyncGroup, Heartbeat, LeaveGroup and rebalances; it also defines :class:`Decision`, what
 every operation returns) and :mod:`headwater.groups.offsets` (OffsetCommit, OffsetFetch,
 DeleteGroups, replay).  This module adds the timers -- one method,
@@ -14,7 +14,7 @@ State is rebuilt on a new leader by :meth:`GroupCoordinator.replay` of every rec
 partition, in order (see :mod:`headwater.groups.records` for the format).
 
 Groups of the next-generation protocol (KIP-848) live beside the classic ones, in
-:attr:`GroupCoordinator.consumer` (:class:`headwater.groups.consumer_groups.ConsumerGroups`);
+:attr:`GroupCoordinator.consumer` (:class:`headwater.groups.consumer.groups.ConsumerGroups`);
 one group id is one or the other.  A ConsumerGroupHeartbeat joining a classic group with
 members converts it when Kafka's rules allow (:mod:`headwater.groups.migration`; else
 GROUP_ID_NOT_FOUND); its classic members stay, and their JoinGroup, SyncGroup, Heartbeat,
@@ -24,7 +24,7 @@ consumer-protocol member is gone, a group of classic members goes back to classi
 policy allows.  A JoinGroup of another protocol type for a consumer group with members
 gets INCONSISTENT_GROUP_PROTOCOL; an *empty* group of the other kind gives way.
 Committed offsets of both kinds are held by the classic
-:class:`headwater.groups.group.GroupMetadata` of the id (for a consumer group: an empty
+:class:`headwater.groups.classic.group.GroupMetadata` of the id (for a consumer group: an empty
 one that only holds offsets), so commits, fetches and offset records stay one path; a
 consumer group's commits and fetches are checked against member epochs (a classic
 member's: its generation) first.
@@ -35,11 +35,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 
 from headwater.errors import ErrorCode
-from headwater.groups import consumer_records, migration, records
-from headwater.groups.consumer_group import JOIN_EPOCH, ConsumerGroup
-from headwater.groups.consumer_groups import ConsumerGroups, new_consumer_member_id
-from headwater.groups.group import GroupMetadata
-from headwater.groups.membership import (
+from headwater.groups import migration, records
+from headwater.groups.classic.group import GroupMetadata
+from headwater.groups.classic.membership import (
     COMPLETING,
     DEAD,
     EMPTY,
@@ -52,6 +50,9 @@ from headwater.groups.membership import (
     Reply,
     default_member_id,
 )
+from headwater.groups.consumer import records as consumer_records
+from headwater.groups.consumer.group import JOIN_EPOCH, ConsumerGroup
+from headwater.groups.consumer.groups import ConsumerGroups, new_consumer_member_id
 from headwater.groups.offsets import GroupOffsets
 from headwater.groups.values import (
     CONSUMER_PROTOCOL_TYPE,
@@ -277,7 +278,8 @@ class GroupCoordinator(GroupOffsets):
             out.reply(request_id, JoinGroupResponse(code, req.member_id, error_message=message))
             return out.decision()
         before = consumer_records.image(group)
-        member = group.classic_join(
+        member = migration.classic_join(
+            group,
             req.member_id or self.consumer.new_member_id(),
             instance_id=req.group_instance_id,
             subscribed_topics=sub.topics,
@@ -320,7 +322,7 @@ class GroupCoordinator(GroupOffsets):
         member = group.members.get(req.member_id) if group is not None else None
         if group is None or member is None or not member.is_classic:
             return super().sync_group(req, request_id=request_id, now_ms=now_ms)
-        code = group.classic_check(req.member_id, req.generation_id, now_ms=now_ms)
+        code = migration.classic_check(group, req.member_id, req.generation_id, now_ms=now_ms)
         response = (
             SyncGroupResponse(
                 code,
@@ -337,7 +339,7 @@ class GroupCoordinator(GroupOffsets):
         group = self.consumer.groups.get(req.group_id)
         if group is None or not group.members:
             return super().heartbeat(req, request_id=request_id, now_ms=now_ms)
-        code = group.classic_heartbeat(req.member_id, req.generation_id, now_ms=now_ms)
+        code = migration.classic_heartbeat(group, req.member_id, req.generation_id, now_ms=now_ms)
         return Decision(replies=(Reply(request_id, HeartbeatResponse(code)),))
 
     def leave_group(

@@ -16,6 +16,10 @@ speaking JoinGroup/SyncGroup/Heartbeat, answered from the consumer group:
   and is answered at once, with the member's epoch as the generation and no leader
   work to do; its SyncGroup then hands it ``assigned``.
 
+These answers are this module's :func:`classic_join`, :func:`classic_check` (SyncGroup,
+OffsetCommit) and :func:`classic_heartbeat`: the adapter between the classic protocol's
+requests and the consumer group's state machine.
+
 So the consumer group's invariant (no partition held by two members; a partition goes
 to its new owner only after the old owner gave it up) covers both kinds of members.
 
@@ -43,15 +47,16 @@ not import the client).
 
 from __future__ import annotations
 
+import dataclasses
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from headwater.errors import ErrorCode
-from headwater.groups.consumer_group import NOTHING, ConsumerGroup, ConsumerMember, MemberState
-from headwater.groups.group import GroupMetadata, MemberMetadata
+from headwater.groups.classic.group import GroupMetadata, MemberMetadata
+from headwater.groups.classic.state import GroupState
+from headwater.groups.consumer.group import NOTHING, ConsumerGroup, ConsumerMember, MemberState
 from headwater.groups.records import Reader
-from headwater.groups.state import GroupState
-from headwater.groups.values import CONSUMER_PROTOCOL_TYPE, GroupConfig
+from headwater.groups.values import CONSUMER_PROTOCOL_TYPE, GroupConfig, Protocol
 from headwater.values import TopicPartition
 
 _I16 = struct.Struct(">h")
@@ -223,3 +228,118 @@ def to_classic(group: ConsumerGroup, *, now_ms: int) -> GroupMetadata | None:
     classic.generation_id = group.group_epoch
     classic.state = GroupState.STABLE  # constructed, as a replayed group is: no transition
     return classic
+
+
+# -- classic members of a consumer group -------------------------------------------------
+
+
+def classic_join(
+    group: ConsumerGroup,
+    member_id: str,
+    *,
+    subscribed_topics: frozenset[str],
+    owned: frozenset[TopicPartition],
+    protocols: tuple[Protocol, ...],
+    session_timeout_ms: int,
+    rebalance_timeout_ms: int,
+    now_ms: int,
+    partition_counts: Mapping[str, int],
+    create: bool = False,
+    instance_id: str | None = None,
+    client_id: str = "",
+    client_host: str = "",
+) -> ConsumerMember | None:
+    """A JoinGroup from a classic member (None if ``member_id`` is not one; with
+    ``create``, an unknown one joins as a new classic member, bumping the epoch): it
+    takes its subscription and what it says it still owns (the subscription's owned
+    partitions; an eager member revoked everything before rejoining) and moves
+    towards its target as a heartbeat would -- releasing pending revocations it no
+    longer owns, then taking what no other member holds.  Its answer is
+    ``member.assigned`` at ``member.member_epoch`` (the generation)."""
+    m = group.members.get(member_id)
+    if m is None and create:
+        m = _new_classic_member(
+            group, member_id, instance_id, subscribed_topics, protocols, client_id, client_host
+        )
+    if m is None or not m.is_classic:
+        return None
+    m.classic_protocols, m.classic_session_timeout_ms = protocols, session_timeout_ms
+    m.rebalance_timeout_ms = rebalance_timeout_ms
+    m.session_deadline_ms = now_ms + session_timeout_ms
+    if subscribed_topics != m.subscribed_topics:
+        m.subscribed_topics = subscribed_topics
+        group.bump_epoch()
+    group.maybe_compute_target(partition_counts)
+    group.reconcile(m, owned, now_ms=now_ms)
+    if m.state is MemberState.UNREVOKED_PARTITIONS:
+        group.reconcile(m, owned, now_ms=now_ms)  # it may have revoked them already
+    group.update_state()
+    return m
+
+
+def _new_classic_member(
+    group: ConsumerGroup,
+    member_id: str,
+    instance_id: str | None,
+    topics: frozenset[str],
+    protocols: tuple[Protocol, ...],
+    client_id: str,
+    client_host: str,
+) -> ConsumerMember | None:
+    """A classic member joins; a static one whose instance id a classic member holds
+    takes that member's place and partitions (KIP-345: the old process is gone, and
+    its member id is fenced).  None if a consumer-protocol member holds the id."""
+    old_id = group.static_members.get(instance_id) if instance_id is not None else None
+    if old_id is not None:
+        old = group.members[old_id]
+        if not old.is_classic:
+            return None
+        del group.members[old_id]
+        m = dataclasses.replace(old, member_id=member_id, client_id=client_id)
+        if old_id in group.target:
+            group.target[member_id] = group.target.pop(old_id)
+    else:
+        m = ConsumerMember(
+            member_id,
+            instance_id,
+            topics,
+            classic_protocols=protocols,
+            client_id=client_id,
+            client_host=client_host,
+        )
+        group.bump_epoch()
+    group.members[member_id] = m
+    if instance_id is not None:
+        group.static_members[instance_id] = member_id
+    return m
+
+
+def classic_check(
+    group: ConsumerGroup, member_id: str, generation_id: int, *, now_ms: int
+) -> ErrorCode:
+    """A SyncGroup, Heartbeat or OffsetCommit from a classic member: it must be one,
+    at its current generation (its member epoch); refreshes its session."""
+    m = group.members.get(member_id)
+    if m is None or not m.is_classic:
+        return ErrorCode.UNKNOWN_MEMBER_ID
+    if generation_id != m.member_epoch:
+        return ErrorCode.ILLEGAL_GENERATION
+    m.session_deadline_ms = now_ms + m.classic_session_timeout_ms
+    return ErrorCode.NONE
+
+
+def classic_heartbeat(
+    group: ConsumerGroup, member_id: str, generation_id: int, *, now_ms: int
+) -> ErrorCode:
+    """A classic member's Heartbeat: REBALANCE_IN_PROGRESS while it does not hold
+    its target at the target epoch (it rejoins, and its JoinGroup moves it on)."""
+    code = classic_check(group, member_id, generation_id, now_ms=now_ms)
+    if code is not ErrorCode.NONE:
+        return code
+    m = group.members[member_id]
+    settled = (
+        group.group_epoch == group.target_epoch
+        and m.state is MemberState.STABLE
+        and m.member_epoch == group.target_epoch
+    )
+    return ErrorCode.NONE if settled else ErrorCode.REBALANCE_IN_PROGRESS

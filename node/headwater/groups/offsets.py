@@ -14,8 +14,15 @@ from collections.abc import Iterable
 
 from headwater.errors import ErrorCode
 from headwater.groups import records
-from headwater.groups.group import GroupMetadata
-from headwater.groups.membership import COMPLETING, DEAD, EMPTY, Decision, GroupMembership, Out
+from headwater.groups.classic.group import GroupMetadata
+from headwater.groups.classic.membership import (
+    COMPLETING,
+    DEAD,
+    EMPTY,
+    Decision,
+    GroupMembership,
+    Out,
+)
 from headwater.groups.values import (
     CommittedOffset,
     OffsetCommitRequest,

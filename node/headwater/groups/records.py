@@ -40,7 +40,7 @@ Group metadata value, version 3::
 
 A null value is a tombstone: the offset was deleted or expired, or the group was deleted.
 Key versions 3 to 8 are the consumer-protocol (KIP-848) groups' records, in
-:mod:`headwater.groups.consumer_records`.  Unknown key versions are refused with
+:mod:`headwater.groups.consumer.records`.  Unknown key versions are refused with
 ``ValueError`` rather than silently skipped, so a newer format is never half-understood.
 """
 

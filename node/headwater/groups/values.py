@@ -263,7 +263,7 @@ class ConsumerGroupHeartbeatRequest:
     client_host: str = ""
     describable_topics: frozenset[str] | None = None
     """Not on the wire: the topics the principal may DESCRIBE, which bound what its
-    regex matches (:mod:`headwater.groups.subscription_authorization`); None: all."""
+    regex matches (:mod:`headwater.groups.consumer.subscription_authorization`); None: all."""
 
 
 @dataclasses.dataclass(frozen=True)

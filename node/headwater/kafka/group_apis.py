@@ -1,13 +1,13 @@
 """The Kafka listener's classic consumer-group APIs, in front of the group coordinator.
 
-FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit and
-OffsetFetch turn ``kio`` requests (any supported version) into the
-:mod:`headwater.groups.values` the :class:`~headwater.groups.runtime.GroupCoordinatorRuntime`
-takes, as the gRPC Group servicer does, with the same ACL checks; a group is one group
-whichever door its members use.  FindCoordinator answers with the coordinator's address
-on this Kafka listener; the first FindCoordinator of a cluster creates
-``__consumer_offsets`` (``offsets_topic``) and answers COORDINATOR_NOT_AVAILABLE until
-it has leaders, and clients retry.
+FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch,
+DescribeGroups, ListGroups and DeleteGroups turn ``kio`` requests (any supported version)
+into the :mod:`headwater.groups.values` the
+:class:`~headwater.groups.coordinator_runtime.GroupCoordinatorRuntime` takes, as the gRPC
+Group servicer does, with the same ACL checks; a group is one group whichever door its
+members use.  FindCoordinator answers with the coordinator's address on this Kafka
+listener; the first FindCoordinator of a cluster creates ``__consumer_offsets`` and
+answers COORDINATOR_NOT_AVAILABLE until it has leaders, and clients retry.
 
 JoinGroup starts at v4: from v4 on, Kafka makes a new member rejoin with the member id
 it is given (MEMBER_ID_REQUIRED), which is what the coordinator does for every member.
@@ -25,12 +25,12 @@ from headwater.coordination.admin import NewTopic
 from headwater.coordination.broker import BrokerCoordinator
 from headwater.errors import ErrorCode
 from headwater.groups import values as gv
+from headwater.groups.coordinator_runtime import GroupCoordinatorRuntime
 from headwater.groups.placement import (
     OFFSETS_TOPIC,
     offsets_topic_configs,
     offsets_topic_replication_factor,
 )
-from headwater.groups.runtime import GroupCoordinatorRuntime
 from headwater.kafka.protocol import Request, build, error_code, response_module
 from headwater.security.acls import AclOperation as Op
 from headwater.server.auth.authorization import RequestAuthorizer

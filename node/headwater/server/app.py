@@ -48,7 +48,7 @@ from headwater.coordination import reassignment_admin
 from headwater.coordination.broker import BrokerCoordinator
 from headwater.coordination.model import BrokerRegistration
 from headwater.coordination.settings import CoordinationSettings
-from headwater.groups.runtime import GroupCoordinatorRuntime
+from headwater.groups.coordinator_runtime import GroupCoordinatorRuntime
 from headwater.kafka import server as kafka_server
 from headwater.kafka.admin_apis import KafkaAdminApis
 from headwater.kafka.apis import KafkaApis

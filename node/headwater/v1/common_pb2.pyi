@@ -73,6 +73,11 @@ class _ErrorCodeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorCode.V
     OUT_OF_ORDER_SEQUENCE_NUMBER: _ErrorCode.ValueType  # 45
     DUPLICATE_SEQUENCE_NUMBER: _ErrorCode.ValueType  # 46
     INVALID_PRODUCER_EPOCH: _ErrorCode.ValueType  # 47
+    INVALID_TXN_STATE: _ErrorCode.ValueType  # 48
+    INVALID_PRODUCER_ID_MAPPING: _ErrorCode.ValueType  # 49
+    INVALID_TRANSACTION_TIMEOUT: _ErrorCode.ValueType  # 50
+    CONCURRENT_TRANSACTIONS: _ErrorCode.ValueType  # 51
+    TRANSACTION_COORDINATOR_FENCED: _ErrorCode.ValueType  # 52
     TRANSACTIONAL_ID_AUTHORIZATION_FAILED: _ErrorCode.ValueType  # 53
     SECURITY_DISABLED: _ErrorCode.ValueType  # 54
     KAFKA_STORAGE_ERROR: _ErrorCode.ValueType  # 56
@@ -82,6 +87,8 @@ class _ErrorCodeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorCode.V
     REASSIGNMENT_IN_PROGRESS: _ErrorCode.ValueType  # 60
     NON_EMPTY_GROUP: _ErrorCode.ValueType  # 68
     GROUP_ID_NOT_FOUND: _ErrorCode.ValueType  # 69
+    FETCH_SESSION_ID_NOT_FOUND: _ErrorCode.ValueType  # 70
+    INVALID_FETCH_SESSION_EPOCH: _ErrorCode.ValueType  # 71
     FENCED_LEADER_EPOCH: _ErrorCode.ValueType  # 74
     UNKNOWN_LEADER_EPOCH: _ErrorCode.ValueType  # 75
     UNSUPPORTED_COMPRESSION_TYPE: _ErrorCode.ValueType  # 76
@@ -99,6 +106,7 @@ class _ErrorCodeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorCode.V
     RESOURCE_NOT_FOUND: _ErrorCode.ValueType  # 91
     DUPLICATE_RESOURCE: _ErrorCode.ValueType  # 92
     UNACCEPTABLE_CREDENTIAL: _ErrorCode.ValueType  # 93
+    TRANSACTIONAL_ID_NOT_FOUND: _ErrorCode.ValueType  # 105
     FENCED_MEMBER_EPOCH: _ErrorCode.ValueType  # 110
     """KIP-848 consumer group protocol"""
     UNRELEASED_INSTANCE_ID: _ErrorCode.ValueType  # 111
@@ -159,6 +167,11 @@ POLICY_VIOLATION: ErrorCode.ValueType  # 44
 OUT_OF_ORDER_SEQUENCE_NUMBER: ErrorCode.ValueType  # 45
 DUPLICATE_SEQUENCE_NUMBER: ErrorCode.ValueType  # 46
 INVALID_PRODUCER_EPOCH: ErrorCode.ValueType  # 47
+INVALID_TXN_STATE: ErrorCode.ValueType  # 48
+INVALID_PRODUCER_ID_MAPPING: ErrorCode.ValueType  # 49
+INVALID_TRANSACTION_TIMEOUT: ErrorCode.ValueType  # 50
+CONCURRENT_TRANSACTIONS: ErrorCode.ValueType  # 51
+TRANSACTION_COORDINATOR_FENCED: ErrorCode.ValueType  # 52
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED: ErrorCode.ValueType  # 53
 SECURITY_DISABLED: ErrorCode.ValueType  # 54
 KAFKA_STORAGE_ERROR: ErrorCode.ValueType  # 56
@@ -168,6 +181,8 @@ UNKNOWN_PRODUCER_ID: ErrorCode.ValueType  # 59
 REASSIGNMENT_IN_PROGRESS: ErrorCode.ValueType  # 60
 NON_EMPTY_GROUP: ErrorCode.ValueType  # 68
 GROUP_ID_NOT_FOUND: ErrorCode.ValueType  # 69
+FETCH_SESSION_ID_NOT_FOUND: ErrorCode.ValueType  # 70
+INVALID_FETCH_SESSION_EPOCH: ErrorCode.ValueType  # 71
 FENCED_LEADER_EPOCH: ErrorCode.ValueType  # 74
 UNKNOWN_LEADER_EPOCH: ErrorCode.ValueType  # 75
 UNSUPPORTED_COMPRESSION_TYPE: ErrorCode.ValueType  # 76
@@ -185,6 +200,7 @@ PRODUCER_FENCED: ErrorCode.ValueType  # 90
 RESOURCE_NOT_FOUND: ErrorCode.ValueType  # 91
 DUPLICATE_RESOURCE: ErrorCode.ValueType  # 92
 UNACCEPTABLE_CREDENTIAL: ErrorCode.ValueType  # 93
+TRANSACTIONAL_ID_NOT_FOUND: ErrorCode.ValueType  # 105
 FENCED_MEMBER_EPOCH: ErrorCode.ValueType  # 110
 """KIP-848 consumer group protocol"""
 UNRELEASED_INSTANCE_ID: ErrorCode.ValueType  # 111

@@ -1,7 +1,7 @@
 """The broker's real group coordinator, in-process, for the consumer's group-client tests.
 
 Runs :class:`headwater.server.services.group.GroupService` over a real
-:class:`headwater.groups.runtime.GroupCoordinatorRuntime` (one ``__consumer_offsets``
+:class:`headwater.groups.coordinator_runtime.GroupCoordinatorRuntime` (one ``__consumer_offsets``
 partition kept in memory) on a gRPC server on 127.0.0.1, on an event loop of its own
 thread.  Only discovery is simplified: FindCoordinator names this server, since there is
 no ZooKeeper or metadata cache behind it.  Pair it with
@@ -18,7 +18,7 @@ from typing import Any
 
 import grpc
 from headwater.coordination.model import LeaderAndIsr, PartitionState
-from headwater.groups.runtime import GroupCoordinatorRuntime
+from headwater.groups.coordinator_runtime import GroupCoordinatorRuntime
 from headwater.groups.values import GroupConfig
 from headwater.records import read_batches, set_base_offset
 from headwater.server.runtime.metadata_cache import MetadataCache

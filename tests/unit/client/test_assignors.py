@@ -1,19 +1,23 @@
 """Partition assignors (range, roundrobin, sticky, cooperative-sticky): fixed examples and
 hypothesis properties -- every partition exactly once to a subscribed member, balance
 within one for equal subscriptions, stickiness, cooperative rounds never revoke a
-partition that does not move -- plus the ConsumerProtocol codec."""
+partition that does not move -- the rebalance protocol a list of assignors gives, plus
+the ConsumerProtocol codec."""
 
 from __future__ import annotations
 
 import pytest
-from headwater.client.group import protocol
-from headwater.client.group.assignors import (
+from headwater.client.group.classic import protocol
+from headwater.client.group.classic.assignors import (
     ASSIGNORS,
+    SUPPORTED_PROTOCOLS,
+    RebalanceProtocol,
     Subscription,
     assign,
     cooperative_sticky_assign,
     owners,
     range_assign,
+    rebalance_protocol,
     roundrobin_assign,
     sticky_assign,
 )
@@ -22,6 +26,40 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 EAGER = ["range", "roundrobin", "sticky"]
+
+
+# -- the rebalance protocol: the highest one every configured assignor supports --------
+
+
+def test_every_assignor_names_its_rebalance_protocols() -> None:
+    assert set(SUPPORTED_PROTOCOLS) == set(ASSIGNORS)
+    assert all(RebalanceProtocol.EAGER in p for p in SUPPORTED_PROTOCOLS.values())
+
+
+@pytest.mark.parametrize("name", EAGER)
+def test_an_eager_assignor_rebalances_eagerly(name: str) -> None:
+    assert rebalance_protocol([name]) is RebalanceProtocol.EAGER
+
+
+def test_cooperative_sticky_alone_rebalances_cooperatively() -> None:
+    assert rebalance_protocol(["cooperative-sticky"]) is RebalanceProtocol.COOPERATIVE
+
+
+@pytest.mark.parametrize(
+    "names", [["range", "cooperative-sticky"], ["cooperative-sticky", "range"]]
+)
+def test_any_eager_assignor_in_the_list_makes_it_eager_whatever_its_place(
+    names: list[str],
+) -> None:
+    # Kafka's ConsumerCoordinator keeps the protocols every assignor supports: the first
+    # step of the upgrade to cooperative (["cooperative-sticky", "range"]) is still eager.
+    assert rebalance_protocol(names) is RebalanceProtocol.EAGER
+
+
+@pytest.mark.parametrize(("names", "word"), [([], "empty"), (["range", "fair"], "fair")])
+def test_an_unknown_or_empty_assignor_list_is_refused(names: list[str], word: str) -> None:
+    with pytest.raises(ValueError, match=word):
+        rebalance_protocol(names)
 
 
 def _subs(members: list[str], topics: tuple[str, ...]) -> dict[str, Subscription]:

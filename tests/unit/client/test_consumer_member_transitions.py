@@ -1,6 +1,6 @@
 """The consumer-protocol member (KIP-848): its state table edge by edge, and each rule.
 
-The table in :mod:`headwater.client.group.consumer_member` is checked pair by pair (as
+The table in :mod:`headwater.client.group.consumer.member` is checked pair by pair (as
 ``test_group_member_transitions.py`` does for the classic member), then every edge is
 taken by the member itself: join at epoch 0, deltas afterwards, revoke before assign,
 fencing, fatal answers, coordinator moves, leaving with -1/-2, the poll timer.
@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from headwater.client.group.consumer_member import (
+from headwater.client.group.consumer.member import (
     TRANSITIONS,
     ConsumerMember,
     HeartbeatPlan,

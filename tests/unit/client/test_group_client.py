@@ -5,7 +5,8 @@ fetches, and the broker's own GroupService and coordinator runtime in-process fo
 group (see ``group_coordinator.py``).  Covers the I/O around the state machine: consumers
 polled alternately from one thread settle and read every record once; ``commit`` and
 ``committed`` round-trip; the rebalance listener sees eager revocation before the new
-assignment; a second consumer with the same ``group.instance.id`` fences the first.
+assignment, and an eager rebalance restarts kept partitions at their committed offsets;
+a second consumer with the same ``group.instance.id`` fences the first.
 """
 
 from __future__ import annotations
@@ -127,6 +128,55 @@ def test_eager_rebalance_revokes_before_the_new_assignment(
         assert settled([first, second], 2)
         assert listener.events[1] == ("revoked", {TP("t", 0), TP("t", 1)})
         assert listener.events[-1] == ("assigned", first.assignment())
+    finally:
+        first.close()
+        second.close()
+
+
+@pytest.mark.parametrize(
+    ("assignor", "read_again"),
+    [
+        (["range"], True),
+        (["range", "cooperative-sticky"], True),
+        (["cooperative-sticky", "range"], True),
+        (["cooperative-sticky"], False),
+    ],
+)
+def test_a_rebalance_restarts_kept_partitions_at_the_committed_offset_only_when_eager(
+    broker: FakeBroker, coordinator: InProcessCoordinator, assignor: list[str], read_again: bool
+) -> None:
+    """Eager (Kafka's onJoinPrepare): every partition is revoked and the new assignment
+    starts at the committed offsets, kept partitions too, so records read past the
+    commit come again.  Cooperative: kept partitions go on from their positions.  The
+    protocol is the one every configured assignor supports: eager while any is eager."""
+    broker.create("t", 2)
+    produce(broker, "t", 20, 2)
+    kw = {"enable_auto_commit": False, "partition_assignment_strategy": assignor}
+    first = consumer(broker, coordinator, **kw)
+    first.subscribe(["t"])
+    second = consumer(broker, coordinator, **kw)
+    try:
+        seen: list[tuple[int, int]] = []
+        for _ in range(100):
+            seen += [(r.partition, r.offset) for r in first.poll(100)]
+            if len(seen) >= 20:
+                break
+        assert sorted(seen) == [(p, o) for p in range(2) for o in range(10)]
+        first.commit({TP("t", 0): 4, TP("t", 1): 4})
+        second.subscribe(["t"])
+        again: list[tuple[int, int]] = []
+        for _ in range(200):
+            again += [(r.partition, r.offset) for r in first.poll(100)]
+            second.poll(100)
+            if settled([first, second], 2) and (len(again) >= 6 or not read_again):
+                break
+        assert settled([first, second], 2)
+        (kept,) = first.assignment()
+        for _ in range(3):
+            again += [(r.partition, r.offset) for r in first.poll(100)]
+        expected = [(kept.partition, o) for o in range(4, 10)] if read_again else []
+        assert sorted(again) == expected
+        assert first.position(kept) == 10
     finally:
         first.close()
         second.close()

@@ -1,6 +1,6 @@
 """The consumer's group membership, driven answer by answer with a virtual clock.
 
-Covers :class:`headwater.client.group.member.GroupMember`: what each JoinGroup, SyncGroup
+Covers :class:`headwater.client.group.classic.member.GroupMember`: what each JoinGroup, SyncGroup
 and Heartbeat answer (and each failed call) does to the state, the generation, the member
 id and the owned partitions; eager and cooperative revocation; static members; answers
 that arrive after the member has moved on.  No I/O and no mocks: the member is the logic.
@@ -9,7 +9,7 @@ that arrive after the member has moved on.  No I/O and no mocks: the member is t
 from __future__ import annotations
 
 import pytest
-from headwater.client.group.member import (
+from headwater.client.group.classic.member import (
     NO_GENERATION,
     AssignmentChange,
     GroupMember,

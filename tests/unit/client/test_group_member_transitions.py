@@ -1,7 +1,7 @@
 """The consumer's group-member state table: every legal edge is taken, every other refused.
 
 Like ``tests/unit/replication/test_transitions.py`` for the broker's partition states:
-the table in :mod:`headwater.client.group.member` is checked pair by pair, so a change to
+the table in :mod:`headwater.client.group.classic.member` is checked pair by pair, so a change to
 it has to change this file too.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from headwater.client.group.member import (
+from headwater.client.group.classic.member import (
     TRANSITIONS,
     IllegalStateTransition,
     MemberState,

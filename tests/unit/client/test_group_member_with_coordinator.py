@@ -1,6 +1,6 @@
 """Consumers' group members against the broker's group coordinator, both without I/O.
 
-Each :class:`~headwater.client.group.member.GroupMember` is driven as
+Each :class:`~headwater.client.group.classic.member.GroupMember` is driven as
 ``ConsumerCoordinator.poll`` drives it: a JoinGroup or SyncGroup it sent stays in flight
 (as a request id of the pure :class:`headwater.groups.coordinator.GroupCoordinator`)
 until the coordinator answers, and every "poll" of one member takes 200 ms of virtual
@@ -13,8 +13,9 @@ partition is owned by two members at once under cooperative rebalancing.
 from __future__ import annotations
 
 import pytest
-from headwater.client.group import protocol, requests
-from headwater.client.group.member import (
+from headwater.client.group import requests
+from headwater.client.group.classic import protocol
+from headwater.client.group.classic.member import (
     AssignmentChange,
     GroupMember,
     Joined,

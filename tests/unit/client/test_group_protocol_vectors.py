@@ -1,6 +1,6 @@
 """Kafka's ConsumerProtocol bytes, checked against fixed vectors written out by hand.
 
-Covers :mod:`headwater.client.group.protocol` field by field (docs/style.md): the layout in
+Covers :mod:`headwater.client.group.classic.protocol` field by field (docs/style.md): the layout in
 its docstring, big-endian int16 string lengths, a null ``user_data`` as length -1, owned
 partitions grouped by topic in sorted order, the v1 ``generation`` trailer, and the
 readers' tolerance of v0 bytes (no owned partitions, no generation) and refusal of
@@ -10,7 +10,7 @@ truncated ones.
 from __future__ import annotations
 
 import pytest
-from headwater.client.group import protocol
+from headwater.client.group.classic import protocol
 from headwater.client.types import TopicPartition
 
 TP = TopicPartition

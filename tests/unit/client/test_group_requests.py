@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import pytest
 from headwater import errors
-from headwater.client.group import protocol, requests
+from headwater.client.group import requests
+from headwater.client.group.classic import protocol
+from headwater.client.group.classic.member import JoinStart
 from headwater.client.group.listener import OffsetAndMetadata
-from headwater.client.group.member import JoinStart
 from headwater.client.types import TopicPartition
 from headwater.errors import ErrorCode
 from headwater.v1 import group_pb2

@@ -1,6 +1,6 @@
 """Server-side assignors of the KIP-848 consumer protocol: ``uniform`` and ``range``.
 
-Covers :mod:`headwater.groups.consumer_assignors`: every partition of a subscribed topic
+Covers :mod:`headwater.groups.consumer.assignors`: every partition of a subscribed topic
 goes to exactly one member subscribed to its topic (checked for both assignors on fixed
 cases and on generated ones); range's contiguous ranges; uniform's balance (counts within
 one among members of one subscription) and stickiness (a member joining moves only what
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import pytest
-from headwater.groups.consumer_assignors import ASSIGNORS, range_assign, uniform_assign
+from headwater.groups.consumer.assignors import ASSIGNORS, range_assign, uniform_assign
 from headwater.values import TopicPartition
 from hypothesis import given, settings
 from hypothesis import strategies as st

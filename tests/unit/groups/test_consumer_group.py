@@ -1,6 +1,6 @@
 """The KIP-848 consumer group state machine, heartbeat by heartbeat, in virtual time.
 
-Covers :mod:`headwater.groups.consumer_group`: the member and group state tables (every
+Covers :mod:`headwater.groups.consumer.group`: the member and group state tables (every
 legal edge and every other refused); joining, the group epoch and the target assignment;
 reconciliation, where a partition reaches its new owner only after the old owner has
 revoked it (the invariant "no partition held by two members" is checked after every
@@ -15,7 +15,7 @@ import itertools
 
 import pytest
 from headwater.errors import ErrorCode
-from headwater.groups.consumer_group import (
+from headwater.groups.consumer.group import (
     GROUP_TRANSITIONS,
     JOIN_EPOCH,
     LEAVE_EPOCH,

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 from headwater.errors import ErrorCode
-from headwater.groups.runtime import GroupCoordinatorRuntime
+from headwater.groups.coordinator_runtime import GroupCoordinatorRuntime
 from headwater.groups.values import GroupConfig
 from headwater.server.runtime.metadata_cache import MetadataCache
 from headwater.server.services.group import GroupService
 from headwater.v1 import common_pb2, group_pb2
 
-from tests.unit.groups.test_runtime import FakeLog
+from tests.unit.groups.test_coordinator_runtime import FakeLog
 
 pb = group_pb2
 SESSION_MS = 10_000

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 from headwater.errors import ErrorCode
-from headwater.groups import consumer_records as cr
-from headwater.groups.consumer_group import MemberState
+from headwater.groups.consumer import records as cr
+from headwater.groups.consumer.group import MemberState
 from headwater.groups.coordinator import GroupCoordinator
 from headwater.groups.values import ConsumerGroupHeartbeatRequest, GroupConfig
 from headwater.values import TopicPartition as TP

@@ -6,7 +6,7 @@ revoke-before-handover across both kinds of members, offsets kept, and failover 
 from __future__ import annotations
 
 import pytest
-from headwater.client.group.protocol import (
+from headwater.client.group.classic.protocol import (
     ConsumerAssignment,
     ConsumerSubscription,
     decode_assignment,
@@ -15,7 +15,7 @@ from headwater.client.group.protocol import (
 )
 from headwater.errors import ErrorCode
 from headwater.groups import migration
-from headwater.groups.consumer_group import ConsumerGroup
+from headwater.groups.consumer.group import ConsumerGroup
 from headwater.groups.coordinator import GroupCoordinator
 from headwater.groups.values import (
     ConsumerGroupHeartbeatRequest,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from headwater.groups.group import GroupMetadata
-from headwater.groups.state import (
+from headwater.groups.classic.group import GroupMetadata
+from headwater.groups.classic.state import (
     VALID_PREVIOUS_STATES,
     GroupState,
     IllegalStateError,

@@ -13,8 +13,11 @@ from typing import Any
 
 import pytest
 from headwater.errors import ErrorCode
-from headwater.groups.consumer_group import JOIN_EPOCH, ConsumerGroup, Heartbeat
-from headwater.groups.subscription_authorization import authorize_subscription, regex_authorized
+from headwater.groups.consumer.group import JOIN_EPOCH, ConsumerGroup, Heartbeat
+from headwater.groups.consumer.subscription_authorization import (
+    authorize_subscription,
+    regex_authorized,
+)
 from headwater.groups.values import ConsumerGroupHeartbeatRequest
 from headwater.security.acls import (
     AclBinding,

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 from headwater import errors
 from headwater.client import connection
-from headwater.client.group import protocol
+from headwater.client.group.classic import protocol
 from headwater.client.group.listener import OffsetAndMetadata
 from headwater.client.metadata import MetadataManager
 from headwater.client.types import TopicPartition

@@ -1,7 +1,7 @@
 """A consumer's committed offsets in its group: fetch them, commit them (sync, async, auto).
 
 The offsets half of Kafka's ``ConsumerCoordinator``, kept apart from the membership half
-(:class:`~headwater.client.group.coordinator.ConsumerCoordinator`, which extends
+(:class:`~headwater.client.group.classic.coordinator.ConsumerCoordinator`, which extends
 :class:`GroupOffsets`).  Both fetches and commits go to the group's coordinator through
 :class:`~headwater.client.group.calls.CoordinatorCalls`, which finds it again when a
 coordinator error marks it dead.
@@ -31,8 +31,8 @@ from typing import Any
 from headwater import errors
 from headwater.client import connection
 from headwater.client.group import calls, requests
+from headwater.client.group.classic.member import COORDINATOR_ERRORS
 from headwater.client.group.listener import OffsetAndMetadata
-from headwater.client.group.member import COORDINATOR_ERRORS
 from headwater.client.metadata import MetadataManager
 from headwater.client.subscription import SubscriptionState
 from headwater.client.types import TopicPartition

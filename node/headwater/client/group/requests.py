@@ -1,6 +1,6 @@
 """The group RPCs' requests built, and their answers read, as pure functions.
 
-Kept apart from :mod:`.coordinator` (which decides when to send what) so that the
+Kept apart from :mod:`.classic.coordinator` (which decides when to send what) so that the
 protobuf shapes of JoinGroup, SyncGroup, ConsumerGroupHeartbeat, OffsetCommit and
 OffsetFetch live in one place and the leader's assignment is computed from a JoinGroup
 answer without any I/O.
@@ -12,11 +12,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from headwater import errors
-from headwater.client.group import protocol
-from headwater.client.group.assignors import Subscription, assign
-from headwater.client.group.consumer_member import HeartbeatPlan
+from headwater.client.group.classic import protocol
+from headwater.client.group.classic.assignors import Subscription, assign
+from headwater.client.group.classic.member import JoinStart
+from headwater.client.group.consumer.member import HeartbeatPlan
 from headwater.client.group.listener import OffsetAndMetadata
-from headwater.client.group.member import JoinStart
 from headwater.client.types import TopicPartition
 from headwater.v1 import common_pb2, group_pb2
 

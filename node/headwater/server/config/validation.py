@@ -10,7 +10,7 @@ from headwater.server.config.settings import BrokerConfig, ConfigError
 
 CONSUMER_ASSIGNORS = ("uniform", "range")
 """The server-side assignors ``group.consumer.assignors`` may name
-(:mod:`headwater.groups.consumer_assignors`)."""
+(:mod:`headwater.groups.consumer.assignors`)."""
 
 MIGRATION_POLICIES = ("bidirectional", "upgrade", "downgrade", "disabled")
 """``group.consumer.migration.policy`` values (Kafka's; ``headwater.groups.values``)."""

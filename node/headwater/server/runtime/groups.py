@@ -1,6 +1,6 @@
 """The group coordinator wired to this broker: its log, its leaderships, its metrics.
 
-:class:`headwater.groups.runtime.GroupCoordinatorRuntime` knows nothing of the
+:class:`headwater.groups.coordinator_runtime.GroupCoordinatorRuntime` knows nothing of the
 broker: it appends and reads ``__consumer_offsets`` through two callables and is
 told when this broker gains or loses the leadership of one of that topic's
 partitions.  This module supplies both from the
@@ -26,8 +26,8 @@ from collections.abc import Awaitable, Callable, Mapping
 
 from headwater import errors
 from headwater.errors import ErrorCode
+from headwater.groups.coordinator_runtime import GroupCoordinatorRuntime
 from headwater.groups.placement import OFFSETS_TOPIC
-from headwater.groups.runtime import GroupCoordinatorRuntime
 from headwater.groups.values import GroupConfig
 from headwater.server.config import BrokerConfig
 from headwater.server.group_lag import RemoteEndOffsets, list_latest

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 
-from headwater.groups.runtime import GroupCoordinatorRuntime
+from headwater.groups.coordinator_runtime import GroupCoordinatorRuntime
 from headwater.server.config import BrokerConfig
 from headwater.server.group_lag import REFRESH_INTERVAL_S, RemoteEndOffsets
 from headwater.server.runtime.replica_manager import ReplicaManager

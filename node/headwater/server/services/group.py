@@ -1,7 +1,7 @@
 """The Group gRPC service: a thin converter in front of the group coordinator runtime.
 
 Every RPC converts protobuf to :mod:`headwater.groups.values`, asks the
-:class:`~headwater.groups.runtime.GroupCoordinatorRuntime` and converts back
+:class:`~headwater.groups.coordinator_runtime.GroupCoordinatorRuntime` and converts back
 (docs/style.md, "Thin servicers").
 FindCoordinator answers from the metadata cache: the leader of the group's
 ``__consumer_offsets`` partition; the first FindCoordinator of a cluster creates that
@@ -24,13 +24,13 @@ from headwater.coordination.admin import NewTopic
 from headwater.coordination.broker import BrokerCoordinator
 from headwater.errors import ErrorCode
 from headwater.groups import values as gv
+from headwater.groups.consumer.subscription_authorization import authorize_subscription
+from headwater.groups.coordinator_runtime import GroupCoordinatorRuntime
 from headwater.groups.placement import (
     OFFSETS_TOPIC,
     offsets_topic_configs,
     offsets_topic_replication_factor,
 )
-from headwater.groups.runtime import GroupCoordinatorRuntime
-from headwater.groups.subscription_authorization import authorize_subscription
 from headwater.security.acls import AclOperation as Op
 from headwater.security.acls import ResourceType
 from headwater.server.auth.authorization import ALLOW_ALL, RequestAuthorizer, denial

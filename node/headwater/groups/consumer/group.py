@@ -4,7 +4,7 @@ With ``group_protocol="consumer"`` there is no JoinGroup barrier.  Members send
 ``ConsumerGroupHeartbeat``s carrying their subscription and the partitions they own;
 the coordinator keeps a *group epoch* (bumped whenever membership or a subscription
 changes), computes a *target assignment* for that epoch with a server-side assignor
-(:mod:`headwater.groups.consumer_assignors`), and moves each member towards its target
+(:mod:`headwater.groups.consumer.assignors`), and moves each member towards its target
 one step per heartbeat, each member on its own (Kafka's ``CurrentAssignmentBuilder``):
 
 1. A member that holds partitions its target does not contain must first *revoke* them:
@@ -28,7 +28,7 @@ temporarily as a static member, whose place (and assignment) a restart with the 
 
 A regex subscription matches only the topics the member's principal may DESCRIBE, as
 its last heartbeat said (``Heartbeat.describable_topics``, decided in
-:mod:`headwater.groups.subscription_authorization`): a topic created since waits for the
+:mod:`headwater.groups.consumer.subscription_authorization`): a topic created since waits for the
 next heartbeat, one it may no longer describe is revoked.
 
 Time is passed in (``now_ms``); partition counts are passed in, since topic metadata is
@@ -43,8 +43,8 @@ import re
 from collections.abc import Callable, Mapping
 
 from headwater.errors import ErrorCode
-from headwater.groups.consumer_assignors import ASSIGNORS
-from headwater.groups.subscription_authorization import regex_authorized
+from headwater.groups.consumer.assignors import ASSIGNORS
+from headwater.groups.consumer.subscription_authorization import regex_authorized
 from headwater.groups.values import Protocol
 from headwater.values import TopicPartition
 
@@ -131,7 +131,7 @@ class Heartbeat:
     client_host: str = ""
     describable_topics: frozenset[str] | None = None
     """The topics the member's principal may DESCRIBE, asked afresh for every heartbeat
-    (:mod:`headwater.groups.subscription_authorization`); its regex matches no other.
+    (:mod:`headwater.groups.consumer.subscription_authorization`); its regex matches no other.
     None: authorization is off, every topic."""
 
 
@@ -260,10 +260,10 @@ class ConsumerGroup:
         if self._resolve_regexes(partition_counts):  # a topic created or deleted
             changed = True
         if changed:
-            self._bump_epoch()
-        self._maybe_compute_target(partition_counts)
-        self._reconcile(member, hb.owned, now_ms=now_ms)
-        self._update_state()
+            self.bump_epoch()
+        self.maybe_compute_target(partition_counts)
+        self.reconcile(member, hb.owned, now_ms=now_ms)
+        self.update_state()
         return HeartbeatResult(
             ErrorCode.NONE, member.member_id, member.member_epoch, member.assigned
         )
@@ -316,7 +316,7 @@ class ConsumerGroup:
             self.static_members[instance] = member.member_id
         member.session_deadline_ms = now_ms + self.session_timeout_ms
         if old_id is None:
-            self._bump_epoch()
+            self.bump_epoch()
         return member
 
     def _leave(
@@ -341,9 +341,9 @@ class ConsumerGroup:
         rebalance timeout, and follow topics created or deleted under members' regexes;
         returns the ids of the members removed."""
         if self._resolve_regexes(partition_counts):
-            self._bump_epoch()
-            self._maybe_compute_target(partition_counts)
-            self._update_state()
+            self.bump_epoch()
+            self.maybe_compute_target(partition_counts)
+            self.update_state()
         gone = [
             m
             for m in self.members.values()
@@ -353,112 +353,6 @@ class ConsumerGroup:
         for m in gone:
             self._remove(m, partition_counts)
         return [m.member_id for m in gone]
-
-    # -- members of the classic protocol (a converted group) ----------------------------
-
-    def classic_join(
-        self,
-        member_id: str,
-        *,
-        subscribed_topics: frozenset[str],
-        owned: frozenset[TopicPartition],
-        protocols: tuple[Protocol, ...],
-        session_timeout_ms: int,
-        rebalance_timeout_ms: int,
-        now_ms: int,
-        partition_counts: Mapping[str, int],
-        create: bool = False,
-        instance_id: str | None = None,
-        client_id: str = "",
-        client_host: str = "",
-    ) -> ConsumerMember | None:
-        """A JoinGroup from a classic member (None if ``member_id`` is not one; with
-        ``create``, an unknown one joins as a new classic member, bumping the epoch): it
-        takes its subscription and what it says it still owns (the subscription's owned
-        partitions; an eager member revoked everything before rejoining) and moves
-        towards its target as a heartbeat would -- releasing pending revocations it no
-        longer owns, then taking what no other member holds.  Its answer is
-        ``member.assigned`` at ``member.member_epoch`` (the generation)."""
-        m = self.members.get(member_id)
-        if m is None and create:
-            m = self._new_classic_member(
-                member_id, instance_id, subscribed_topics, protocols, client_id, client_host
-            )
-        if m is None or not m.is_classic:
-            return None
-        m.classic_protocols, m.classic_session_timeout_ms = protocols, session_timeout_ms
-        m.rebalance_timeout_ms = rebalance_timeout_ms
-        m.session_deadline_ms = now_ms + session_timeout_ms
-        if subscribed_topics != m.subscribed_topics:
-            m.subscribed_topics = subscribed_topics
-            self._bump_epoch()
-        self._maybe_compute_target(partition_counts)
-        self._reconcile(m, owned, now_ms=now_ms)
-        if m.state is MemberState.UNREVOKED_PARTITIONS:
-            self._reconcile(m, owned, now_ms=now_ms)  # it may have revoked them already
-        self._update_state()
-        return m
-
-    def _new_classic_member(
-        self,
-        member_id: str,
-        instance_id: str | None,
-        topics: frozenset[str],
-        protocols: tuple[Protocol, ...],
-        client_id: str,
-        client_host: str,
-    ) -> ConsumerMember | None:
-        """A classic member joins; a static one whose instance id a classic member holds
-        takes that member's place and partitions (KIP-345: the old process is gone, and
-        its member id is fenced).  None if a consumer-protocol member holds the id."""
-        old_id = self.static_members.get(instance_id) if instance_id is not None else None
-        if old_id is not None:
-            old = self.members[old_id]
-            if not old.is_classic:
-                return None
-            del self.members[old_id]
-            m = dataclasses.replace(old, member_id=member_id, client_id=client_id)
-            if old_id in self.target:
-                self.target[member_id] = self.target.pop(old_id)
-        else:
-            m = ConsumerMember(
-                member_id,
-                instance_id,
-                topics,
-                classic_protocols=protocols,
-                client_id=client_id,
-                client_host=client_host,
-            )
-            self._bump_epoch()
-        self.members[member_id] = m
-        if instance_id is not None:
-            self.static_members[instance_id] = member_id
-        return m
-
-    def classic_check(self, member_id: str, generation_id: int, *, now_ms: int) -> ErrorCode:
-        """A SyncGroup, Heartbeat or OffsetCommit from a classic member: it must be one,
-        at its current generation (its member epoch); refreshes its session."""
-        m = self.members.get(member_id)
-        if m is None or not m.is_classic:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if generation_id != m.member_epoch:
-            return ErrorCode.ILLEGAL_GENERATION
-        m.session_deadline_ms = now_ms + m.classic_session_timeout_ms
-        return ErrorCode.NONE
-
-    def classic_heartbeat(self, member_id: str, generation_id: int, *, now_ms: int) -> ErrorCode:
-        """A classic member's Heartbeat: REBALANCE_IN_PROGRESS while it does not hold
-        its target at the target epoch (it rejoins, and its JoinGroup moves it on)."""
-        code = self.classic_check(member_id, generation_id, now_ms=now_ms)
-        if code is not ErrorCode.NONE:
-            return code
-        m = self.members[member_id]
-        settled = (
-            self.group_epoch == self.target_epoch
-            and m.state is MemberState.STABLE
-            and m.member_epoch == self.target_epoch
-        )
-        return ErrorCode.NONE if settled else ErrorCode.REBALANCE_IN_PROGRESS
 
     def remove_member(self, member_id: str, partition_counts: Mapping[str, int]) -> None:
         """A member left outside the heartbeat (a classic member's LeaveGroup)."""
@@ -475,15 +369,17 @@ class ConsumerGroup:
         self.target.pop(member.member_id, None)
         if member.instance_id is not None:
             self.static_members.pop(member.instance_id, None)
-        self._bump_epoch()
-        self._maybe_compute_target(partition_counts)
-        self._update_state()
+        self.bump_epoch()
+        self.maybe_compute_target(partition_counts)
+        self.update_state()
 
-    def _bump_epoch(self) -> None:
+    def bump_epoch(self) -> None:
+        """Membership or a subscription changed: a new group epoch (and target to come)."""
         self.group_epoch += 1
-        self._update_state()
+        self.update_state()
 
-    def _maybe_compute_target(self, partition_counts: Mapping[str, int]) -> None:
+    def maybe_compute_target(self, partition_counts: Mapping[str, int]) -> None:
+        """Compute the target assignment of the group epoch, unless it is computed."""
         if self.target_epoch >= self.group_epoch:
             return
         subscriptions = {m.member_id: m.subscription for m in self.members.values()}
@@ -525,7 +421,7 @@ class ConsumerGroup:
         others = (m.held for m in self.members.values() if m is not member)
         return frozenset().union(*others)
 
-    def _reconcile(
+    def reconcile(
         self, m: ConsumerMember, owned: frozenset[TopicPartition] | None, *, now_ms: int
     ) -> None:
         """Move ``m`` one step towards its target (Kafka's ``CurrentAssignmentBuilder``)."""
@@ -572,7 +468,8 @@ class ConsumerGroup:
             m.revocation_deadline_ms = now_ms + m.rebalance_timeout_ms if revoking else None
         self.state = self._derived_state()
 
-    def _update_state(self) -> None:
+    def update_state(self) -> None:
+        """Move to the state its members now give the group (a checked transition)."""
         new = self._derived_state()
         if new is not self.state:
             self.state = self.state.transition_to(new)

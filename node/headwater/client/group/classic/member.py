@@ -5,7 +5,7 @@ and carries it over to the next ``poll``: ``poll(timeout)`` returns when its tim
 whatever the rebalance is doing.  So a group whose members all poll from one thread
 settles in a few polls, and one whose member is slow to rejoin is not held up for a
 session timeout.  :class:`GroupMember` is that logic without the I/O: the consumer's
-:class:`~headwater.client.group.coordinator.ConsumerCoordinator` asks it what to send
+:class:`~headwater.client.group.classic.coordinator.ConsumerCoordinator` asks it what to send
 next, sends it without waiting past the poll's deadline, and reports each answer back.
 Every move goes through :meth:`MemberState.transition_to`, which refuses an edge the
 table below does not have::

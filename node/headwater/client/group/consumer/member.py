@@ -6,7 +6,7 @@ reconciles toward the assignment each answer carries.  No JoinGroup/SyncGroup ba
 holds anybody up, and the broker hands a partition to its new owner only after the
 old owner reported it revoked.  :class:`ConsumerMember` is Kafka's
 ``ConsumerMembershipManager`` as a state machine: the
-:class:`~headwater.client.group.consumer_coordinator.ConsumerProtocolCoordinator` asks it
+:class:`~headwater.client.group.consumer.coordinator.ConsumerProtocolCoordinator` asks it
 what to send (:meth:`ConsumerMember.heartbeat_due`), reports each answer, and performs
 the reconciliation it asks for on the consumer's thread.  Every move goes through
 :meth:`MemberState.transition_to`, which refuses an edge the table does not have::

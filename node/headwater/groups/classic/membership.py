@@ -5,7 +5,7 @@ Kafka's ``GroupCoordinator`` for the classic protocol, in the shape of Kafka's n
 coordinator runtime (docs/style.md): every operation takes a request value, a ``request_id``
 chosen by the caller and the current time, and returns a :class:`Decision` -- the records
 to append to the partition, then the replies to send.  The caller
-(:class:`headwater.groups.runtime.GroupCoordinatorRuntime`) appends the records with
+(:class:`headwater.groups.coordinator_runtime.GroupCoordinatorRuntime`) appends the records with
 ``acks=all`` and only then delivers the replies, so a client never hears "synced" for
 something a new coordinator would not find in the log.
 
@@ -29,8 +29,8 @@ from typing import NamedTuple
 
 from headwater.errors import ErrorCode
 from headwater.groups import records
-from headwater.groups.group import GroupMetadata, MemberMetadata
-from headwater.groups.state import GroupState
+from headwater.groups.classic.group import GroupMetadata, MemberMetadata
+from headwater.groups.classic.state import GroupState
 from headwater.groups.values import (
     GroupConfig,
     HeartbeatRequest,

@@ -44,7 +44,7 @@ import struct
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
-from headwater.groups.consumer_group import (
+from headwater.groups.consumer.group import (
     ConsumerGroup,
     ConsumerMember,
     MemberState,

@@ -8,8 +8,8 @@ import asyncio
 
 import pytest
 from headwater.errors import ErrorCode, NotEnoughReplicasError
+from headwater.groups.coordinator_runtime import GroupCoordinatorRuntime
 from headwater.groups.placement import java_string_hash, partition_for
-from headwater.groups.runtime import GroupCoordinatorRuntime
 from headwater.groups.values import (
     GroupConfig,
     HeartbeatRequest,

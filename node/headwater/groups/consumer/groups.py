@@ -2,7 +2,7 @@
 
 :class:`ConsumerGroups` sits between the coordinator of a partition
 (:class:`headwater.groups.coordinator.GroupCoordinator`) and the per-group state machine
-(:class:`headwater.groups.consumer_group.ConsumerGroup`).  It does what Kafka's
+(:class:`headwater.groups.consumer.group.ConsumerGroup`).  It does what Kafka's
 ``GroupMetadataManager.consumerGroupHeartbeat`` does around the state machine:
 
 - validates the request (Kafka's ``throwIfConsumerGroupHeartbeatRequestIsInvalid``) and
@@ -15,7 +15,7 @@
 - validates the member epoch of offset commits and fetches (Kafka's
   ``ConsumerGroup.validateOffsetCommit``/``validateOffsetFetch``);
 - turns every change into ``__consumer_offsets`` records (Kafka's KIP-848 record types,
-  :mod:`headwater.groups.consumer_records`): an operation returns the records that turn
+  :mod:`headwater.groups.consumer.records`): an operation returns the records that turn
   the group's previous image into its new one, and :meth:`ConsumerGroups.replay` rebuilds
   the groups from them on a new coordinator.
 
@@ -29,8 +29,8 @@ import uuid
 from collections.abc import Callable, Mapping
 
 from headwater.errors import ErrorCode
-from headwater.groups import consumer_records
-from headwater.groups.consumer_group import (
+from headwater.groups.consumer import records as consumer_records
+from headwater.groups.consumer.group import (
     JOIN_EPOCH,
     LEAVE_EPOCH,
     STATIC_LEAVE_EPOCH,

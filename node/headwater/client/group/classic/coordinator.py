@@ -1,7 +1,7 @@
 """The consumer's side of the group protocol: join, sync, heartbeat, commit, leave.
 
 Kafka's ``ConsumerCoordinator``, as the I/O around a sans-I/O
-:class:`~headwater.client.group.member.GroupMember`: the member decides what to send
+:class:`~headwater.client.group.classic.member.GroupMember`: the member decides what to send
 and what an answer means; this class sends, waits no longer than its caller allows, and
 runs the rebalance listener.
 
@@ -22,8 +22,10 @@ under the lock, for the next ``poll`` to act on.  The heartbeat thread also enfo
 ``max_poll_interval_ms``: a consumer that has not polled for that long leaves the group,
 so its partitions move to members that are making progress.
 
-Eager assignors revoke everything before each JoinGroup; ``cooperative-sticky`` revokes
-only what moved and rejoins at once for the follow-up round (KIP-429).
+Eager rebalancing revokes everything before each JoinGroup, and the new assignment starts
+every partition at its committed offset (Kafka's ``onJoinPrepare``); a consumer whose
+assignors are all cooperative (``cooperative-sticky``) revokes only what moved and rejoins
+at once for the follow-up round (KIP-429).
 """
 
 from __future__ import annotations
@@ -37,15 +39,16 @@ from typing import Any, NamedTuple
 
 from headwater import errors
 from headwater.client import connection
-from headwater.client.group import calls, protocol, requests
-from headwater.client.group.assignors import COOPERATIVE
-from headwater.client.group.listener import ConsumerRebalanceListener
-from headwater.client.group.member import (
+from headwater.client.group import calls, requests
+from headwater.client.group.classic import protocol
+from headwater.client.group.classic.assignors import RebalanceProtocol, rebalance_protocol
+from headwater.client.group.classic.member import (
     AssignmentChange,
     GroupMember,
     MemberState,
     Outcome,
 )
+from headwater.client.group.listener import ConsumerRebalanceListener
 from headwater.client.group.offsets import GroupOffsets
 from headwater.client.metadata import MetadataManager
 from headwater.client.subscription import SubscriptionState
@@ -123,7 +126,7 @@ class ConsumerCoordinator(GroupOffsets):
         self.listener = ConsumerRebalanceListener()
         self._member = GroupMember(
             group_instance_id=group_instance_id,
-            cooperative=any(a in COOPERATIVE for a in assignors[:1]),
+            cooperative=rebalance_protocol(assignors) is RebalanceProtocol.COOPERATIVE,
             retry_backoff_ms=retry.retry_backoff_ms,
             now_ms=clock(),
         )

@@ -16,7 +16,7 @@ Fetching the assigned partitions needs READ on each topic, checked by Fetch itse
 The decision is taken here, apart from the I/O: the servicer asks the authorizer and
 passes its answers; :func:`authorize_subscription` answers with the refusal or with the
 topics the member may be given by its regex (``describable_topics``), which the
-heartbeat carries to :class:`~headwater.groups.consumer_group.ConsumerGroup`, where
+heartbeat carries to :class:`~headwater.groups.consumer.group.ConsumerGroup`, where
 :func:`regex_authorized` keeps those the member's regex matches.  Pure.
 """
 

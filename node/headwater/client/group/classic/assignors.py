@@ -15,12 +15,16 @@ deterministic: the same input always gives the same output.
 - ``cooperative-sticky``: the sticky target, minus every partition that would change
   owner in this round: the old owner revokes it, rejoins, and a follow-up rebalance
   hands it to the new owner.  Partitions that stay put are never revoked (KIP-429).
+
+A consumer rebalances cooperatively only when every assignor it is configured with
+supports it (:func:`rebalance_protocol`); otherwise it revokes everything (eager).
 """
 
 from __future__ import annotations
 
+import enum
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
 from headwater.client.types import TopicPartition
@@ -191,8 +195,44 @@ ASSIGNORS: dict[str, Assignor] = {
 }
 """Assignors by the names used in ``partition_assignment_strategy`` and on the wire."""
 
-COOPERATIVE = frozenset({"cooperative-sticky"})
-"""Assignors whose members revoke only what moves (the rest are eager: revoke all)."""
+
+class RebalanceProtocol(enum.IntEnum):
+    """How members give partitions up in a rebalance (Kafka's ``RebalanceProtocol``)."""
+
+    EAGER = 0
+    """Every member revokes all its partitions before it rejoins; the new assignment
+    starts every partition at its committed offset."""
+    COOPERATIVE = 1
+    """Members revoke only what moves to another member (KIP-429); the rest keep their
+    positions."""
+
+
+SUPPORTED_PROTOCOLS: Mapping[str, frozenset[RebalanceProtocol]] = {
+    "range": frozenset({RebalanceProtocol.EAGER}),
+    "roundrobin": frozenset({RebalanceProtocol.EAGER}),
+    "sticky": frozenset({RebalanceProtocol.EAGER}),
+    "cooperative-sticky": frozenset({RebalanceProtocol.EAGER, RebalanceProtocol.COOPERATIVE}),
+}
+"""The rebalance protocols each assignor supports (Kafka's ``supportedProtocols()``)."""
+
+
+def rebalance_protocol(assignors: Sequence[str]) -> RebalanceProtocol:
+    """The protocol of a consumer configured with ``assignors``: the highest one that
+    *every* assignor supports, as Kafka's ``ConsumerCoordinator`` chooses it.  So a list
+    with any eager assignor is eager (``["cooperative-sticky", "range"]``, the first step
+    of Kafka's upgrade to cooperative rebalancing, revokes everything); only a list of
+    cooperative assignors rebalances cooperatively.  ValueError for an unknown or empty
+    list."""
+    unknown = [a for a in assignors if a not in SUPPORTED_PROTOCOLS]
+    if unknown or not assignors:
+        raise ValueError(
+            f"partition assignors: unknown {unknown or 'empty'}; "
+            f"expected some of {', '.join(SUPPORTED_PROTOCOLS)}"
+        )
+    common = frozenset(RebalanceProtocol)
+    for a in assignors:
+        common &= SUPPORTED_PROTOCOLS[a]
+    return max(common)  # EAGER is supported by every assignor: never empty
 
 
 def assign(

@@ -16,7 +16,7 @@ import collections
 import dataclasses
 
 from headwater.groups import records
-from headwater.groups.state import GroupState, check_transition
+from headwater.groups.classic.state import GroupState, check_transition
 from headwater.groups.values import (
     NO_GENERATION,
     CommittedOffset,

@@ -1,7 +1,7 @@
 """The consumer's side of the consumer group protocol (KIP-848, ``group_protocol="consumer"``).
 
-The I/O around a sans-I/O :class:`~headwater.client.group.consumer_member.ConsumerMember`,
-the sibling of the classic :class:`~headwater.client.group.coordinator.ConsumerCoordinator`
+The I/O around a sans-I/O :class:`~headwater.client.group.consumer.member.ConsumerMember`,
+the sibling of the classic :class:`~headwater.client.group.classic.coordinator.ConsumerCoordinator`
 (whose commits, offset fetches, auto-commit and listener plumbing it inherits; only the
 membership differs):
 
@@ -35,14 +35,14 @@ from typing import Any
 from headwater import errors
 from headwater.client import connection
 from headwater.client.group import requests
-from headwater.client.group.consumer_member import (
+from headwater.client.group.classic.coordinator import ConsumerCoordinator
+from headwater.client.group.consumer.member import (
     ConsumerMember,
     HeartbeatPlan,
     MemberState,
     Outcome,
     Subscription,
 )
-from headwater.client.group.coordinator import ConsumerCoordinator
 from headwater.client.group.listener import OffsetAndMetadata
 from headwater.client.metadata import MetadataManager
 from headwater.client.subscription import SubscriptionState

@@ -1,0 +1,226 @@
+"""A partition's transactions: open ones, the last stable offset, the aborted-transaction index.
+
+Kafka keeps this in ``ProducerStateManager`` (the open transactions per producer) and in
+each segment's ``.txnindex`` (``TransactionIndex``: the transactions aborted in that
+segment).  This module is that state without the files: :class:`PartitionTransactions`
+is fed every appended batch in offset order, and returns an :class:`AbortedTxn` for each
+abort marker that ends an open transaction; the caller appends it to the
+:class:`TransactionIndex` of the segment the marker landed in.  :func:`rebuild` does the
+same over a whole log, which is how recovery rebuilds the indexes after an unclean stop.
+
+Rules (Kafka's, with KIP-890's epoch bump at every transaction end):
+
+* a producer's transaction opens at the first transactional batch it writes to the
+  partition and ends at its next control batch (COMMIT or ABORT marker);
+* the *last stable offset* (LSO) is the first offset of the earliest open transaction,
+  capped at the high watermark; a READ_COMMITTED fetch serves nothing at or past it;
+* each aborted transaction is indexed as (producer id, first offset, last offset = the
+  marker's offset, the LSO once it ended), so a fetch can name the aborted
+  transactions its range overlaps (:meth:`TransactionIndex.collect`);
+* a batch or marker older than the producer's latest epoch in this partition is refused
+  INVALID_PRODUCER_EPOCH: after a marker at epoch E + 1, a late write of the ended
+  transaction (epoch E) cannot reopen it; a non-transactional batch from a producer
+  with a transaction open is INVALID_TXN_STATE.
+
+``.txnindex`` entry, big-endian, 34 bytes (Kafka's ``AbortedTxn``)::
+
+    version            int16 = 0
+    producer_id        int64
+    first_offset       int64
+    last_offset        int64
+    last_stable_offset int64
+"""
+
+from __future__ import annotations
+
+import bisect
+import struct
+from collections.abc import Iterable
+from typing import NamedTuple
+
+from headwater.errors import CorruptRecordError, ErrorCode
+from headwater.records.batch import Batch
+from headwater.records.control import ControlRecordType, EndTransactionMarker, read_marker
+from headwater.records.header import BatchHeader
+
+__all__ = [
+    "AbortedTxn",
+    "PartitionTransactions",
+    "TransactionIndex",
+    "decode_aborted",
+    "encode_aborted",
+    "rebuild",
+]
+
+ABORTED_TXN_VERSION = 0
+_ENTRY = struct.Struct(">hqqqq")
+ENTRY_SIZE = _ENTRY.size  # 34
+
+
+class AbortedTxn(NamedTuple):
+    """One aborted transaction in one partition (Kafka's ``AbortedTxn``)."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    """The offset of the ABORT marker."""
+    last_stable_offset: int
+    """The partition's LSO right after the abort marker."""
+
+
+def encode_aborted(entries: Iterable[AbortedTxn]) -> bytes:
+    return b"".join(_ENTRY.pack(ABORTED_TXN_VERSION, *e) for e in entries)
+
+
+def decode_aborted(data: bytes) -> list[AbortedTxn]:
+    """The entries of a ``.txnindex``; CorruptRecordError for a partial or unknown entry."""
+    if len(data) % ENTRY_SIZE:
+        raise CorruptRecordError(
+            f".txnindex of {len(data)} bytes is not a whole number of {ENTRY_SIZE}-byte entries"
+        )
+    out = []
+    for pos in range(0, len(data), ENTRY_SIZE):
+        version, *fields = _ENTRY.unpack_from(data, pos)
+        if version != ABORTED_TXN_VERSION:
+            raise CorruptRecordError(f".txnindex entry {pos // ENTRY_SIZE}: version {version}")
+        entry = AbortedTxn(*fields)
+        if entry.last_offset < entry.first_offset:
+            raise CorruptRecordError(
+                f".txnindex entry {pos // ENTRY_SIZE}: last offset {entry.last_offset} "
+                f"before first offset {entry.first_offset}"
+            )
+        out.append(entry)
+    return out
+
+
+class TransactionIndex:
+    """The transactions aborted in one segment, in the order of their markers."""
+
+    def __init__(self, entries: Iterable[AbortedTxn] = ()) -> None:
+        self.entries: list[AbortedTxn] = []
+        for e in entries:
+            self.append(e)
+
+    def append(self, entry: AbortedTxn) -> None:
+        """Add an abort; markers are appended in offset order, so last offsets increase."""
+        if self.entries and entry.last_offset <= self.entries[-1].last_offset:
+            raise ValueError(
+                f"aborted transaction ending at {entry.last_offset} does not follow the one "
+                f"ending at {self.entries[-1].last_offset}"
+            )
+        self.entries.append(entry)
+
+    def collect(self, fetch_offset: int, upper_bound_offset: int) -> tuple[list[AbortedTxn], bool]:
+        """The aborts overlapping ``[fetch_offset, upper_bound_offset)``, and whether the
+        search may stop at this segment (an entry's LSO reached the bound, so no later
+        segment can hold an abort of a transaction that started before it)."""
+        found = []
+        for e in self.entries:
+            if e.last_offset >= fetch_offset and e.first_offset < upper_bound_offset:
+                found.append(e)
+                if e.last_stable_offset >= upper_bound_offset:
+                    return found, True
+        return found, False
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop the aborts whose marker is at or after ``offset`` (the log was cut there)."""
+        keep = bisect.bisect_left([e.last_offset for e in self.entries], offset)
+        del self.entries[keep:]
+
+    def to_bytes(self) -> bytes:
+        return encode_aborted(self.entries)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> TransactionIndex:
+        return cls(decode_aborted(data))
+
+
+def collect_aborted(
+    indexes: Iterable[TransactionIndex], fetch_offset: int, upper_bound_offset: int
+) -> list[AbortedTxn]:
+    """The aborted transactions a READ_COMMITTED fetch of ``[fetch_offset, upper_bound)``
+    must name, from the indexes of the segments from the one holding ``fetch_offset`` on."""
+    out: list[AbortedTxn] = []
+    for index in indexes:
+        found, complete = index.collect(fetch_offset, upper_bound_offset)
+        out += found
+        if complete:
+            break
+    return out
+
+
+class PartitionTransactions:
+    """The open transactions of one partition and the epochs of its transactional producers."""
+
+    def __init__(self) -> None:
+        self.open: dict[int, int] = {}
+        """producer id -> first offset of its open transaction, in first-offset order."""
+        self.epochs: dict[int, int] = {}
+        """producer id -> the latest epoch it wrote with (data or marker)."""
+
+    @property
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the earliest open transaction (None: none is open)."""
+        return min(self.open.values(), default=None)
+
+    def last_stable_offset(self, high_watermark: int) -> int:
+        """The LSO: no READ_COMMITTED reader may see this offset or anything after it."""
+        first = self.first_unstable_offset
+        return high_watermark if first is None else min(first, high_watermark)
+
+    def check_append(
+        self, producer_id: int, producer_epoch: int, *, is_transactional: bool, is_control: bool
+    ) -> ErrorCode:
+        """Whether a batch may be appended, before it is (see the module's rules)."""
+        if producer_id < 0:
+            if is_transactional or is_control:
+                return ErrorCode.INVALID_RECORD  # a transaction needs a producer id
+            return ErrorCode.NONE
+        known = self.epochs.get(producer_id)
+        if known is not None and producer_epoch < known:
+            return ErrorCode.INVALID_PRODUCER_EPOCH
+        if not is_transactional and not is_control and producer_id in self.open:
+            return ErrorCode.INVALID_TXN_STATE
+        return ErrorCode.NONE
+
+    def append(self, header: BatchHeader, marker: EndTransactionMarker | None) -> AbortedTxn | None:
+        """Account for an appended batch (``marker``: what its control record says).
+
+        Returns the index entry when it is an ABORT marker ending an open transaction.  A
+        marker for a producer with nothing open (written twice, or after an abort with
+        no data here) ends nothing and is not indexed.
+        """
+        pid = header.producer_id
+        if pid < 0:
+            return None
+        self.epochs[pid] = max(self.epochs.get(pid, header.producer_epoch), header.producer_epoch)
+        if not header.is_control:
+            if header.is_transactional and pid not in self.open:
+                self.open[pid] = header.base_offset
+            return None
+        first = self.open.pop(pid, None)
+        if first is None or marker is None or marker.type is not ControlRecordType.ABORT:
+            return None
+        marker_offset = header.base_offset
+        lso = self.first_unstable_offset
+        return AbortedTxn(pid, first, marker_offset, marker_offset + 1 if lso is None else lso)
+
+    def append_batch(self, batch: Batch) -> AbortedTxn | None:
+        """:meth:`append` for a batch read from the log (the marker decoded from it)."""
+        return self.append(batch.header, read_marker(batch))
+
+
+def rebuild(
+    segments: Iterable[tuple[int, Iterable[Batch]]],
+) -> tuple[PartitionTransactions, dict[int, TransactionIndex]]:
+    """Replay a log's batches, segment by segment (``(base offset, batches)`` in order):
+    the open transactions at its end and every segment's aborted-transaction index."""
+    state = PartitionTransactions()
+    indexes: dict[int, TransactionIndex] = {}
+    for base_offset, batches in segments:
+        index = indexes[base_offset] = TransactionIndex()
+        for batch in batches:
+            aborted = state.append_batch(batch)
+            if aborted is not None:
+                index.append(aborted)
+    return state, indexes

@@ -1,0 +1,15 @@
+"""The transaction coordinator's state and decisions, without I/O (Kafka's design and names).
+
+* :mod:`.state` -- the transaction states and Kafka's table of valid previous states;
+* :mod:`.metadata` -- one transactional id's :class:`~.metadata.TransactionMetadata`;
+* :mod:`.decisions` -- InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, marker
+  completion, timeouts and id expiration, as pure functions returning :mod:`.results`;
+* :mod:`.records` -- the ``__transaction_state`` record format and the replay that
+  rebuilds a partition's state when a broker becomes its leader;
+* :mod:`.shard` -- one partition's ids as its leader holds them: loading, appends in
+  flight, the timers;
+* :mod:`.views` -- what DescribeTransactions and ListTransactions answer.
+
+Nothing here does I/O: the coordinator runtime, the RPCs and the marker writer that will
+use it live above (docs/design.md, "Layers").
+"""
