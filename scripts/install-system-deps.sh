@@ -12,6 +12,7 @@ need_apt=()
 [ -x /usr/share/zookeeper/bin/zkServer.sh ] || need_apt+=(zookeeper)
 command -v javac >/dev/null 2>&1 || need_apt+=(default-jdk-headless)  # interop test runs `java File.java`
 command -v mvn >/dev/null 2>&1 || need_apt+=(maven)  # fetches kafka-clients for the interop tests
+command -v kcat >/dev/null 2>&1 || need_apt+=(kcat)  # the Kafka listener's interop tests (librdkafka's CLI)
 if [ "${#need_apt[@]}" -gt 0 ]; then
     echo "==> apt-get install ${need_apt[*]}"
     $SUDO apt-get update -qq

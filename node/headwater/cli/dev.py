@@ -3,6 +3,9 @@
 ``dev up`` starts ZooKeeper (unless ``--zookeeper`` names one) and N brokers
 on 127.0.0.1, each in its own process group so they outlive the command,
 records them in ``DIR/state.json`` and returns once every broker is healthy.
+Every broker also gets a Kafka-protocol listener (``kafka.listeners=KAFKA://...``), so
+Kafka's own clients and kcat can use the cluster at once: ``kafka_bootstrap`` in the
+JSON output (and on stderr in text mode, where stdout stays the gRPC bootstrap alone).
 The other commands read that state file (``add-broker`` and ``remove-broker``
 live in :mod:`headwater.cli.dev_scale`).  Progress goes to stderr; stdout
 carries only the result (text, or JSON with ``--output json``).
@@ -98,6 +101,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     if args.output == "json":
         print_json(summary)
     else:
+        if summary["kafka_bootstrap"]:
+            dev_cluster.note(f"kafka_bootstrap: {summary['kafka_bootstrap']} (e.g. kcat -b ... -L)")
         print(summary["bootstrap"])
     return 0
 
@@ -116,6 +121,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         print_json(summary)
     else:
         print(f"bootstrap: {summary['bootstrap']}")
+        if summary["kafka_bootstrap"]:
+            print(f"kafka_bootstrap: {summary['kafka_bootstrap']}")
         print(f"zookeeper: {summary['zookeeper']}")
         for b in summary["brokers"]:
             health = "healthy" if b["healthy"] else ("running" if b["alive"] else "down")

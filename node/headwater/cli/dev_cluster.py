@@ -2,9 +2,10 @@
 (:mod:`headwater.cli.dev`, :mod:`headwater.cli.dev_scale`) and ``cluster roll``.
 
 ``DIR/state.json`` records ZooKeeper's connect string (and pid, when ``dev up`` started
-it) and each broker's id, port, pid and log file.  Brokers run in their own process
-groups so they outlive the command; stopping one is SIGTERM (a controlled shutdown),
-then SIGKILL if it is still alive after the wait.  Progress goes to stderr.
+it) and each broker's id, port, Kafka-listener port, pid and log file.  Brokers run in
+their own process groups so they outlive the command; stopping one is SIGTERM (a
+controlled shutdown), then SIGKILL if it is still alive after the wait.  Progress goes to
+stderr.
 """
 
 from __future__ import annotations
@@ -80,6 +81,23 @@ def save_state(data_dir: Path, state: dict[str, Any]) -> None:
     tmp.replace(path)
 
 
+def kafka_overrides(entry: dict[str, Any], overrides: dict[str, str]) -> dict[str, str]:
+    """The broker's Kafka listener on a port of its own, kept in ``entry`` (restarts
+    reuse it); none when the overrides configure Kafka listeners themselves."""
+    if "kafka.listeners" in overrides:
+        return {}
+    if not entry.get("kafka_port"):
+        from headwater.testing.zookeeper import free_port
+
+        entry["kafka_port"] = free_port()
+    return {
+        "kafka.listeners": f"KAFKA://127.0.0.1:{entry['kafka_port']}",
+        "listener.security.protocol.map": overrides.get(
+            "listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,KAFKA:PLAINTEXT"
+        ),
+    }
+
+
 def start_broker(state: dict[str, Any], entry: dict[str, Any]) -> None:
     from headwater.testing.cluster import broker_command, broker_environment
 
@@ -90,7 +108,11 @@ def start_broker(state: dict[str, Any], entry: dict[str, Any]) -> None:
         port=entry["port"],
         log_dir=data_dir / "logs",
         zookeeper_connect=state["zookeeper"] + state["chroot"],
-        overrides={**DEV_OVERRIDES, **state.get("overrides", {})},
+        overrides={
+            **DEV_OVERRIDES,
+            **state.get("overrides", {}),
+            **kafka_overrides(entry, state.get("overrides", {})),
+        },
     )
     cmd.remove("--test-hooks")
     with open(data_dir / "broker.log", "ab") as log:
@@ -133,10 +155,15 @@ def wait_healthy(state: dict[str, Any], ids: list[int], timeout_s: float) -> Non
 
 
 def summary(state: dict[str, Any]) -> dict[str, Any]:
+    kafka = [b["kafka_port"] for b in state["brokers"] if b.get("kafka_port")]
     return {
         "bootstrap": ",".join(f"127.0.0.1:{b['port']}" for b in state["brokers"]),
+        "kafka_bootstrap": ",".join(f"127.0.0.1:{port}" for port in kafka),
         "zookeeper": state["zookeeper"] + state["chroot"],
-        "brokers": [{"id": b["id"], "port": b["port"], "pid": b["pid"]} for b in state["brokers"]],
+        "brokers": [
+            {"id": b["id"], "port": b["port"], "kafka_port": b.get("kafka_port"), "pid": b["pid"]}
+            for b in state["brokers"]
+        ],
     }
 
 

@@ -49,6 +49,10 @@ from headwater.coordination.broker import BrokerCoordinator
 from headwater.coordination.model import BrokerRegistration
 from headwater.coordination.settings import CoordinationSettings
 from headwater.groups.coordinator_runtime import GroupCoordinatorRuntime
+from headwater.kafka import server as kafka_server
+from headwater.kafka.admin_apis import KafkaAdminApis
+from headwater.kafka.apis import KafkaApis
+from headwater.kafka.group_apis import KafkaGroupApis, OffsetsTopicCreator
 from headwater.server.auth.acl_runtime import BrokerAuthorization
 from headwater.server.auth.listener_auth import SessionLookup
 from headwater.server.auth.sasl import SaslAuthentication
@@ -133,6 +137,10 @@ class BrokerServer:
         self.sasl = SaslAuthentication.from_config(config)
         """SASL exchanges, sessions and the SCRAM credential cache."""
         self.sasl_sessions = self.sasl.sessions
+        self.kafka_servers: list[kafka_server.KafkaServer] = []
+        """The Kafka-protocol listeners (``kafka.listeners``), started with the runtime."""
+        self.producer_ids = ProducerIdAllocator(config.broker_id, start_ms=clock.wall_ms())
+        """One producer id allocator for both front doors (gRPC and Kafka)."""
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -231,6 +239,37 @@ class BrokerServer:
                 metadata_changed=metadata_changed,
             )
         )
+        create_offsets_topic = OffsetsTopicCreator(
+            coordinator=lambda: self.coordinator,
+            metadata=self.metadata,
+            num_partitions=groups.num_partitions,
+            replication_factor=config.offsets_topic_replication_factor,
+        )
+        self.kafka_servers = await kafka_server.start_kafka_listeners(
+            config.kafka_listener_configs,
+            apis=lambda name: KafkaApis(
+                listener=name,
+                replicas=replicas,
+                metadata=self.metadata,
+                metrics=self.metrics,
+                authz=self.authorization.authz,
+                next_producer_id=self.producer_ids.next_id,
+                groups=KafkaGroupApis(
+                    listener=name,
+                    groups=groups,
+                    metadata=self.metadata,
+                    authz=self.authorization.authz,
+                    ensure_offsets_topic=create_offsets_topic,
+                ),
+                admin=KafkaAdminApis(
+                    coordinator=lambda: self.coordinator,
+                    metadata=self.metadata,
+                    authz=self.authorization.authz,
+                    log_defaults=config.log_config_properties,
+                ),
+            ),
+            max_request_bytes=config.socket_request_max_bytes,
+        )
         if config.metrics_port:
             self.metrics.serve(config.metrics_port)
         scheduler = PeriodicScheduler()
@@ -281,6 +320,11 @@ class BrokerServer:
                 listener_servers.stop_listeners(listeners, grace_s=1.0),
                 3.0,
             )
+            await process.bounded(
+                "stopping the Kafka listeners",
+                kafka_server.stop_kafka_listeners(self.kafka_servers),
+                3.0,
+            )
             await process.bounded("stopping the replica fetchers", fetchers.shutdown(), 3.0)
             await process.bounded("closing the logs", run_blocking(log_manager.shutdown), 15.0)
             await process.bounded(
@@ -325,7 +369,7 @@ class BrokerServer:
                 replicas=replicas,
                 metadata=self.metadata,
                 metrics=self.metrics,
-                producer_ids=ProducerIdAllocator(config.broker_id, start_ms=clock.wall_ms()),
+                producer_ids=self.producer_ids,
                 authz=self.authorization.authz,
             ),
             server,
@@ -417,6 +461,10 @@ class BrokerServer:
         inter_broker = config.listener_layout.inter_broker
         advertised = next(b for b in listeners if b.config.name == inter_broker).advertised
         endpoints, protocol_map = listener_servers.registered_endpoints(listeners)
+        if self.kafka_servers:
+            endpoints, protocol_map = kafka_server.registration_endpoints(
+                [b.advertised for b in listeners], self.kafka_servers
+            )
         settings = CoordinationSettings.from_properties(
             {
                 **config.to_properties(),

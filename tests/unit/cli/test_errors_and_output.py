@@ -131,8 +131,20 @@ def stopped_cluster(data_dir: Path) -> dict[str, Any]:
         "zookeeper": "127.0.0.1:2181",
         "zookeeper_pid": None,
         "brokers": [
-            {"id": 0, "port": 19092, "pid": None, "log": str(data_dir / "broker-0.log")},
-            {"id": 1, "port": 19093, "pid": None, "log": str(data_dir / "broker-1.log")},
+            {
+                "id": 0,
+                "port": 19092,
+                "kafka_port": 19192,
+                "pid": None,
+                "log": str(data_dir / "broker-0.log"),
+            },
+            {
+                "id": 1,
+                "port": 19093,
+                "kafka_port": 19193,
+                "pid": None,
+                "log": str(data_dir / "broker-1.log"),
+            },
         ],
     }
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -148,10 +160,25 @@ def test_dev_status_json_of_a_stopped_cluster(
     assert code == 1 and err == ""  # not every broker is healthy
     assert json.loads(out) == {
         "bootstrap": "127.0.0.1:19092,127.0.0.1:19093",
+        "kafka_bootstrap": "127.0.0.1:19192,127.0.0.1:19193",
         "zookeeper": "127.0.0.1:2181/headwater",
         "brokers": [
-            {"id": 0, "port": 19092, "pid": None, "alive": False, "healthy": False},
-            {"id": 1, "port": 19093, "pid": None, "alive": False, "healthy": False},
+            {
+                "id": 0,
+                "port": 19092,
+                "kafka_port": 19192,
+                "pid": None,
+                "alive": False,
+                "healthy": False,
+            },
+            {
+                "id": 1,
+                "port": 19093,
+                "kafka_port": 19193,
+                "pid": None,
+                "alive": False,
+                "healthy": False,
+            },
         ],
         "zookeeper_alive": None,
     }
@@ -165,6 +192,7 @@ def test_dev_status_text_of_a_stopped_cluster(
     assert code == 1
     assert out.splitlines() == [
         "bootstrap: 127.0.0.1:19092,127.0.0.1:19093",
+        "kafka_bootstrap: 127.0.0.1:19192,127.0.0.1:19193",
         "zookeeper: 127.0.0.1:2181/headwater",
         "broker 0: port 19092 pid None down",
         "broker 1: port 19093 pid None down",

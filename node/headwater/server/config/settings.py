@@ -18,6 +18,7 @@ import re
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from headwater.kafka.listeners import KafkaListenerConfig, kafka_listeners
 from headwater.server import listeners as named_listeners
 
 DEFAULT_CHROOT = "/headwater"
@@ -77,6 +78,22 @@ class BrokerConfig:
         "control.plane.listener.name",
         "",
         "The listener the controller reaches brokers on (default: the inter-broker one).",
+    )
+    kafka_listeners: str = _key(
+        "kafka.listeners",
+        "",
+        "Listeners speaking Kafka's wire protocol (NAME://host:port, names mapped in "
+        "listener.security.protocol.map, PLAINTEXT only); empty: none.",
+    )
+    kafka_advertised_listeners: str = _key(
+        "kafka.advertised.listeners",
+        "",
+        "What Kafka clients are told to connect to; default: kafka.listeners.",
+    )
+    socket_request_max_bytes: int = _key(
+        "socket.request.max.bytes",
+        104857600,
+        "The largest request a Kafka listener accepts; a larger one closes the connection.",
     )
     ssl_keystore_type: str = _key("ssl.keystore.type", "PEM", "Keystore format (PEM only).")
     ssl_keystore_location: str = _key(
@@ -365,6 +382,19 @@ class BrokerConfig:
                 security_inter_broker_protocol=self.security_inter_broker_protocol,
                 control_plane_listener_name=self.control_plane_listener_name,
                 settings=settings,
+            )
+        except named_listeners.ListenerConfigError as exc:
+            raise ConfigError(str(exc)) from None
+
+    @functools.cached_property
+    def kafka_listener_configs(self) -> tuple[KafkaListenerConfig, ...]:
+        """The Kafka-protocol listeners, checked (:mod:`headwater.kafka.listeners`)."""
+        try:
+            return kafka_listeners(
+                listeners=self.kafka_listeners,
+                advertised_listeners=self.kafka_advertised_listeners,
+                protocol_map=self.listener_security_protocol_map,
+                grpc_listeners=[c.endpoint for c in self.listener_layout.listeners],
             )
         except named_listeners.ListenerConfigError as exc:
             raise ConfigError(str(exc)) from None

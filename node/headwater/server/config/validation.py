@@ -61,6 +61,7 @@ def validate_config(config: BrokerConfig) -> None:
         ("log.cleaner.backoff.ms", config.log_cleaner_backoff_ms > 0, "must be > 0"),
         ("zookeeper.connect", bool(config.zookeeper_hosts.strip()), "must name a host"),
         ("connections.max.reauth.ms", config.connections_max_reauth_ms >= 0, "must be >= 0"),
+        ("socket.request.max.bytes", config.socket_request_max_bytes > 0, "must be > 0"),
     ]
     for key, ok, why in checks:
         if not ok:
@@ -69,6 +70,7 @@ def validate_config(config: BrokerConfig) -> None:
         if not ok:
             raise ConfigError(f"{key}: {why}")
     config.listener_layout  # noqa: B018 (checks every listener setting)
+    config.kafka_listener_configs  # noqa: B018 (and the Kafka-protocol ones)
 
 
 def _consumer_group_checks(config: BrokerConfig) -> list[tuple[str, bool, str]]:

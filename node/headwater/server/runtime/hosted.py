@@ -64,6 +64,8 @@ class OffsetLookup(NamedTuple):
 
 LATEST_TIMESTAMP = -1
 """ListOffsets' timestamp for "the end" (the HW for consumers, the LEO for replicas)."""
+EARLIEST_TIMESTAMP = -2
+"""ListOffsets' timestamp for "the beginning" (the log start offset)."""
 
 
 class RoleChanges(NamedTuple):
@@ -126,7 +128,13 @@ class HostedPartition:
             return OffsetLookup(
                 tp, ErrorCode.NONE, "", -1, state.high_watermark, state.leader_epoch
             )
-        if found is None or (replica_id < 0 and found.offset >= state.high_watermark):
+        # Consumers see below the HW, except the log start offset (Kafka answers an empty
+        # partition's EARLIEST with it).
+        if found is None or (
+            replica_id < 0
+            and timestamp != EARLIEST_TIMESTAMP
+            and found.offset >= state.high_watermark
+        ):
             return OffsetLookup(tp, ErrorCode.NONE, "", -1, -1, -1)
         return OffsetLookup(
             tp, ErrorCode.NONE, "", found.timestamp, found.offset, found.leader_epoch

@@ -1,0 +1,460 @@
+"""The Kafka listener's request handlers: one broker core behind two front doors.
+
+Each handler turns a decoded request (a ``kio`` entity, any version of its API) into
+calls on the same runtime objects the gRPC servicers call (the
+:class:`~headwater.server.runtime.replica_manager.ReplicaManager` and the
+:class:`~headwater.server.runtime.metadata_cache.MetadataCache`) and builds the
+response at the request's version (:func:`headwater.kafka.protocol.build` keeps the
+fields each version has).  Records pass through as the RecordBatch bytes the client
+sent and the log holds: nothing here decodes a record.
+
+ACLs are those of the gRPC listeners: the connection's identity (``User:ANONYMOUS``
+from the peer's host on a PLAINTEXT listener) is in the context variable
+:func:`headwater.server.auth.identity.current_identity` reads, so the authorizer is
+asked exactly as the servicers ask it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import random
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any, cast
+
+from headwater import errors
+from headwater.coordination import names
+from headwater.coordination.model import BrokerRegistration
+from headwater.errors import ErrorCode
+from headwater.kafka import protocol
+from headwater.kafka.admin_apis import KafkaAdminApis
+from headwater.kafka.fetch_sessions import (
+    FINAL_EPOCH,
+    FetchSessionCache,
+    FetchSessionError,
+    Wanted,
+)
+from headwater.kafka.group_apis import KafkaGroupApis
+from headwater.kafka.protocol import Request, build, error_code, response_module
+from headwater.security.acls import AclOperation as Op
+from headwater.security.acls import ResourceType
+from headwater.server.auth.authorization import RequestAuthorizer
+from headwater.server.convert import Context
+from headwater.server.metrics import BrokerMetrics, Timer
+from headwater.server.runtime import hosted
+from headwater.server.runtime.metadata_cache import MetadataCache
+from headwater.server.runtime.replica_manager import ReplicaManager
+from headwater.values import TopicPartition
+
+ZERO_UUID = uuid.UUID(int=0)
+"""Kafka's "no topic id"; Headwater topics have none yet."""
+
+_NO_THROTTLE = datetime.timedelta(0)
+_NO_GRPC_CONTEXT = cast(Context, None)
+"""The authorizer reads the identity from its context variable, never from this."""
+
+
+def kafka_address(reg: BrokerRegistration, listener: str) -> tuple[str, int] | None:
+    """Where a client of Kafka listener ``listener`` reaches broker ``reg``; None when that
+    broker has no such listener (a broker registered without named endpoints has only its
+    gRPC listener)."""
+    if not reg.endpoints:
+        return None
+    return reg.endpoint_for(listener)
+
+
+def _ms(value: datetime.timedelta) -> int:
+    return int(value.total_seconds() * 1000)
+
+
+def _time_or_none(ms: int) -> datetime.datetime | None:
+    return None if ms < 0 else datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
+
+
+class KafkaApis:
+    """Answers the requests of one Kafka listener (event-loop only)."""
+
+    def __init__(
+        self,
+        *,
+        listener: str,
+        replicas: ReplicaManager,
+        metadata: MetadataCache,
+        metrics: BrokerMetrics,
+        authz: RequestAuthorizer,
+        next_producer_id: Callable[[], int],
+        groups: KafkaGroupApis | None = None,
+        admin: KafkaAdminApis | None = None,
+    ) -> None:
+        """``next_producer_id``: the broker's producer id allocator, shared with the gRPC
+        listeners so that no two producers get the same id; ``groups`` and ``admin``: the
+        group and topic administration APIs (:mod:`headwater.kafka.group_apis`,
+        :mod:`headwater.kafka.admin_apis`)."""
+        self._next_producer_id = next_producer_id
+        self._fetch_sessions = FetchSessionCache(first_id=random.randrange(1, 1 << 31))
+        self._listener = listener
+        self._replicas = replicas
+        self._metadata = metadata
+        self._metrics = metrics
+        self._authz = authz
+        self._handlers: dict[int, Callable[[Request], Awaitable[Any]]] = {
+            0: self._produce,
+            1: self._fetch,
+            2: self._list_offsets,
+            3: self._metadata_answer,
+            18: self._api_versions,
+            22: self._init_producer_id,
+            60: self._describe_cluster,
+            **(groups.handlers() if groups is not None else {}),
+            **(admin.handlers() if admin is not None else {}),
+        }
+
+    @property
+    def api_keys(self) -> frozenset[int]:
+        return frozenset(self._handlers)
+
+    async def handle(self, request: Request) -> Any | None:
+        """The response entity, or None when the request gets none (Produce with acks=0)."""
+        if request.version_fallback:
+            return protocol.unsupported_api_versions_response()
+        return await self._handlers[request.api_key](request)
+
+    # -- ApiVersions ------------------------------------------------------------------------
+
+    async def _api_versions(self, request: Request) -> Any:
+        return protocol.api_versions_response(request.api_version)
+
+    # -- InitProducerId ---------------------------------------------------------------------
+
+    async def _init_producer_id(self, request: Request) -> Any:
+        body, authz = request.body, self._authz
+        module = response_module(22, request.api_version)
+        pid, epoch, code = -1, -1, ErrorCode.NONE
+        if body.transactional_id is not None:
+            code = ErrorCode.INVALID_REQUEST  # transactions are not served on this listener
+        elif authz.enabled and not (
+            authz.cluster(_NO_GRPC_CONTEXT, Op.IDEMPOTENT_WRITE)
+            or authz.by_resource_type(_NO_GRPC_CONTEXT, Op.WRITE, ResourceType.TOPIC)
+        ):
+            code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED  # Kafka 3.x (KIP-679)
+        elif getattr(body, "producer_id", -1) >= 0 and body.producer_epoch < 32767:
+            pid, epoch = body.producer_id, body.producer_epoch + 1  # an epoch bump (KIP-360)
+        else:
+            pid, epoch = self._next_producer_id(), 0
+        return build(
+            module.InitProducerIdResponse,
+            throttle_time=_NO_THROTTLE,
+            error_code=error_code(code),
+            producer_id=pid,
+            producer_epoch=epoch,
+        )
+
+    # -- Metadata ---------------------------------------------------------------------------
+
+    async def _metadata_answer(self, request: Request) -> Any:
+        timer = Timer(self._metrics, "Metadata")
+        version, body, cache, authz = request.api_version, request.body, self._metadata, self._authz
+        module = response_module(3, version)
+        listing = body.topics is None or (version == 0 and not body.topics)
+        wanted: list[str] = (
+            sorted(cache.topics) if listing else [t.name for t in body.topics if t.name]
+        )
+        if listing and authz.enabled:
+            wanted = [n for n in wanted if authz.topic(_NO_GRPC_CONTEXT, Op.DESCRIBE, n)]
+        topics = []
+        for name in wanted:
+            code = ErrorCode.NONE
+            if not listing and not authz.topic(_NO_GRPC_CONTEXT, Op.DESCRIBE, name):
+                code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            parts = cache.topics.get(name) if code is ErrorCode.NONE else None
+            if parts is None:
+                if code is ErrorCode.NONE:
+                    code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    try:
+                        names.validate_topic_name(name)
+                    except errors.InvalidTopicError:
+                        code = ErrorCode.INVALID_TOPIC_EXCEPTION
+                topics.append(
+                    build(
+                        module.MetadataResponseTopic,
+                        error_code=error_code(code),
+                        name=name,
+                        topic_id=ZERO_UUID,
+                        is_internal=False,
+                        partitions=(),
+                    )
+                )
+                continue
+            partitions = []
+            for p in sorted(parts):
+                ps = parts[p]
+                lai = ps.leader_and_isr
+                leader = lai.leader if lai.leader in cache.brokers else -1
+                partitions.append(
+                    build(
+                        module.MetadataResponsePartition,
+                        error_code=error_code(
+                            ErrorCode.NONE if leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE
+                        ),
+                        partition_index=p,
+                        leader_id=leader,
+                        leader_epoch=lai.leader_epoch,
+                        replica_nodes=tuple(ps.replicas),
+                        isr_nodes=tuple(lai.isr),
+                        offline_replicas=tuple(cache.offline_replicas(ps)),
+                    )
+                )
+            topics.append(
+                build(
+                    module.MetadataResponseTopic,
+                    error_code=error_code(ErrorCode.NONE),
+                    name=name,
+                    topic_id=ZERO_UUID,
+                    is_internal=names.is_internal(name),
+                    partitions=tuple(partitions),
+                )
+            )
+        brokers = [
+            build(module.MetadataResponseBroker, node_id=b, host=host, port=port, rack=rack)
+            for b, host, port, rack in self._brokers()
+        ]
+        timer.done()
+        return build(
+            module.MetadataResponse,
+            throttle_time=_NO_THROTTLE,
+            brokers=tuple(brokers),
+            cluster_id=cache.cluster_id or None,
+            controller_id=cache.controller_id,
+            topics=tuple(topics),
+        )
+
+    def _brokers(self) -> list[tuple[int, str, int, str | None]]:
+        """``(id, host, port, rack)`` of every live broker with this Kafka listener."""
+        out = []
+        for reg in sorted(self._metadata.brokers.values(), key=lambda r: r.broker_id):
+            address = kafka_address(reg, self._listener)
+            if address is not None:
+                out.append((reg.broker_id, address[0], address[1], reg.rack))
+        return out
+
+    # -- DescribeCluster --------------------------------------------------------------------
+
+    async def _describe_cluster(self, request: Request) -> Any:
+        body, module = request.body, response_module(60, request.api_version)
+        cache = self._metadata
+        if getattr(body, "endpoint_type", 1) != 1:  # 2 asks for KRaft controllers
+            code, message = ErrorCode.INVALID_REQUEST, "only broker endpoints (endpoint_type 1)"
+        else:
+            code, message = ErrorCode.NONE, None
+        return build(
+            module.DescribeClusterResponse,
+            throttle_time=_NO_THROTTLE,
+            error_code=error_code(code),
+            error_message=message,
+            endpoint_type=1,
+            cluster_id=cache.cluster_id,
+            controller_id=cache.controller_id,
+            brokers=tuple(
+                build(module.DescribeClusterBroker, broker_id=b, host=host, port=port, rack=rack)
+                for b, host, port, rack in (self._brokers() if code is ErrorCode.NONE else ())
+            ),
+        )
+
+    # -- Produce ----------------------------------------------------------------------------
+
+    async def _produce(self, request: Request) -> Any | None:
+        timer = Timer(self._metrics, "Produce")
+        body = request.body
+        module = response_module(0, request.api_version)
+        requested = [(t.name, p) for t in body.topic_data for p in t.partition_data]
+        refused = self._authz.topics(_NO_GRPC_CONTEXT, Op.WRITE, (name for name, _ in requested))
+        if body.transactional_id:  # no transactions on this listener (no InitProducerId)
+            refused = frozenset(name for name, _ in requested)
+            denied = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        else:
+            denied = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        results = await self._replicas.append_records(
+            acks=body.acks,
+            timeout_ms=_ms(body.timeout),
+            entries=[
+                (TopicPartition(name, p.index), p.records if p.records is not None else b"")
+                for name, p in requested
+                if refused is None or name not in refused
+            ],
+        )
+        timer.done()
+        if body.acks == 0:
+            return None
+        answers: dict[str, list[Any]] = {}
+        for name, p in requested:
+            if refused is not None and name in refused:
+                answers.setdefault(name, []).append(
+                    build(
+                        module.PartitionProduceResponse,
+                        index=p.index,
+                        error_code=error_code(denied),
+                        base_offset=-1,
+                        log_append_time=None,
+                        log_start_offset=-1,
+                        record_errors=(),
+                        error_message=None,
+                    )
+                )
+        for r in results:
+            answers.setdefault(r.topic_partition.topic, []).append(
+                build(
+                    module.PartitionProduceResponse,
+                    index=r.topic_partition.partition,
+                    error_code=error_code(r.error),
+                    base_offset=r.base_offset,
+                    log_append_time=_time_or_none(r.log_append_time_ms),
+                    log_start_offset=r.log_start_offset,
+                    record_errors=(),
+                    error_message=r.message or None,
+                )
+            )
+        return build(
+            module.ProduceResponse,
+            responses=tuple(
+                build(module.TopicProduceResponse, name=name, partition_responses=tuple(parts))
+                for name, parts in answers.items()
+            ),
+            throttle_time=_NO_THROTTLE,
+        )
+
+    # -- Fetch ------------------------------------------------------------------------------
+
+    async def _fetch(self, request: Request) -> Any:
+        timer = Timer(self._metrics, "Fetch")
+        body = request.body
+        module = response_module(1, request.api_version)
+        wanted = [
+            Wanted(
+                TopicPartition(t.topic, p.partition),
+                p.fetch_offset,
+                p.partition_max_bytes,
+                getattr(p, "current_leader_epoch", -1),
+            )
+            for t in body.topics
+            for p in t.partitions
+        ]
+        try:
+            session = self._fetch_sessions.begin(
+                session_id=getattr(body, "session_id", 0),
+                epoch=getattr(body, "session_epoch", FINAL_EPOCH),
+                wanted=wanted,
+                forgotten=[
+                    TopicPartition(t.topic, p)
+                    for t in getattr(body, "forgotten_topics_data", ())
+                    for p in t.partitions
+                ],
+            )
+        except FetchSessionError as exc:
+            timer.done("session")
+            return build(
+                module.FetchResponse,
+                throttle_time=_NO_THROTTLE,
+                error_code=error_code(exc.code),
+                session_id=0,
+                responses=(),
+            )
+        reading = session.to_read()
+        refused = self._authz.topics(_NO_GRPC_CONTEXT, Op.READ, (w.tp.topic for w in reading))
+        results = await self._replicas.fetch(
+            replica_id=-1,
+            max_wait_ms=_ms(body.max_wait),
+            min_bytes=body.min_bytes,
+            max_bytes=body.max_bytes,
+            specs=[
+                hosted.FetchSpec(w.tp, w.fetch_offset, w.current_leader_epoch, w.max_bytes)
+                for w in reading
+                if refused is None or w.tp.topic not in refused
+            ],
+        )
+        timer.done()
+        answers: dict[str, list[Any]] = {}
+        for w in reading:
+            if refused is not None and w.tp.topic in refused:
+                answers.setdefault(w.tp.topic, []).append(
+                    _partition_data(
+                        module,
+                        w.tp.partition,
+                        ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                        hosted.FetchResult(w.tp, ErrorCode.NONE),
+                    )
+                )
+        for r in results:
+            tp = r.topic_partition
+            if session.keep(
+                tp,
+                error=r.error,
+                has_records=bool(r.records),
+                hw=r.high_watermark,
+                log_start=r.log_start_offset,
+            ):
+                answers.setdefault(tp.topic, []).append(
+                    _partition_data(module, tp.partition, r.error, r)
+                )
+        return build(
+            module.FetchResponse,
+            throttle_time=_NO_THROTTLE,
+            error_code=error_code(ErrorCode.NONE),
+            session_id=session.session_id,
+            responses=tuple(
+                build(module.FetchableTopicResponse, topic=name, partitions=tuple(parts))
+                for name, parts in answers.items()
+            ),
+        )
+
+    # -- ListOffsets ------------------------------------------------------------------------
+
+    async def _list_offsets(self, request: Request) -> Any:
+        timer = Timer(self._metrics, "ListOffsets")
+        body = request.body
+        module = response_module(2, request.api_version)
+        refused = self._authz.topics(_NO_GRPC_CONTEXT, Op.DESCRIBE, (t.name for t in body.topics))
+        topics = []
+        for t in body.topics:
+            partitions = []
+            for p in t.partitions:
+                if refused is not None and t.name in refused:
+                    found = hosted.OffsetLookup(
+                        TopicPartition(t.name, p.partition_index),
+                        ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                    )
+                else:
+                    found = self._replicas.list_offset(
+                        TopicPartition(t.name, p.partition_index),
+                        timestamp=p.timestamp,
+                        current_leader_epoch=getattr(p, "current_leader_epoch", -1),
+                        replica_id=-1,
+                    )
+                partitions.append(
+                    build(
+                        module.ListOffsetsPartitionResponse,
+                        partition_index=p.partition_index,
+                        error_code=error_code(found.error),
+                        timestamp=found.timestamp,
+                        offset=found.offset,
+                        leader_epoch=found.leader_epoch,
+                    )
+                )
+            topics.append(
+                build(module.ListOffsetsTopicResponse, name=t.name, partitions=tuple(partitions))
+            )
+        timer.done()
+        return build(module.ListOffsetsResponse, throttle_time=_NO_THROTTLE, topics=tuple(topics))
+
+
+def _partition_data(module: Any, partition: int, code: ErrorCode, r: hosted.FetchResult) -> Any:
+    return build(
+        module.PartitionData,
+        partition_index=partition,
+        error_code=error_code(code),
+        high_watermark=r.high_watermark,
+        last_stable_offset=r.high_watermark,  # no transactions: the LSO is the HW
+        log_start_offset=r.log_start_offset,
+        aborted_transactions=(),
+        preferred_read_replica=-1,
+        records=r.records,
+    )

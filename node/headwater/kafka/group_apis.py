@@ -1,0 +1,523 @@
+"""The Kafka listener's classic consumer-group APIs, in front of the group coordinator.
+
+FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch,
+DescribeGroups, ListGroups and DeleteGroups turn ``kio`` requests (any supported version)
+into the :mod:`headwater.groups.values` the
+:class:`~headwater.groups.coordinator_runtime.GroupCoordinatorRuntime` takes, as the gRPC
+Group servicer does, with the same ACL checks; a group is one group whichever door its
+members use.  FindCoordinator answers with the coordinator's address on this Kafka
+listener; the first FindCoordinator of a cluster creates ``__consumer_offsets`` and
+answers COORDINATOR_NOT_AVAILABLE until it has leaders, and clients retry.
+
+JoinGroup starts at v4: from v4 on, Kafka makes a new member rejoin with the member id
+it is given (MEMBER_ID_REQUIRED), which is what the coordinator does for every member.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import logging
+from collections.abc import Callable
+from typing import Any, cast
+
+from headwater.coordination.admin import NewTopic
+from headwater.coordination.broker import BrokerCoordinator
+from headwater.errors import ErrorCode
+from headwater.groups import values as gv
+from headwater.groups.coordinator_runtime import GroupCoordinatorRuntime
+from headwater.groups.placement import (
+    OFFSETS_TOPIC,
+    offsets_topic_configs,
+    offsets_topic_replication_factor,
+)
+from headwater.kafka.protocol import Request, build, error_code, response_module
+from headwater.security.acls import AclOperation as Op
+from headwater.server.auth.authorization import RequestAuthorizer
+from headwater.server.auth.identity import current_identity
+from headwater.server.convert import Context
+from headwater.server.runtime.metadata_cache import MetadataCache
+from headwater.server.runtime.offload import run_blocking
+from headwater.values import TopicPartition
+
+log = logging.getLogger(__name__)
+
+_NO_THROTTLE = datetime.timedelta(0)
+_NO_GRPC_CONTEXT = cast(Context, None)
+"""The authorizer reads the identity from its context variable, never from this."""
+
+
+def _ms(value: datetime.timedelta) -> int:
+    return int(value.total_seconds() * 1000)
+
+
+class KafkaGroupApis:
+    """Group handlers of one Kafka listener (event-loop only)."""
+
+    def __init__(
+        self,
+        *,
+        listener: str,
+        groups: GroupCoordinatorRuntime,
+        metadata: MetadataCache,
+        authz: RequestAuthorizer,
+        ensure_offsets_topic: Callable[[], None],
+    ) -> None:
+        """``ensure_offsets_topic`` starts creating ``__consumer_offsets`` (once at a time)."""
+        self._listener = listener
+        self._groups = groups
+        self._metadata = metadata
+        self._authz = authz
+        self._ensure_offsets_topic = ensure_offsets_topic
+
+    def handlers(self) -> dict[int, Callable[[Request], Any]]:
+        return {
+            8: self.offset_commit,
+            9: self.offset_fetch,
+            10: self.find_coordinator,
+            11: self.join_group,
+            12: self.heartbeat,
+            13: self.leave_group,
+            14: self.sync_group,
+            15: self.describe_groups,
+            16: self.list_groups,
+            42: self.delete_groups,
+        }
+
+    # -- FindCoordinator ----------------------------------------------------------------
+
+    async def find_coordinator(self, request: Request) -> Any:
+        body, module = request.body, response_module(10, request.api_version)
+        key_type = getattr(body, "key_type", 0)
+        keys = body.coordinator_keys if hasattr(body, "coordinator_keys") else (body.key,)
+        answers = [self._coordinator_of(key, key_type) for key in keys]
+        if hasattr(module, "Coordinator"):
+            return build(
+                module.FindCoordinatorResponse,
+                throttle_time=_NO_THROTTLE,
+                coordinators=tuple(
+                    build(
+                        module.Coordinator,
+                        key=key,
+                        node_id=node,
+                        host=host,
+                        port=port,
+                        error_code=error_code(code),
+                        error_message=message or None,
+                    )
+                    for key, (code, message, node, host, port) in zip(keys, answers, strict=True)
+                ),
+            )
+        code, message, node, host, port = answers[0]
+        return build(
+            module.FindCoordinatorResponse,
+            throttle_time=_NO_THROTTLE,
+            error_code=error_code(code),
+            error_message=message or None,
+            node_id=node,
+            host=host,
+            port=port,
+        )
+
+    def _coordinator_of(self, key: str, key_type: int) -> tuple[ErrorCode, str, int, str, int]:
+        def error(code: ErrorCode, message: str) -> tuple[ErrorCode, str, int, str, int]:
+            return code, message, -1, "", -1
+
+        if key_type != 0:
+            return error(ErrorCode.INVALID_REQUEST, "only group coordinators (key_type 0)")
+        if not key:
+            return error(ErrorCode.INVALID_GROUP_ID, "group id must not be empty")
+        if not self._authz.group(_NO_GRPC_CONTEXT, Op.DESCRIBE, key):
+            return error(ErrorCode.GROUP_AUTHORIZATION_FAILED, f"not authorized on group {key!r}")
+        parts = self._metadata.topics.get(OFFSETS_TOPIC)
+        if not parts:
+            self._ensure_offsets_topic()
+            return error(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"creating {OFFSETS_TOPIC}")
+        ps = parts.get(self._groups.partition_for(key))
+        leader = ps.leader_and_isr.leader if ps is not None else -1
+        broker = self._metadata.brokers.get(leader)
+        address = broker.endpoint_for(self._listener) if broker and broker.endpoints else None
+        if address is None:
+            return error(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the coordinator is not reachable")
+        return ErrorCode.NONE, "", leader, address[0], address[1]
+
+    # -- membership ---------------------------------------------------------------------
+
+    async def join_group(self, request: Request) -> Any:
+        body, module = request.body, response_module(11, request.api_version)
+        if not self._authz.group(_NO_GRPC_CONTEXT, Op.READ, body.group_id):
+            return build(
+                module.JoinGroupResponse,
+                throttle_time=_NO_THROTTLE,
+                error_code=error_code(ErrorCode.GROUP_AUTHORIZATION_FAILED),
+                generation_id=-1,
+                protocol_type=None,
+                protocol_name=None if request.api_version >= 7 else "",
+                leader="",
+                member_id=body.member_id,
+                members=(),
+            )
+        session_ms = _ms(body.session_timeout)
+        r = await self._groups.join_group(
+            gv.JoinGroupRequest(
+                group_id=body.group_id,
+                member_id=body.member_id,
+                protocol_type=body.protocol_type,
+                protocols=tuple(gv.Protocol(p.name, bytes(p.metadata)) for p in body.protocols),
+                session_timeout_ms=session_ms,
+                rebalance_timeout_ms=_ms(body.rebalance_timeout) or session_ms,
+                group_instance_id=getattr(body, "group_instance_id", None) or None,
+                client_id=request.client_id or "",
+                client_host=current_identity(_NO_GRPC_CONTEXT).host,
+                reason=getattr(body, "reason", None) or "",
+            )
+        )
+        return build(
+            module.JoinGroupResponse,
+            throttle_time=_NO_THROTTLE,
+            error_code=error_code(r.error_code),
+            generation_id=r.generation_id,
+            protocol_type=r.protocol_type or None,
+            # Nullable from v7; before, Kafka writes an empty name while none is chosen.
+            protocol_name=r.protocol_name or (None if request.api_version >= 7 else ""),
+            leader=r.leader,
+            skip_assignment=r.skip_assignment,
+            member_id=r.member_id,
+            members=tuple(
+                build(
+                    module.JoinGroupResponseMember,
+                    member_id=m.member_id,
+                    group_instance_id=m.group_instance_id,
+                    metadata=m.metadata,
+                )
+                for m in r.members
+            ),
+        )
+
+    async def sync_group(self, request: Request) -> Any:
+        body, module = request.body, response_module(14, request.api_version)
+        if not self._authz.group(_NO_GRPC_CONTEXT, Op.READ, body.group_id):
+            return build(
+                module.SyncGroupResponse,
+                throttle_time=_NO_THROTTLE,
+                error_code=error_code(ErrorCode.GROUP_AUTHORIZATION_FAILED),
+                protocol_type=None,
+                protocol_name=None,
+                assignment=b"",
+            )
+        r = await self._groups.sync_group(
+            gv.SyncGroupRequest(
+                group_id=body.group_id,
+                generation_id=body.generation_id,
+                member_id=body.member_id,
+                group_instance_id=getattr(body, "group_instance_id", None) or None,
+                protocol_type=getattr(body, "protocol_type", None) or "",
+                protocol_name=getattr(body, "protocol_name", None) or "",
+                assignments=tuple((a.member_id, bytes(a.assignment)) for a in body.assignments),
+            )
+        )
+        return build(
+            module.SyncGroupResponse,
+            throttle_time=_NO_THROTTLE,
+            error_code=error_code(r.error_code),
+            protocol_type=r.protocol_type or None,
+            protocol_name=r.protocol_name or None,
+            assignment=r.assignment,
+        )
+
+    async def heartbeat(self, request: Request) -> Any:
+        body, module = request.body, response_module(12, request.api_version)
+        code = ErrorCode.GROUP_AUTHORIZATION_FAILED
+        if self._authz.group(_NO_GRPC_CONTEXT, Op.READ, body.group_id):
+            r = await self._groups.heartbeat(
+                gv.HeartbeatRequest(
+                    body.group_id,
+                    body.generation_id,
+                    body.member_id,
+                    getattr(body, "group_instance_id", None) or None,
+                )
+            )
+            code = r.error_code
+        return build(
+            module.HeartbeatResponse, throttle_time=_NO_THROTTLE, error_code=error_code(code)
+        )
+
+    async def leave_group(self, request: Request) -> Any:
+        body, module = request.body, response_module(13, request.api_version)
+        if not self._authz.group(_NO_GRPC_CONTEXT, Op.READ, body.group_id):
+            return build(
+                module.LeaveGroupResponse,
+                throttle_time=_NO_THROTTLE,
+                error_code=error_code(ErrorCode.GROUP_AUTHORIZATION_FAILED),
+                members=(),
+            )
+        members = (
+            tuple(
+                gv.MemberIdentity(m.member_id, m.group_instance_id or None, m.reason or "")
+                for m in body.members
+            )
+            if hasattr(body, "members")
+            else (gv.MemberIdentity(body.member_id, None, ""),)
+        )
+        r = await self._groups.leave_group(gv.LeaveGroupRequest(body.group_id, members))
+        code = r.error_code
+        if not hasattr(body, "members") and code is ErrorCode.NONE and r.members:
+            code = r.members[0].error_code  # v0-v2: the one member's error is the answer
+        return build(
+            module.LeaveGroupResponse,
+            throttle_time=_NO_THROTTLE,
+            error_code=error_code(code),
+            members=tuple(
+                build(
+                    module.MemberResponse,
+                    member_id=m.member_id,
+                    group_instance_id=m.group_instance_id,
+                    error_code=error_code(m.error_code),
+                )
+                for m in r.members
+            )
+            if hasattr(module, "MemberResponse")
+            else (),
+        )
+
+    # -- administration -----------------------------------------------------------------
+
+    async def describe_groups(self, request: Request) -> Any:
+        body, module = request.body, response_module(15, request.api_version)
+        out = []
+        for gid in body.groups:
+            if not self._authz.group(_NO_GRPC_CONTEXT, Op.DESCRIBE, gid):
+                out.append(
+                    build(
+                        module.DescribedGroup,
+                        error_code=error_code(ErrorCode.GROUP_AUTHORIZATION_FAILED),
+                        group_id=gid,
+                        group_state="",
+                        protocol_type="",
+                        protocol_data="",
+                        members=(),
+                    )
+                )
+                continue
+            d = self._groups.describe_group(gid)
+            out.append(
+                build(
+                    module.DescribedGroup,
+                    error_code=error_code(d.error_code),
+                    group_id=gid,
+                    group_state=d.state,
+                    protocol_type=d.protocol_type,
+                    protocol_data=d.protocol,
+                    members=tuple(
+                        build(
+                            module.DescribedGroupMember,
+                            member_id=m.member_id,
+                            group_instance_id=m.group_instance_id,
+                            client_id=m.client_id,
+                            client_host=m.client_host,
+                            member_metadata=m.metadata,
+                            member_assignment=m.assignment,
+                        )
+                        for m in d.members
+                    ),
+                )
+            )
+        return build(module.DescribeGroupsResponse, throttle_time=_NO_THROTTLE, groups=tuple(out))
+
+    async def list_groups(self, request: Request) -> Any:
+        body, module = request.body, response_module(16, request.api_version)
+        authz = self._authz
+        every = authz.cluster(_NO_GRPC_CONTEXT, Op.DESCRIBE)  # else the groups one may describe
+        return build(
+            module.ListGroupsResponse,
+            throttle_time=_NO_THROTTLE,
+            error_code=error_code(ErrorCode.NONE),
+            groups=tuple(
+                build(
+                    module.ListedGroup,
+                    group_id=g.group_id,
+                    protocol_type=g.protocol_type,
+                    group_state=g.state,
+                )
+                for g in self._groups.list_groups(getattr(body, "states_filter", ()))
+                if every or authz.group(_NO_GRPC_CONTEXT, Op.DESCRIBE, g.group_id)
+            ),
+        )
+
+    async def delete_groups(self, request: Request) -> Any:
+        body, module = request.body, response_module(42, request.api_version)
+        names = list(body.groups_names)
+        refused = [g for g in names if not self._authz.group(_NO_GRPC_CONTEXT, Op.DELETE, g)]
+        results = await self._groups.delete_groups([g for g in names if g not in refused])
+        denied = [(g, ErrorCode.GROUP_AUTHORIZATION_FAILED) for g in refused]
+        return build(
+            module.DeleteGroupsResponse,
+            throttle_time=_NO_THROTTLE,
+            results=tuple(
+                build(module.DeletableGroupResult, group_id=gid, error_code=error_code(code))
+                for gid, code in [*results, *denied]
+            ),
+        )
+
+    # -- offsets ------------------------------------------------------------------------
+
+    async def offset_commit(self, request: Request) -> Any:
+        body, module = request.body, response_module(8, request.api_version)
+        authz = self._authz
+        requested = [(t.name, p) for t in body.topics for p in t.partitions]
+        if not authz.group(_NO_GRPC_CONTEXT, Op.READ, body.group_id):
+            results = [
+                (n, p.partition_index, ErrorCode.GROUP_AUTHORIZATION_FAILED) for n, p in requested
+            ]
+        else:
+            refused = authz.topics(_NO_GRPC_CONTEXT, Op.READ, (n for n, _ in requested)) or ()
+            r = await self._groups.commit_offsets(
+                gv.OffsetCommitRequest(
+                    group_id=body.group_id,
+                    partitions=tuple(
+                        gv.OffsetCommit(
+                            n,
+                            p.partition_index,
+                            p.committed_offset,
+                            getattr(p, "committed_leader_epoch", -1),
+                            p.committed_metadata or "",
+                        )
+                        for n, p in requested
+                        if n not in refused
+                    ),
+                    generation_id=body.generation_id_or_member_epoch,
+                    member_id=body.member_id,
+                    group_instance_id=getattr(body, "group_instance_id", None) or None,
+                )
+            )
+            results = [(tp.topic, tp.partition, code) for tp, code in r.partitions]
+            if r.error_code is not ErrorCode.NONE and not r.partitions:
+                results = [
+                    (n, p.partition_index, r.error_code) for n, p in requested if n not in refused
+                ]
+            results += [
+                (n, p.partition_index, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                for n, p in requested
+                if n in refused
+            ]
+        by_topic: dict[str, list[Any]] = {}
+        for name, partition, code in results:
+            by_topic.setdefault(name, []).append(
+                build(
+                    module.OffsetCommitResponsePartition,
+                    partition_index=partition,
+                    error_code=error_code(code),
+                )
+            )
+        return build(
+            module.OffsetCommitResponse,
+            throttle_time=_NO_THROTTLE,
+            topics=tuple(
+                build(module.OffsetCommitResponseTopic, name=name, partitions=tuple(parts))
+                for name, parts in by_topic.items()
+            ),
+        )
+
+    async def offset_fetch(self, request: Request) -> Any:
+        body, module = request.body, response_module(9, request.api_version)
+        authz = self._authz
+        wanted = (
+            [TopicPartition(t.name, p) for t in body.topics for p in t.partition_indexes]
+            if body.topics is not None
+            else []
+        )
+        if not authz.group(_NO_GRPC_CONTEXT, Op.DESCRIBE, body.group_id):
+            return build(
+                module.OffsetFetchResponse,
+                throttle_time=_NO_THROTTLE,
+                topics=(),
+                error_code=error_code(ErrorCode.GROUP_AUTHORIZATION_FAILED),
+            )
+        r = self._groups.fetch_offsets(body.group_id, wanted or None)
+        offsets = sorted(r.offsets.items())
+        refused = authz.topics(_NO_GRPC_CONTEXT, Op.DESCRIBE, (tp.topic for tp, _ in offsets)) or ()
+        by_topic: dict[str, list[Any]] = {}
+        for tp, off in offsets:
+            if tp.topic in refused and not wanted:
+                continue  # listing every offset: the refused topics are hidden (Kafka)
+            denied = tp.topic in refused
+            by_topic.setdefault(tp.topic, []).append(
+                build(
+                    module.OffsetFetchResponsePartition,
+                    partition_index=tp.partition,
+                    committed_offset=off.offset if off is not None and not denied else -1,
+                    committed_leader_epoch=off.leader_epoch
+                    if off is not None and not denied
+                    else -1,
+                    metadata=off.metadata if off is not None and not denied else "",
+                    error_code=error_code(
+                        ErrorCode.TOPIC_AUTHORIZATION_FAILED if denied else ErrorCode.NONE
+                    ),
+                )
+            )
+        if r.error_code is not ErrorCode.NONE and not hasattr(
+            module.OffsetFetchResponse, "error_code"
+        ):
+            # v1 has no top-level error: Kafka puts it on every partition asked for.
+            by_topic = {}
+            for tp in wanted:
+                by_topic.setdefault(tp.topic, []).append(
+                    build(
+                        module.OffsetFetchResponsePartition,
+                        partition_index=tp.partition,
+                        committed_offset=-1,
+                        metadata="",
+                        error_code=error_code(r.error_code),
+                    )
+                )
+        return build(
+            module.OffsetFetchResponse,
+            throttle_time=_NO_THROTTLE,
+            topics=tuple(
+                build(module.OffsetFetchResponseTopic, name=name, partitions=tuple(parts))
+                for name, parts in by_topic.items()
+            ),
+            error_code=error_code(r.error_code),
+        )
+
+
+class OffsetsTopicCreator:
+    """Creates ``__consumer_offsets`` through the controller, one attempt at a time (as the
+    gRPC Group servicer does on its first FindCoordinator)."""
+
+    def __init__(
+        self,
+        *,
+        coordinator: Callable[[], BrokerCoordinator | None],
+        metadata: MetadataCache,
+        num_partitions: int,
+        replication_factor: int,
+    ) -> None:
+        self._coordinator = coordinator
+        self._metadata = metadata
+        self._num_partitions = num_partitions
+        self._replication_factor = replication_factor
+        self._creating: asyncio.Task[None] | None = None
+
+    def __call__(self) -> None:
+        if self._creating is None or self._creating.done():
+            self._creating = asyncio.ensure_future(self._create())
+
+    async def _create(self) -> None:
+        coordinator = self._coordinator()
+        if coordinator is None:
+            return
+        rf = offsets_topic_replication_factor(self._replication_factor, len(self._metadata.brokers))
+        topic = NewTopic(
+            name=OFFSETS_TOPIC,
+            num_partitions=self._num_partitions,
+            replication_factor=rf,
+            configs=offsets_topic_configs(),
+        )
+        try:
+            (result,) = await run_blocking(coordinator.create_topics, [topic])
+        except Exception:
+            log.exception("creating %s failed", OFFSETS_TOPIC)
+            return
+        if result.error is not None and result.error.code is not ErrorCode.TOPIC_ALREADY_EXISTS:
+            log.warning("creating %s: %s", OFFSETS_TOPIC, result.error)

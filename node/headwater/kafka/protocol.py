@@ -1,0 +1,243 @@
+"""Kafka's wire protocol: framing, request headers and what to do with each request.
+
+Pure: bytes in, decisions and bytes out; the socket is :mod:`headwater.kafka.server`'s.
+The message types are ``kio``'s, generated from Kafka's own JSON message schemas, so
+flexible versions (compact strings and arrays, tagged fields) and the request and
+response header versions of each API version are Kafka's, not written here.
+
+A request on the wire is a 4-byte big-endian size and that many bytes: the request
+header (v1: api key, api version, correlation id, client id; v2 adds tagged fields and
+is used by the flexible versions) and the body.  A response is a size, the response
+header (v0: the correlation id; v1 adds tagged fields) and the body.  ApiVersions
+always answers with header v0, whatever its version, so that a client can read the
+answer before it knows which versions the broker speaks.
+
+Decisions, as Kafka's ``SocketServer`` and ``KafkaApis`` make them:
+
+* a size below zero or above ``socket.request.max.bytes`` closes the connection
+  (:class:`FrameError`), as does a frame whose header or body does not decode or
+  leaves bytes over;
+* ApiVersions at a version above the highest supported is answered, at version 0,
+  with UNSUPPORTED_VERSION and the supported ranges (so the client can retry with a
+  version both speak);
+* any other API key or version outside :data:`SUPPORTED` closes the connection
+  (Kafka: "Unsupported API key" / InvalidRequestException), since no response of
+  that API at that version can be written; clients only send what ApiVersions
+  listed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import io
+import struct
+from collections.abc import Mapping
+from types import ModuleType
+from typing import Any, Final
+
+from kio.index import load_payload_module, load_request_schema, load_response_schema
+from kio.schema.errors import ErrorCode as KioErrorCode
+from kio.serial import entity_reader, entity_writer
+from kio.serial.errors import SerialError
+from kio.static.constants import EntityType
+
+DEFAULT_MAX_REQUEST_BYTES: Final = 104_857_600
+"""Kafka's default ``socket.request.max.bytes``."""
+
+API_VERSIONS: Final = 18
+UNSUPPORTED_VERSION: Final = 35
+
+API_NAMES: Final = {
+    0: "Produce",
+    1: "Fetch",
+    2: "ListOffsets",
+    3: "Metadata",
+    8: "OffsetCommit",
+    9: "OffsetFetch",
+    10: "FindCoordinator",
+    11: "JoinGroup",
+    12: "Heartbeat",
+    13: "LeaveGroup",
+    14: "SyncGroup",
+    15: "DescribeGroups",
+    16: "ListGroups",
+    18: "ApiVersions",
+    19: "CreateTopics",
+    20: "DeleteTopics",
+    22: "InitProducerId",
+    32: "DescribeConfigs",
+    37: "CreatePartitions",
+    42: "DeleteGroups",
+    60: "DescribeCluster",
+}
+
+SUPPORTED: Final[Mapping[int, tuple[int, int]]] = {
+    0: (3, 9),  # Produce: RecordBatch (v2 records) only; v10+ needs KIP-890 transactions
+    1: (4, 12),  # Fetch: v13+ names topics by id
+    2: (1, 7),  # ListOffsets
+    3: (0, 12),  # Metadata: v13 adds a top-level error code for KIP-1102 rebootstrap
+    8: (2, 8),  # OffsetCommit: v9+ is KIP-848's member epoch
+    9: (1, 7),  # OffsetFetch: v8+ batches groups
+    10: (0, 4),  # FindCoordinator
+    11: (4, 9),  # JoinGroup: from v4 a new member rejoins with its member id
+    12: (0, 4),  # Heartbeat
+    13: (0, 5),  # LeaveGroup
+    14: (0, 5),  # SyncGroup
+    15: (0, 5),  # DescribeGroups
+    16: (0, 4),  # ListGroups: v5 filters by group type (KIP-848)
+    18: (0, 3),  # ApiVersions
+    19: (2, 7),  # CreateTopics
+    20: (1, 5),  # DeleteTopics: v6 names topics by id as well
+    22: (0, 4),  # InitProducerId: idempotent producers (no transactions yet)
+    32: (1, 4),  # DescribeConfigs: topics
+    37: (0, 3),  # CreatePartitions
+    42: (0, 2),  # DeleteGroups
+    60: (0, 1),  # DescribeCluster: brokers (there are no KRaft controllers)
+}
+"""API key -> (lowest, highest) version this listener answers; what ApiVersions lists."""
+
+_PREFIX = struct.Struct(">i")
+_HEADER_START = struct.Struct(">hhi")
+_ZERO = datetime.timedelta(0)
+
+
+class FrameError(Exception):
+    """A frame that cannot be served: the connection is closed, the message logged."""
+
+
+def frame_size(prefix: bytes, *, max_bytes: int) -> int:
+    """The size announced by a frame's 4-byte prefix; refuses negative and too-large sizes."""
+    if len(prefix) != _PREFIX.size:
+        raise FrameError(f"size prefix of {len(prefix)} bytes, expected 4")
+    (size,) = _PREFIX.unpack(prefix)
+    if size < 0:
+        raise FrameError(f"negative frame size {size}")
+    if size > max_bytes:
+        raise FrameError(
+            f"frame of {size} bytes is larger than socket.request.max.bytes ({max_bytes})"
+        )
+    return int(size)
+
+
+def is_supported(api_key: int, api_version: int) -> bool:
+    span = SUPPORTED.get(api_key)
+    return span is not None and span[0] <= api_version <= span[1]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Request:
+    """A decoded request: its header fields and its body (a ``kio`` entity).
+
+    ``body`` is None exactly when ``version_fallback`` is set: an ApiVersions request at
+    a version this listener does not speak, answered at v0 without reading its body.
+    """
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    body: Any
+    version_fallback: bool = False
+
+    @property
+    def api_name(self) -> str:
+        return API_NAMES.get(self.api_key, f"api key {self.api_key}")
+
+
+def parse_request(frame: bytes) -> Request:
+    """Decode one frame (without its size prefix); :class:`FrameError` if it cannot be served."""
+    if len(frame) < _HEADER_START.size:
+        raise FrameError(f"truncated request header ({len(frame)} bytes)")
+    api_key, api_version, correlation_id = _HEADER_START.unpack_from(frame)
+    if not is_supported(api_key, api_version):
+        if api_key == API_VERSIONS and api_version > SUPPORTED[API_VERSIONS][1]:
+            return Request(api_key, api_version, correlation_id, None, None, True)
+        name = API_NAMES.get(api_key)
+        raise FrameError(
+            f"unsupported API key {api_key} ({name}) version {api_version}"
+            if name
+            else f"unknown API key {api_key} (version {api_version})"
+        )
+    schema = load_request_schema(api_key, api_version)
+    try:
+        header, used = entity_reader(schema.__header_schema__)(frame, 0)
+        body, body_used = entity_reader(schema)(frame, used)
+    except (SerialError, ValueError, OverflowError, KeyError) as exc:
+        # KeyError: kio refuses tagged fields its schema does not name (Kafka skips them).
+        raise FrameError(
+            f"{API_NAMES[api_key]} v{api_version} request does not decode: "
+            f"{type(exc).__name__}: {exc}"
+        ) from None
+    if used + body_used != len(frame):
+        raise FrameError(
+            f"{API_NAMES[api_key]} v{api_version} request has "
+            f"{len(frame) - used - body_used} bytes after its body"
+        )
+    return Request(api_key, api_version, correlation_id, header.client_id, body)
+
+
+def response_module(api_key: int, api_version: int) -> ModuleType:
+    """The ``kio`` module of an API version's response types (its nested entities too)."""
+    return load_payload_module(api_key, api_version, EntityType.response)
+
+
+def build(entity_type: Any, /, **values: Any) -> Any:
+    """An entity of ``entity_type`` from those of ``values`` the type has.
+
+    One handler serves every version of an API: it passes every field any version has
+    and each version's type keeps its own (the others keep their schema defaults).
+    """
+    names = _field_names(entity_type)
+    return entity_type(**{k: v for k, v in values.items() if k in names})
+
+
+_FIELD_NAMES: dict[type, frozenset[str]] = {}
+
+
+def _field_names(entity_type: type) -> frozenset[str]:
+    names = _FIELD_NAMES.get(entity_type)
+    if names is None:
+        names = _FIELD_NAMES[entity_type] = frozenset(
+            f.name for f in dataclasses.fields(entity_type)
+        )
+    return names
+
+
+def error_code(code: int) -> KioErrorCode:
+    """Headwater's error codes are Kafka's numbers."""
+    return KioErrorCode(int(code))
+
+
+def encode_response(correlation_id: int, body: Any) -> bytes:
+    """The size-prefixed response frame: the header its API version uses, then ``body``."""
+    entity_type = type(body)
+    header_type = entity_type.__header_schema__
+    out = io.BytesIO()
+    out.write(b"\0\0\0\0")
+    entity_writer(header_type)(out, header_type(correlation_id=correlation_id))
+    entity_writer(entity_type)(out, body)
+    frame = out.getbuffer()
+    _PREFIX.pack_into(frame, 0, len(frame) - _PREFIX.size)
+    del frame
+    return out.getvalue()
+
+
+def api_versions_response(api_version: int, *, error: int = 0) -> Any:
+    """ApiVersions' answer at ``api_version``: every key of :data:`SUPPORTED` and its range."""
+    module = response_module(API_VERSIONS, api_version)
+    keys = tuple(
+        build(module.ApiVersion, api_key=key, min_version=low, max_version=high)
+        for key, (low, high) in sorted(SUPPORTED.items())
+    )
+    return build(
+        load_response_schema(API_VERSIONS, api_version),
+        error_code=error_code(error),
+        api_keys=keys,
+        throttle_time=_ZERO,
+    )
+
+
+def unsupported_api_versions_response() -> Any:
+    """Kafka's answer to an ApiVersions version it does not speak: v0, UNSUPPORTED_VERSION."""
+    return api_versions_response(0, error=UNSUPPORTED_VERSION)

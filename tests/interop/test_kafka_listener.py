@@ -1,0 +1,841 @@
+"""The Kafka-protocol listener against clients no one here wrote.
+
+A two-broker cluster (each broker with a gRPC listener and a Kafka listener,
+``kafka.listeners=KAFKA://...``) and a two-partition topic whose leaders are on both
+brokers, so a client must follow Metadata to each broker's advertised Kafka address:
+
+* kafka-python and confluent-kafka (librdkafka) produce records with keys, headers and
+  timestamps and read them back at the offsets the produce answered;
+* Apache Kafka's Java clients (kafka-clients 3.9, ``KafkaClients.java``) produce
+  idempotently with acks=all, consume in a group and commit;
+* DescribeCluster names every broker at its Kafka address;
+* topic administration: kafka-python's admin client creates (with a config, three
+  partitions, RF=2), describes its configs, grows and deletes it;
+* consumer groups: kafka-python and librdkafka subscribe, consume and commit, a new
+  member resumes from the commit, and Headwater's gRPC consumer resumes a group
+  committed over Kafka; kafka-python's admin client describes, lists and deletes groups;
+* kcat (librdkafka's command line) lists the metadata, produces and consumes;
+* both doors at once: a record produced over gRPC is read over Kafka with the same
+  offset, key, headers and timestamp, and the other way round;
+* fetch sessions (KIP-227): an incremental Fetch names only partitions with news;
+* bad input: a produce of garbage records is refused with an error and nothing is
+  written; negative and huge sizes, a truncated frame, an unknown API key or garbage
+  close that connection with the reason in the broker's log, and the broker keeps
+  serving other clients.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import shutil
+import socket
+import struct
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from headwater.client import Admin, Consumer, NewTopic, Producer, TopicPartition
+from headwater.kafka.protocol import SUPPORTED
+from headwater.testing import Cluster
+from headwater.testing.zookeeper import free_port
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from .test_kafka_interop import kafka_classpath  # noqa: F401 (a fixture: the Kafka jars)
+
+pytestmark = pytest.mark.e2e
+
+KAFKA = "KAFKA"
+JAVA_PROGRAM = Path(__file__).with_name("KafkaClients.java")
+BASE_TS = 1_700_000_000_000
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    ports = {b: free_port() for b in range(2)}
+    with Cluster(
+        brokers=2,
+        data_dir=tmp_path_factory.mktemp("kafka-listener"),
+        overrides={"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,KAFKA:PLAINTEXT"},
+        broker_overrides={
+            b: {"kafka.listeners": f"KAFKA://127.0.0.1:{port}"} for b, port in ports.items()
+        },
+    ) as c:
+        c.kafka_ports = ports  # type: ignore[attr-defined]
+        yield c
+
+
+def kafka_bootstrap(cluster: Cluster) -> str:
+    return ",".join(f"127.0.0.1:{p}" for p in cluster.kafka_ports.values())  # type: ignore[attr-defined]
+
+
+def new_topic(cluster: Cluster, partitions: int = 2) -> str:
+    name = f"k-{uuid.uuid4().hex[:10]}"
+    with Admin(cluster.bootstrap) as admin:
+        admin.create_topics([NewTopic(name, partitions, 1)], timeout_ms=15000)
+    for p in range(partitions):
+        cluster.wait_for(lambda p=p: cluster.leader_for(name, p) is not None, what="a leader")
+    return name
+
+
+def expected_records(
+    n: int = 6,
+) -> list[tuple[int, bytes | None, bytes, list[tuple[str, bytes]], int]]:
+    """``(partition, key, value, headers, timestamp)``: both partitions, a null key."""
+    return [
+        (
+            i % 2,
+            None if i == 3 else f"key-{i}".encode(),
+            f"value-{i}".encode() * (i + 1),
+            [("trace", f"t{i}".encode()), ("n", bytes([i]))] if i % 3 else [],
+            BASE_TS + i * 1000,
+        )
+        for i in range(n)
+    ]
+
+
+# -- kafka-python --------------------------------------------------------------------------
+
+
+def test_kafka_python_produces_and_consumes_with_keys_headers_and_timestamps(
+    cluster: Cluster,
+) -> None:
+    kafka = pytest.importorskip("kafka")
+    topic = new_topic(cluster)
+    records = expected_records()
+    producer = kafka.KafkaProducer(bootstrap_servers=kafka_bootstrap(cluster), acks="all")
+    try:
+        futures = [
+            producer.send(topic, value=v, key=k, headers=h, partition=p, timestamp_ms=ts)
+            for p, k, v, h, ts in records
+        ]
+        producer.flush(30)
+        metas = [f.get(timeout=30) for f in futures]
+    finally:
+        producer.close(10)
+    assert [(m.partition, m.offset) for m in metas] == [(i % 2, i // 2) for i in range(6)]
+
+    consumer = kafka.KafkaConsumer(
+        bootstrap_servers=kafka_bootstrap(cluster),
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        consumer_timeout_ms=15000,
+    )
+    try:
+        consumer.assign([kafka.TopicPartition(topic, 0), kafka.TopicPartition(topic, 1)])
+        got = []
+        for message in consumer:
+            got.append(message)
+            if len(got) == len(records):
+                break
+    finally:
+        consumer.close()
+    by_place = {(m.partition, m.offset): m for m in got}
+    for (p, k, v, h, ts), meta in zip(records, metas, strict=True):
+        m = by_place[(p, meta.offset)]
+        assert (m.key, m.value, list(m.headers), m.timestamp) == (k, v, h, ts)
+
+
+def test_kafka_python_produces_with_acks_0(cluster: Cluster) -> None:
+    kafka = pytest.importorskip("kafka")
+    topic = new_topic(cluster, partitions=1)
+    producer = kafka.KafkaProducer(bootstrap_servers=kafka_bootstrap(cluster), acks=0)
+    try:
+        for _ in range(5):
+            producer.send(topic, value=b"fire-and-forget", partition=0).get(timeout=30)
+    finally:
+        producer.close(10)
+    consumer = kafka.KafkaConsumer(bootstrap_servers=kafka_bootstrap(cluster))
+    tp = kafka.TopicPartition(topic, 0)
+    try:
+        deadline = time.monotonic() + 15
+        while consumer.end_offsets([tp])[tp] < 5 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert consumer.end_offsets([tp])[tp] == 5
+    finally:
+        consumer.close()
+
+
+def test_kafka_python_lists_offsets_and_reads_metadata(cluster: Cluster) -> None:
+    kafka = pytest.importorskip("kafka")
+    topic = new_topic(cluster)
+    producer = kafka.KafkaProducer(bootstrap_servers=kafka_bootstrap(cluster), acks=1)
+    for i in range(3):
+        producer.send(topic, value=b"x", partition=1, timestamp_ms=BASE_TS + i).get(timeout=30)
+    producer.close(10)
+    consumer = kafka.KafkaConsumer(bootstrap_servers=kafka_bootstrap(cluster))
+    try:
+        assert consumer.partitions_for_topic(topic) == {0, 1}
+        tps = [kafka.TopicPartition(topic, 0), kafka.TopicPartition(topic, 1)]
+        assert consumer.beginning_offsets(tps) == {tps[0]: 0, tps[1]: 0}
+        assert consumer.end_offsets(tps) == {tps[0]: 0, tps[1]: 3}
+        found = consumer.offsets_for_times({tps[1]: BASE_TS + 1})
+        assert found[tps[1]].offset == 1 and found[tps[1]].timestamp == BASE_TS + 1
+    finally:
+        consumer.close()
+
+
+# -- confluent-kafka (librdkafka) ------------------------------------------------------------
+
+
+def test_librdkafka_produces_and_consumes_with_keys_headers_and_timestamps(
+    cluster: Cluster,
+) -> None:
+    ck = pytest.importorskip("confluent_kafka")
+    topic = new_topic(cluster)
+    records = expected_records()
+    producer = ck.Producer({"bootstrap.servers": kafka_bootstrap(cluster), "acks": "all"})
+    delivered: list[Any] = []
+    for p, k, v, h, ts in records:
+        producer.produce(
+            topic,
+            value=v,
+            key=k,
+            headers=h,
+            partition=p,
+            timestamp=ts,
+            on_delivery=lambda err, msg: delivered.append((err, msg)),
+        )
+    assert producer.flush(30) == 0
+    assert [err for err, _ in delivered] == [None] * len(records)
+    offsets = {(m.partition(), m.value()): m.offset() for _, m in delivered}
+
+    consumer = ck.Consumer(
+        {
+            "bootstrap.servers": kafka_bootstrap(cluster),
+            "group.id": "unused",  # required by librdkafka; assign() does not join a group
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        consumer.assign([ck.TopicPartition(topic, 0, 0), ck.TopicPartition(topic, 1, 0)])
+        got: list[Any] = []
+        deadline = time.monotonic() + 20
+        while len(got) < len(records) and time.monotonic() < deadline:
+            m = consumer.poll(1.0)
+            if m is not None:
+                assert m.error() is None, m.error()
+                got.append(m)
+    finally:
+        consumer.close()
+    assert len(got) == len(records)
+    by_value = {m.value(): m for m in got}
+    for p, k, v, h, ts in records:
+        m = by_value[v]
+        assert (m.partition(), m.offset()) == (p, offsets[(p, v)])
+        assert m.key() == k
+        assert list(m.headers() or []) == h
+        assert m.timestamp() == (ck.TIMESTAMP_CREATE_TIME, ts)
+
+
+# -- Apache Kafka's Java clients --------------------------------------------------------------
+
+
+def test_kafka_java_clients_produce_consume_in_a_group_and_commit(
+    cluster: Cluster,
+    kafka_classpath: str,  # noqa: F811 (the fixture imported above)
+) -> None:
+    topic = new_topic(cluster)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    done = subprocess.run(
+        ["java", "-cp", kafka_classpath, str(JAVA_PROGRAM), kafka_bootstrap(cluster), topic, group],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = [line.split(" ") for line in done.stdout.splitlines()]
+    produced = sorted((int(p), int(o)) for kind, p, o, *_ in lines if kind == "produced")
+    assert produced == [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)]
+    consumed = sorted(
+        (int(p), int(o), key, value, int(ts), headers)
+        for kind, p, o, key, value, ts, headers in (x for x in lines if x[0] == "consumed")
+    )
+    assert consumed == sorted(
+        (i % 2, i // 2, "-" if i == 3 else f"key-{i}", f"value-{i}", BASE_TS + i, f"n=h{i};")
+        for i in range(6)
+    )
+    committed = sorted((int(p), int(o)) for kind, p, o, *_ in lines if kind == "committed")
+    assert committed == [(0, 3), (1, 3)]
+
+
+# -- kcat ------------------------------------------------------------------------------------
+
+
+def test_kcat_lists_metadata_produces_and_consumes(cluster: Cluster) -> None:
+    kcat = shutil.which("kcat")
+    if kcat is None:
+        pytest.skip("kcat is not installed (scripts/install-system-deps.sh installs it)")
+    topic = new_topic(cluster)
+    bootstrap = kafka_bootstrap(cluster)
+    listing = subprocess.run(
+        [kcat, "-b", bootstrap, "-L", "-t", topic], capture_output=True, text=True, timeout=30
+    )
+    assert listing.returncode == 0, listing.stderr
+    assert "2 brokers:" in listing.stdout
+    for broker_id, port in cluster.kafka_ports.items():  # type: ignore[attr-defined]
+        assert f"broker {broker_id} at 127.0.0.1:{port}" in listing.stdout
+    assert f'topic "{topic}" with 2 partitions' in listing.stdout
+    produced = subprocess.run(
+        [kcat, "-b", bootstrap, "-P", "-t", topic, "-p", "0", "-K", ":", "-H", "h=v"],
+        input="a:one\nb:two\n",
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert produced.returncode == 0, produced.stderr
+    consumed = subprocess.run(
+        [
+            kcat,
+            "-b",
+            bootstrap,
+            "-C",
+            "-t",
+            topic,
+            "-p",
+            "0",
+            "-o",
+            "beginning",
+            "-e",
+            "-f",
+            "%o %k %s %h\n",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert consumed.returncode == 0, consumed.stderr
+    assert consumed.stdout.splitlines() == ["0 a one h=v", "1 b two h=v"]
+
+
+# -- both doors --------------------------------------------------------------------------------
+
+
+def test_a_record_produced_over_grpc_reads_the_same_over_kafka_and_back(
+    cluster: Cluster,
+) -> None:
+    kafka = pytest.importorskip("kafka")
+    topic = new_topic(cluster, partitions=1)
+    producer = Producer(cluster.bootstrap)
+    try:
+        meta = producer.send(
+            topic, b"from-grpc", key=b"g", headers=[("h", b"1")], partition=0, timestamp_ms=BASE_TS
+        ).result(timeout=30)
+    finally:
+        producer.close()
+    kp = kafka.KafkaProducer(bootstrap_servers=kafka_bootstrap(cluster), acks="all")
+    kmeta = kp.send(
+        topic,
+        value=b"from-kafka",
+        key=b"k",
+        headers=[("h", b"2")],
+        partition=0,
+        timestamp_ms=BASE_TS + 5,
+    ).get(timeout=30)
+    kp.close(10)
+    assert (meta.offset, kmeta.offset) == (0, 1)
+
+    kc = kafka.KafkaConsumer(
+        bootstrap_servers=kafka_bootstrap(cluster),
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        consumer_timeout_ms=15000,
+    )
+    kc.assign([kafka.TopicPartition(topic, 0)])
+    over_kafka = []
+    for m in kc:
+        over_kafka.append((m.offset, m.key, m.value, list(m.headers), m.timestamp))
+        if len(over_kafka) == 2:
+            break
+    kc.close()
+
+    gc = Consumer(bootstrap_servers=cluster.bootstrap, auto_offset_reset="earliest")
+    try:
+        gc.assign([TopicPartition(topic, 0)])
+        over_grpc: list[Any] = []
+        deadline = time.monotonic() + 15
+        while len(over_grpc) < 2 and time.monotonic() < deadline:
+            over_grpc += gc.poll(1000)
+    finally:
+        gc.close()
+    expected = [
+        (0, b"g", b"from-grpc", [("h", b"1")], BASE_TS),
+        (1, b"k", b"from-kafka", [("h", b"2")], BASE_TS + 5),
+    ]
+    assert over_kafka == expected
+    assert [
+        (r.offset, r.key, r.value, [(k, v) for k, v in r.headers], r.timestamp_ms)
+        for r in over_grpc
+    ] == expected
+
+
+# -- topic administration ----------------------------------------------------------------------
+
+
+def test_kafka_python_admin_creates_and_deletes_topics(cluster: Cluster) -> None:
+    kafka = pytest.importorskip("kafka")
+    from kafka.admin import ConfigResource, KafkaAdminClient
+    from kafka.admin import NewPartitions as KafkaNewPartitions
+    from kafka.admin import NewTopic as KafkaNewTopic
+
+    name = f"adm-{uuid.uuid4().hex[:8]}"
+    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap(cluster))
+    try:
+        admin.create_topics(
+            [KafkaNewTopic(name, 3, 2, topic_configs={"retention.ms": "600000"})],
+            timeout_ms=30000,
+        )
+        with pytest.raises(kafka.errors.TopicAlreadyExistsError):
+            admin.create_topics([KafkaNewTopic(name, 1, 1)], timeout_ms=30000)
+        assert name in admin.list_topics()
+        assert cluster.zk.get_topic_config(name).get("retention.ms") == "600000"
+        every = admin.describe_configs([ConfigResource("TOPIC", name)], config_filter="all")
+        configs = every["topic"][name]
+        assert configs["retention.ms"]["value"] == "600000"
+        assert configs["cleanup.policy"]["value"] == "delete"
+        modified = admin.describe_configs([ConfigResource("TOPIC", name)])["topic"][name]
+        assert set(modified) == {"retention.ms"}  # the one override (DYNAMIC_TOPIC_CONFIG)
+        assignment = cluster.zk.get_assignment(name)
+        assert assignment is not None
+        assert (assignment.num_partitions, assignment.replication_factor) == (3, 2)
+        producer = kafka.KafkaProducer(bootstrap_servers=kafka_bootstrap(cluster), acks="all")
+        assert producer.send(name, b"x", partition=2).get(timeout=30).offset == 0
+        producer.close(10)
+        admin.create_partitions({name: KafkaNewPartitions(5)}, timeout_ms=30000)
+        assignment = cluster.zk.get_assignment(name)
+        assert assignment is not None and assignment.num_partitions == 5
+        admin.delete_topics([name], timeout_ms=30000)
+        assert name not in admin.list_topics()
+    finally:
+        admin.close()
+
+
+def test_describe_cluster_names_every_broker_on_its_kafka_listener(cluster: Cluster) -> None:
+    from kio.schema.describe_cluster.v1 import DescribeClusterRequest
+
+    port = cluster.kafka_ports[0]  # type: ignore[attr-defined]
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        answer = _exchange(
+            sock, 1, DescribeClusterRequest(include_cluster_authorized_operations=False)
+        )
+        refused = _exchange(
+            sock,
+            2,
+            DescribeClusterRequest(include_cluster_authorized_operations=False, endpoint_type=2),
+        )
+    assert answer.error_code.value == 0
+    assert answer.cluster_id and answer.controller_id in cluster.brokers
+    assert {(b.broker_id, b.host, b.port) for b in answer.brokers} == {
+        (b, "127.0.0.1", p)
+        for b, p in cluster.kafka_ports.items()  # type: ignore[attr-defined]
+    }
+    assert refused.error_code.value == 42 and refused.brokers == ()  # INVALID_REQUEST
+
+
+# -- consumer groups ---------------------------------------------------------------------------
+
+
+def test_kafka_python_group_commits_and_a_new_member_resumes(cluster: Cluster) -> None:
+    kafka = pytest.importorskip("kafka")
+    topic = new_topic(cluster)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    producer = kafka.KafkaProducer(bootstrap_servers=kafka_bootstrap(cluster), acks="all")
+    for i in range(10):
+        producer.send(topic, value=f"v{i}".encode(), partition=i % 2)
+    producer.flush(30)
+    producer.close(10)
+
+    def member() -> Any:
+        return kafka.KafkaConsumer(
+            topic,
+            bootstrap_servers=kafka_bootstrap(cluster),
+            group_id=group,
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            consumer_timeout_ms=20000,
+        )
+
+    first = member()
+    seen: list[bytes] = []
+    try:
+        for m in first:
+            seen.append(m.value)
+            if len(seen) == 6:
+                break
+        assert first.assignment() == {
+            kafka.TopicPartition(topic, 0),
+            kafka.TopicPartition(topic, 1),
+        }
+        first.commit()
+        committed = {p: first.committed(kafka.TopicPartition(topic, p)) for p in (0, 1)}
+    finally:
+        first.close()
+    assert sum(committed.values()) == 6
+
+    second = member()
+    rest: list[bytes] = []
+    try:
+        for m in second:
+            rest.append(m.value)
+            if len(rest) == 4:
+                break
+    finally:
+        second.close()
+    assert sorted(seen + rest) == sorted(f"v{i}".encode() for i in range(10))
+
+
+def test_a_group_committed_over_kafka_resumes_over_grpc(cluster: Cluster) -> None:
+    kafka = pytest.importorskip("kafka")
+    topic = new_topic(cluster, partitions=1)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    producer = kafka.KafkaProducer(bootstrap_servers=kafka_bootstrap(cluster), acks="all")
+    for i in range(5):
+        producer.send(topic, value=f"v{i}".encode(), partition=0)
+    producer.flush(30)
+    producer.close(10)
+    tp = kafka.TopicPartition(topic, 0)
+    over_kafka = kafka.KafkaConsumer(
+        bootstrap_servers=kafka_bootstrap(cluster), group_id=group, enable_auto_commit=False
+    )
+    try:
+        over_kafka.commit({tp: kafka.OffsetAndMetadata(3, "", -1)})
+        assert over_kafka.committed(tp) == 3
+    finally:
+        over_kafka.close()
+    over_grpc = Consumer(
+        topic,
+        bootstrap_servers=cluster.bootstrap,
+        group_id=group,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+    )
+    try:
+        got: list[Any] = []
+        deadline = time.monotonic() + 30
+        while len(got) < 2 and time.monotonic() < deadline:
+            got += over_grpc.poll(1000)
+    finally:
+        over_grpc.close()
+    assert [(r.offset, r.value) for r in got] == [(3, b"v3"), (4, b"v4")]
+
+
+def test_kafka_python_admin_describes_lists_and_deletes_groups(cluster: Cluster) -> None:
+    kafka = pytest.importorskip("kafka")
+    from kafka.admin import KafkaAdminClient
+
+    topic = new_topic(cluster, partitions=1)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    member = kafka.KafkaConsumer(
+        topic,
+        bootstrap_servers=kafka_bootstrap(cluster),
+        group_id=group,
+        client_id="describe-me",
+        enable_auto_commit=False,
+    )
+    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap(cluster))
+    try:
+        deadline = time.monotonic() + 30
+        while not member.assignment() and time.monotonic() < deadline:
+            member.poll(200)
+        member.commit({kafka.TopicPartition(topic, 0): kafka.OffsetAndMetadata(0, "", -1)})
+        described = admin.describe_groups([group])[group]
+        assert described["error"] is None
+        assert (described["group_state"], described["protocol_type"]) == ("Stable", "consumer")
+        assert [m["client_id"] for m in described["members"]] == ["describe-me"]
+        assert group in [g["group_id"] for g in admin.list_groups()]
+        member.close()
+        deleted = dict(admin.delete_groups([group]))
+        assert deleted == {group: "OK"}
+        assert group not in [g["group_id"] for g in admin.list_groups()]
+    finally:
+        member.close()
+        admin.close()
+
+
+def test_librdkafka_group_subscribes_and_commits(cluster: Cluster) -> None:
+    ck = pytest.importorskip("confluent_kafka")
+    topic = new_topic(cluster)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    producer = ck.Producer({"bootstrap.servers": kafka_bootstrap(cluster)})
+    for i in range(8):
+        producer.produce(topic, value=f"v{i}".encode(), partition=i % 2)
+    assert producer.flush(30) == 0
+    consumer = ck.Consumer(
+        {
+            "bootstrap.servers": kafka_bootstrap(cluster),
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        consumer.subscribe([topic])
+        got: list[Any] = []
+        deadline = time.monotonic() + 30
+        while len(got) < 8 and time.monotonic() < deadline:
+            m = consumer.poll(1.0)
+            if m is not None and m.error() is None:
+                got.append(m)
+        assert sorted(m.value() for m in got) == sorted(f"v{i}".encode() for i in range(8))
+        consumer.commit(asynchronous=False)
+        committed = consumer.committed(
+            [ck.TopicPartition(topic, 0), ck.TopicPartition(topic, 1)], timeout=10
+        )
+        assert sorted(tp.offset for tp in committed) == [4, 4]
+    finally:
+        consumer.close()
+
+
+# -- fetch sessions (KIP-227), spoken with kio's generated message types ----------------------
+
+
+def _exchange(sock: socket.socket, correlation_id: int, request: Any) -> Any:
+    """Send ``request`` (a kio entity, header v2) and read its response (header v1)."""
+    kio_serial = pytest.importorskip("kio.serial")
+    from kio.index import load_response_schema
+    from kio.schema.request_header.v2 import RequestHeader
+
+    out = io.BytesIO()
+    kio_serial.entity_writer(RequestHeader)(
+        out,
+        RequestHeader(
+            request_api_key=request.__api_key__,
+            request_api_version=request.__version__,
+            correlation_id=correlation_id,
+            client_id="sessions-test",
+        ),
+    )
+    kio_serial.entity_writer(type(request))(out, request)
+    sock.sendall(struct.pack(">i", out.tell()) + out.getvalue())
+    (size,) = struct.unpack(">i", _recv_exactly(sock, 4))
+    frame = _recv_exactly(sock, size)
+    assert struct.unpack_from(">i", frame)[0] == correlation_id
+    schema = load_response_schema(request.__api_key__, request.__version__)
+    body, used = kio_serial.entity_reader(schema)(frame, 5)  # correlation id, no tagged fields
+    assert 5 + used == len(frame)
+    return body
+
+
+def test_fetch_sessions_answer_only_what_changed(cluster: Cluster) -> None:
+    import datetime
+
+    kafka = pytest.importorskip("kafka")
+    from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
+
+    topic = new_topic(cluster, partitions=1)
+    producer = kafka.KafkaProducer(bootstrap_servers=kafka_bootstrap(cluster), acks="all")
+    for i in range(2):
+        producer.send(topic, value=f"v{i}".encode(), partition=0).get(timeout=30)
+    leader = cluster.leader_for(topic, 0)
+    assert leader is not None
+
+    def fetch(session_id: int, epoch: int, offset: int | None) -> Any:
+        partitions = (
+            (FetchTopic(topic=topic, partitions=(
+                FetchPartition(partition=0, fetch_offset=offset, partition_max_bytes=1 << 20),
+            )),)
+            if offset is not None
+            else ()
+        )  # fmt: skip
+        return FetchRequest(
+            max_wait=datetime.timedelta(milliseconds=100),
+            min_bytes=1,
+            session_id=session_id,
+            session_epoch=epoch,
+            topics=partitions,
+            forgotten_topics_data=(),
+        )
+
+    port = cluster.kafka_ports[leader]  # type: ignore[attr-defined]
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        full = _exchange(sock, 1, fetch(0, 0, 0))
+        session = full.session_id
+        assert session != 0 and full.error_code.value == 0
+        (answer,) = full.responses[0].partitions
+        assert (answer.high_watermark, len(answer.records) > 0) == (2, True)
+        # Caught up, nothing new: the incremental answer names no partition.
+        quiet = _exchange(sock, 2, fetch(session, 1, 2))
+        assert (quiet.session_id, quiet.responses) == (session, ())
+        producer.send(topic, value=b"v2", partition=0).get(timeout=30)
+        # The partition is not named again; the session still reads it, and reports it.
+        news = _exchange(sock, 3, fetch(session, 2, None))
+        (answer,) = news.responses[0].partitions
+        assert (answer.high_watermark, len(answer.records) > 0) == (3, True)
+        stale = _exchange(sock, 4, fetch(session, 2, None))
+        assert stale.error_code.value == 71  # INVALID_FETCH_SESSION_EPOCH
+        unknown = _exchange(sock, 5, fetch(session + 1, 1, None))
+        assert unknown.error_code.value == 70  # FETCH_SESSION_ID_NOT_FOUND
+    producer.close(10)
+
+
+def test_a_produce_of_garbage_records_is_refused_and_nothing_is_written(cluster: Cluster) -> None:
+    import datetime
+
+    from kio.schema.produce.v9.request import (
+        PartitionProduceData,
+        ProduceRequest,
+        TopicProduceData,
+    )
+
+    topic = new_topic(cluster, partitions=1)
+    leader = cluster.leader_for(topic, 0)
+    assert leader is not None
+    port = cluster.kafka_ports[leader]  # type: ignore[attr-defined]
+    request = ProduceRequest(
+        acks=-1,
+        timeout=datetime.timedelta(seconds=10),
+        topic_data=(
+            TopicProduceData(
+                name=topic,
+                partition_data=(PartitionProduceData(index=0, records=b"\x00" * 70),),
+            ),
+        ),
+    )
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        answer = _exchange(sock, 1, request)
+    (partition,) = answer.responses[0].partition_responses
+    assert partition.error_code.value != 0
+    assert partition.base_offset == -1
+    assert _answers_api_versions(port)
+    consumer = Consumer(bootstrap_servers=cluster.bootstrap)
+    try:
+        tp = TopicPartition(topic, 0)
+        assert consumer.end_offsets([tp])[tp] == 0
+    finally:
+        consumer.close()
+
+
+# -- bad input -------------------------------------------------------------------------------
+
+
+def _api_versions_v0(correlation_id: int) -> bytes:
+    body = struct.pack(">hhih", 18, 0, correlation_id, -1)
+    return struct.pack(">i", len(body)) + body
+
+
+def _closed_by_broker(sock: socket.socket, timeout_s: float = 10.0) -> bool:
+    sock.settimeout(timeout_s)
+    try:
+        return sock.recv(1) == b""
+    except ConnectionResetError:
+        return True
+
+
+def _answers_api_versions(port: int) -> bool:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(_api_versions_v0(77))
+        size, correlation_id, error = struct.unpack(">iih", _recv_exactly(sock, 10))
+        _recv_exactly(sock, size - 6)
+        return correlation_id == 77 and error == 0
+
+
+def _recv_exactly(sock: socket.socket, n: int) -> bytes:
+    out = b""
+    while len(out) < n:
+        chunk = sock.recv(n - len(out))
+        assert chunk, "connection closed"
+        out += chunk
+    return out
+
+
+@pytest.mark.parametrize(
+    ("payload", "reason"),
+    [
+        (struct.pack(">i", -5), "negative frame size -5"),
+        (struct.pack(">i", 104_857_601), "larger than socket.request.max.bytes"),
+        (struct.pack(">ihhih", 10, 99, 0, 1, -1), "unknown API key 99"),
+        (struct.pack(">ihhih", 10, 0, 1, 1, -1), "unsupported API key 0 (Produce) version 1"),
+        (struct.pack(">i", 30) + b"\x00\x03\x00\x0c" + b"\xff" * 26, "does not decode"),
+        (b"GET / HTTP/1.1\r\n\r\n", "larger than socket.request.max.bytes"),
+    ],
+    ids=[
+        "negative-size",
+        "huge-size",
+        "unknown-api-key",
+        "unsupported-version",
+        "garbage-body",
+        "http",
+    ],
+)
+def test_bad_frames_close_that_connection_and_the_broker_serves_on(
+    cluster: Cluster, payload: bytes, reason: str
+) -> None:
+    port = cluster.kafka_ports[0]  # type: ignore[attr-defined]
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as bystander:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            sock.sendall(payload)
+            assert _closed_by_broker(sock)
+        # The connection that was open all along still works, and new ones do.
+        bystander.sendall(_api_versions_v0(5))
+        assert struct.unpack(">iih", _recv_exactly(bystander, 10))[1:] == (5, 0)
+    assert _answers_api_versions(port)
+    _wait_for_log(cluster, reason)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.one_of(
+        st.binary(max_size=64),  # anything, size prefix included
+        st.builds(  # a well-sized frame of random bytes after a real API key and version
+            lambda key, version, rest: struct.pack(">ihh", 4 + len(rest), key, version) + rest,
+            st.sampled_from(sorted(SUPPORTED)),
+            st.integers(-1, 13),
+            st.binary(max_size=48),
+        ),
+    )
+)
+def test_fuzz_random_bytes_never_stop_the_listener(cluster: Cluster, payload: bytes) -> None:
+    port = cluster.kafka_ports[1]  # type: ignore[attr-defined]
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(payload)
+        sock.shutdown(socket.SHUT_WR)
+        sock.settimeout(10)
+        with contextlib.suppress(ConnectionResetError):
+            while sock.recv(65536):  # an answer (if any), then the broker closes
+                pass
+    assert _answers_api_versions(port)
+
+
+def test_a_truncated_frame_closes_the_connection(cluster: Cluster) -> None:
+    port = cluster.kafka_ports[0]  # type: ignore[attr-defined]
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(struct.pack(">i", 100) + b"\x00\x12\x00\x00")
+        sock.shutdown(socket.SHUT_WR)
+        assert _closed_by_broker(sock)
+    _wait_for_log(cluster, "truncated frame: 4 of 100 bytes")
+    assert _answers_api_versions(port)
+
+
+def test_api_versions_above_v3_answers_v0_with_unsupported_version(cluster: Cluster) -> None:
+    port = cluster.kafka_ports[1]  # type: ignore[attr-defined]
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        body = struct.pack(">hhih", 18, 9, 1234, -1) + b"\x00"
+        sock.sendall(struct.pack(">i", len(body)) + body)
+        size, correlation_id, error, count = struct.unpack(">iihi", _recv_exactly(sock, 14))
+        assert (correlation_id, error) == (1234, 35)
+        ranges = [struct.unpack(">hhh", _recv_exactly(sock, 6)) for _ in range(count)]
+        assert (18, 0, 3) in ranges and (0, 3, 9) in ranges
+        assert size == 4 + 2 + 4 + 6 * count + 0  # v0: no throttle time
+        # The connection stays open: the client retries at a version both speak.
+        sock.sendall(_api_versions_v0(1235))
+        assert struct.unpack(">iih", _recv_exactly(sock, 10))[1:] == (1235, 0)
+
+
+def _wait_for_log(cluster: Cluster, text: str, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        logs = "".join(
+            Path(b.log_path).read_text(errors="replace") for b in cluster.brokers.values()
+        )
+        if text in logs:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{text!r} not in the brokers' logs")

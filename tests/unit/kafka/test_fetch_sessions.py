@@ -1,0 +1,93 @@
+"""Fetch sessions, KIP-227 (headwater.kafka.fetch_sessions)."""
+
+from __future__ import annotations
+
+import pytest
+from headwater.errors import ErrorCode
+from headwater.kafka.fetch_sessions import FetchSessionCache, FetchSessionError, Wanted
+from headwater.values import TopicPartition
+
+A, B, C = TopicPartition("t", 0), TopicPartition("t", 1), TopicPartition("u", 0)
+
+
+def want(tp: TopicPartition, offset: int) -> Wanted:
+    return Wanted(tp, offset, 1 << 20, -1)
+
+
+def test_a_sessionless_fetch_reads_what_it_names_and_answers_everything() -> None:
+    cache = FetchSessionCache()
+    s = cache.begin(session_id=0, epoch=-1, wanted=[want(A, 3)], forgotten=[])
+    assert s.session_id == 0 and len(cache) == 0
+    assert [w.fetch_offset for w in s.to_read()] == [3]
+    assert s.keep(A, error=ErrorCode.NONE, has_records=False, hw=3, log_start=0)
+
+
+def test_an_incremental_fetch_reads_the_whole_session_and_answers_only_changes() -> None:
+    cache = FetchSessionCache(first_id=7)
+    full = cache.begin(session_id=0, epoch=0, wanted=[want(A, 0), want(B, 0)], forgotten=[])
+    assert full.session_id == 7
+    assert full.keep(A, error=ErrorCode.NONE, has_records=False, hw=5, log_start=0)
+    assert full.keep(B, error=ErrorCode.NONE, has_records=False, hw=0, log_start=0)
+    # Only A moved: the client names it alone, and the session still reads B.
+    inc = cache.begin(session_id=7, epoch=1, wanted=[want(A, 2)], forgotten=[])
+    assert inc is full
+    assert [(w.tp, w.fetch_offset) for w in inc.to_read()] == [(A, 2), (B, 0)]
+    assert inc.keep(A, error=ErrorCode.NONE, has_records=True, hw=5, log_start=0)
+    assert not inc.keep(B, error=ErrorCode.NONE, has_records=False, hw=0, log_start=0)
+    # A new high watermark, or an error, is news even without records.
+    inc = cache.begin(session_id=7, epoch=2, wanted=[], forgotten=[])
+    assert inc.keep(B, error=ErrorCode.NONE, has_records=False, hw=1, log_start=0)
+    assert inc.keep(A, error=ErrorCode.NOT_LEADER_OR_FOLLOWER, has_records=False, hw=5, log_start=0)
+
+
+def test_forgotten_partitions_leave_and_new_ones_join() -> None:
+    cache = FetchSessionCache(first_id=1)
+    cache.begin(session_id=0, epoch=0, wanted=[want(A, 0), want(B, 0)], forgotten=[])
+    s = cache.begin(session_id=1, epoch=1, wanted=[want(C, 4)], forgotten=[B])
+    assert [w.tp for w in s.to_read()] == [A, C]
+
+
+@pytest.mark.parametrize(
+    ("session_id", "epoch", "code"),
+    [
+        (99, 1, ErrorCode.FETCH_SESSION_ID_NOT_FOUND),
+        (1, 5, ErrorCode.INVALID_FETCH_SESSION_EPOCH),
+        (1, 1, None),
+    ],
+)
+def test_an_unknown_session_or_a_wrong_epoch_is_refused(
+    session_id: int, epoch: int, code: ErrorCode | None
+) -> None:
+    cache = FetchSessionCache(first_id=1)
+    cache.begin(session_id=0, epoch=0, wanted=[want(A, 0)], forgotten=[])
+    if code is None:
+        cache.begin(session_id=session_id, epoch=epoch, wanted=[], forgotten=[])
+        return
+    with pytest.raises(FetchSessionError) as caught:
+        cache.begin(session_id=session_id, epoch=epoch, wanted=[], forgotten=[])
+    assert caught.value.code is code
+
+
+def test_final_and_initial_epochs_close_the_named_session() -> None:
+    cache = FetchSessionCache(first_id=1)
+    cache.begin(session_id=0, epoch=0, wanted=[want(A, 0)], forgotten=[])
+    assert len(cache) == 1
+    assert cache.begin(session_id=1, epoch=-1, wanted=[want(A, 0)], forgotten=[]).session_id == 0
+    assert len(cache) == 0
+    with pytest.raises(FetchSessionError):
+        cache.begin(session_id=1, epoch=1, wanted=[], forgotten=[])
+    cache.begin(session_id=0, epoch=0, wanted=[want(A, 0)], forgotten=[])
+    renewed = cache.begin(session_id=2, epoch=0, wanted=[want(B, 0)], forgotten=[])
+    assert renewed.session_id == 3 and len(cache) == 1
+
+
+def test_a_full_cache_evicts_the_least_recently_used_session() -> None:
+    cache = FetchSessionCache(max_sessions=2, first_id=1)
+    for _ in range(2):
+        cache.begin(session_id=0, epoch=0, wanted=[want(A, 0)], forgotten=[])
+    cache.begin(session_id=1, epoch=1, wanted=[], forgotten=[])  # 1 is used again
+    cache.begin(session_id=0, epoch=0, wanted=[want(A, 0)], forgotten=[])  # evicts 2
+    cache.begin(session_id=1, epoch=2, wanted=[], forgotten=[])
+    with pytest.raises(FetchSessionError):
+        cache.begin(session_id=2, epoch=1, wanted=[], forgotten=[])
+    assert len(cache) == 2

@@ -1,0 +1,123 @@
+"""``kafka.listeners`` and ``kafka.advertised.listeners`` (headwater.kafka.listeners)."""
+
+from __future__ import annotations
+
+import pytest
+from headwater.coordination.model import BrokerRegistration
+from headwater.kafka import protocol
+from headwater.kafka.admin_apis import KafkaAdminApis
+from headwater.kafka.apis import KafkaApis, kafka_address
+from headwater.kafka.group_apis import KafkaGroupApis
+from headwater.kafka.listeners import kafka_listeners
+from headwater.kafka.server import KafkaServer, registration_endpoints
+from headwater.server.config import BrokerConfig, ConfigError, validate_config
+from headwater.server.listeners import EndPoint, ListenerConfigError, SecurityProtocol
+
+MAP = "PLAINTEXT:PLAINTEXT,KAFKA:PLAINTEXT,KSSL:SSL"
+GRPC = [EndPoint("PLAINTEXT", SecurityProtocol.PLAINTEXT, "", 9091)]
+
+
+def test_no_kafka_listener_by_default() -> None:
+    assert BrokerConfig(broker_id=0).kafka_listener_configs == ()
+
+
+def test_a_kafka_listener_binds_and_advertises() -> None:
+    (only,) = kafka_listeners(
+        listeners="KAFKA://:9092",
+        advertised_listeners="KAFKA://b0.example:19092",
+        protocol_map=MAP,
+        grpc_listeners=GRPC,
+    )
+    assert (only.name, only.endpoint.host, only.endpoint.port) == ("KAFKA", "", 9092)
+    assert str(only.advertised) == "KAFKA://b0.example:19092"
+
+
+def test_the_advertised_address_defaults_to_the_bound_one() -> None:
+    (only,) = kafka_listeners(
+        listeners="KAFKA://:9092", advertised_listeners="", protocol_map=MAP, grpc_listeners=GRPC
+    )
+    assert str(only.advertised) == "KAFKA://127.0.0.1:9092"
+
+
+@pytest.mark.parametrize(
+    ("listeners", "advertised", "message"),
+    [
+        ("PLAINTEXT://:9093", "", "PLAINTEXT is already a gRPC listener"),
+        ("KAFKA://:9091", "", "port 9091 of KAFKA is taken"),
+        ("KSSL://:9093", "", "KSSL maps to SSL; the Kafka listener speaks PLAINTEXT only"),
+        ("OTHER://:9093", "", "listener OTHER is not in listener.security.protocol.map"),
+        ("KAFKA://:9093", "OTHER://x:1", "kafka.advertised.listeners: listener OTHER"),
+        ("", "KAFKA://x:1", "kafka.advertised.listeners is set but kafka.listeners is not"),
+        ("KAFKA:9093", "", "kafka.listeners: 'KAFKA:9093' is not LISTENER_NAME://host:port"),
+    ],
+)
+def test_bad_settings_name_the_key(listeners: str, advertised: str, message: str) -> None:
+    with pytest.raises(ListenerConfigError, match=message):
+        kafka_listeners(
+            listeners=listeners,
+            advertised_listeners=advertised,
+            protocol_map=MAP,
+            grpc_listeners=GRPC,
+        )
+
+
+def test_the_broker_config_refuses_a_bad_kafka_listener() -> None:
+    config = BrokerConfig(broker_id=0, kafka_listeners="PLAINTEXT://:0")
+    with pytest.raises(ConfigError, match="already a gRPC listener"):
+        validate_config(config)
+    with pytest.raises(ConfigError, match=r"socket\.request\.max\.bytes: must be > 0"):
+        validate_config(BrokerConfig(broker_id=0, socket_request_max_bytes=0))
+
+
+def test_every_supported_api_has_a_handler() -> None:
+    apis = KafkaApis(
+        listener="KAFKA",
+        replicas=None,  # type: ignore[arg-type]
+        metadata=None,  # type: ignore[arg-type]
+        metrics=None,  # type: ignore[arg-type]
+        authz=None,  # type: ignore[arg-type]
+        next_producer_id=lambda: 0,
+        groups=KafkaGroupApis(
+            listener="KAFKA",
+            groups=None,  # type: ignore[arg-type]
+            metadata=None,  # type: ignore[arg-type]
+            authz=None,  # type: ignore[arg-type]
+            ensure_offsets_topic=lambda: None,
+        ),
+        admin=KafkaAdminApis(
+            coordinator=lambda: None,
+            metadata=None,  # type: ignore[arg-type]
+            authz=None,  # type: ignore[arg-type]
+        ),
+    )
+    assert apis.api_keys == frozenset(protocol.SUPPORTED)
+
+
+def test_metadata_advertises_only_brokers_with_that_kafka_listener() -> None:
+    classic = BrokerRegistration(broker_id=0, host="h0", port=9091)
+    both = BrokerRegistration(
+        broker_id=1,
+        host="h1",
+        port=9091,
+        endpoints=("PLAINTEXT://h1:9091", "KAFKA://k1:9092"),
+        security_protocol_map=(("KAFKA", "PLAINTEXT"), ("PLAINTEXT", "PLAINTEXT")),
+    )
+    assert kafka_address(classic, "KAFKA") is None  # its one endpoint is gRPC
+    assert kafka_address(both, "KAFKA") == ("k1", 9092)
+    assert kafka_address(both, "OTHER") is None
+
+
+def test_the_registration_names_grpc_then_kafka_endpoints() -> None:
+    (config,) = kafka_listeners(
+        listeners="KAFKA://:0",
+        advertised_listeners="KAFKA://k0.example:0",
+        protocol_map=MAP,
+        grpc_listeners=GRPC,
+    )
+    server = KafkaServer(config, apis=None, max_request_bytes=1)  # type: ignore[arg-type]
+    server.port = 19092  # as bound
+    endpoints, protocols = registration_endpoints(
+        [EndPoint("PLAINTEXT", SecurityProtocol.PLAINTEXT, "h0", 9091)], [server]
+    )
+    assert endpoints == ("PLAINTEXT://h0:9091", "KAFKA://k0.example:19092")
+    assert protocols == (("KAFKA", "PLAINTEXT"), ("PLAINTEXT", "PLAINTEXT"))

@@ -1,0 +1,144 @@
+"""Kafka's framing and request headers (headwater.kafka.protocol), with a fuzz test."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import struct
+
+import pytest
+from headwater.kafka import protocol as p
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from kio.schema.api_versions.v0 import ApiVersionsResponse as ApiVersionsResponseV0
+from kio.schema.api_versions.v3 import ApiVersionsRequest, ApiVersionsResponse
+from kio.schema.metadata.v12 import MetadataRequest
+from kio.schema.metadata.v12.request import MetadataRequestTopic
+from kio.schema.request_header.v2 import RequestHeader as RequestHeaderV2
+from kio.serial import entity_reader, entity_writer
+
+
+def _frame(header: object, body: object) -> bytes:
+    out = io.BytesIO()
+    entity_writer(type(header))(out, header)
+    entity_writer(type(body))(out, body)
+    return out.getvalue()
+
+
+def _metadata_v12(correlation_id: int = 7) -> bytes:
+    return _frame(
+        RequestHeaderV2(
+            request_api_key=3, request_api_version=12, correlation_id=correlation_id, client_id="c"
+        ),
+        MetadataRequest(
+            topics=(MetadataRequestTopic(topic_id=None, name="orders"),),
+            allow_auto_topic_creation=False,
+            include_topic_authorized_operations=False,
+        ),
+    )
+
+
+def test_frame_size_accepts_zero_to_the_limit() -> None:
+    assert p.frame_size(struct.pack(">i", 0), max_bytes=10) == 0
+    assert p.frame_size(struct.pack(">i", 10), max_bytes=10) == 10
+
+
+@pytest.mark.parametrize(
+    ("prefix", "message"),
+    [
+        (struct.pack(">i", -1), "negative frame size -1"),
+        (struct.pack(">i", 11), "larger than socket.request.max.bytes (10)"),
+        (b"\0\0\0", "size prefix of 3 bytes"),
+    ],
+)
+def test_frame_size_refuses(prefix: bytes, message: str) -> None:
+    with pytest.raises(p.FrameError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        p.frame_size(prefix, max_bytes=10)
+
+
+def test_a_flexible_request_decodes_with_header_v2() -> None:
+    request = p.parse_request(_metadata_v12())
+    assert (request.api_key, request.api_version, request.correlation_id) == (3, 12, 7)
+    assert request.client_id == "c"
+    assert request.body.topics[0].name == "orders"
+    assert not request.version_fallback
+
+
+def test_api_versions_above_the_range_falls_back_to_v0_with_unsupported_version() -> None:
+    frame = struct.pack(">hhih", 18, 99, 41, -1) + b"whatever the body"
+    request = p.parse_request(frame)
+    assert request.version_fallback and request.correlation_id == 41
+    response = p.encode_response(41, p.unsupported_api_versions_response())
+    size, correlation_id = struct.unpack_from(">ii", response)
+    assert size == len(response) - 4 and correlation_id == 41
+    body, _ = entity_reader(ApiVersionsResponseV0)(response, 8)
+    assert body.error_code.value == p.UNSUPPORTED_VERSION
+    assert {k.api_key: (k.min_version, k.max_version) for k in body.api_keys} == dict(p.SUPPORTED)
+
+
+def test_api_versions_v3_answers_with_response_header_v0() -> None:
+    frame = _frame(
+        RequestHeaderV2(
+            request_api_key=18, request_api_version=3, correlation_id=3, client_id=None
+        ),
+        ApiVersionsRequest(client_software_name="t", client_software_version="1"),
+    )
+    request = p.parse_request(frame)
+    response = p.encode_response(request.correlation_id, p.api_versions_response(3))
+    assert struct.unpack_from(">i", response, 4)[0] == 3
+    body, used = entity_reader(ApiVersionsResponse)(response, 8)  # no header tagged fields
+    assert 8 + used == len(response)
+    assert body.error_code.value == 0
+
+
+@pytest.mark.parametrize(
+    ("frame", "message"),
+    [
+        (b"\0\x12\0", "truncated request header"),
+        (struct.pack(">hhih", 99, 0, 1, -1), "unknown API key 99"),
+        (struct.pack(">hhih", 0, 2, 1, -1), r"unsupported API key 0 \(Produce\) version 2"),
+        (struct.pack(">hhih", 1, -1, 1, -1), r"unsupported API key 1 \(Fetch\) version -1"),
+        (_metadata_v12()[:-3], "Metadata v12 request does not decode"),
+        (_metadata_v12() + b"\0", "1 bytes after its body"),
+    ],
+)
+def test_bad_frames_are_refused_with_a_reason(frame: bytes, message: str) -> None:
+    with pytest.raises(p.FrameError, match=message):
+        p.parse_request(frame)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.binary(max_size=64))
+def test_fuzz_any_bytes_decode_or_raise_frame_error(frame: bytes) -> None:
+    try:
+        request = p.parse_request(frame)
+    except p.FrameError:
+        return
+    assert p.is_supported(request.api_key, request.api_version) or request.version_fallback
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, len(_metadata_v12()) - 1), st.integers(0, 255))
+def test_fuzz_a_corrupted_valid_request_decodes_or_raises_frame_error(
+    position: int, byte: int
+) -> None:
+    frame = bytearray(_metadata_v12())
+    frame[position] = byte
+    with contextlib.suppress(p.FrameError):
+        p.parse_request(bytes(frame))
+    with contextlib.suppress(p.FrameError):
+        p.parse_request(bytes(frame[:position]))
+
+
+@given(st.binary(min_size=4, max_size=4), st.integers(0, 1 << 31))
+def test_fuzz_frame_size_is_within_bounds_or_refused(prefix: bytes, max_bytes: int) -> None:
+    try:
+        size = p.frame_size(prefix, max_bytes=max_bytes)
+    except p.FrameError:
+        return
+    assert 0 <= size <= max_bytes
+
+
+def test_build_keeps_the_fields_a_version_has() -> None:
+    v0 = p.build(ApiVersionsResponseV0, error_code=p.error_code(0), api_keys=(), throttle_time=1)
+    assert v0 == ApiVersionsResponseV0(error_code=p.error_code(0), api_keys=())
