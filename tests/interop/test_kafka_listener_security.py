@@ -10,7 +10,8 @@ credentials and the ACLs are in ZooKeeper before the broker starts.
 * alice produces and consumes over TLS with SCRAM-SHA-512 (kafka-python) and
   SCRAM-SHA-256 (librdkafka, in a consumer group);
 * a wrong password is answered SASL_AUTHENTICATION_FAILED and the connection closed;
-* bob's fetch is refused with TOPIC_AUTHORIZATION_FAILED (his produce is not);
+* bob's fetch is refused with TOPIC_AUTHORIZATION_FAILED (his produce is not), and
+  his DescribeCluster with CLUSTER_AUTHORIZATION_FAILED;
 * before authentication only ApiVersions and SaslHandshake are served: a Metadata
   request closes the connection unanswered; an unsupported mechanism is answered with
   the enabled ones and the connection closed.
@@ -145,13 +146,13 @@ def _recv_exactly(sock: socket.socket, n: int) -> bytes:
 
 
 def _send(sock: socket.socket, correlation_id: int, request: Any) -> None:
-    from kio.schema.request_header.v1 import RequestHeader
     from kio.serial import entity_writer
 
+    header_type = type(request).__header_schema__
     out = io.BytesIO()
-    entity_writer(RequestHeader)(
+    entity_writer(header_type)(
         out,
-        RequestHeader(
+        header_type(
             request_api_key=request.__api_key__,
             request_api_version=request.__version__,
             correlation_id=correlation_id,
@@ -163,17 +164,18 @@ def _send(sock: socket.socket, correlation_id: int, request: Any) -> None:
 
 
 def _exchange(sock: socket.socket, correlation_id: int, request: Any) -> Any:
-    """Send ``request`` (a non-flexible kio entity) and read its response."""
+    """Send ``request`` (a kio entity) and read its response, headers as its version has."""
     from kio.index import load_response_schema
     from kio.serial import entity_reader
 
     _send(sock, correlation_id, request)
     (size,) = struct.unpack(">i", _recv_exactly(sock, 4))
     frame = _recv_exactly(sock, size)
-    assert struct.unpack_from(">i", frame)[0] == correlation_id
     schema = load_response_schema(request.__api_key__, request.__version__)
-    body, used = entity_reader(schema)(frame, 4)
-    assert 4 + used == len(frame)
+    header, used = entity_reader(schema.__header_schema__)(frame, 0)
+    assert header.correlation_id == correlation_id
+    body, body_used = entity_reader(schema)(frame, used)
+    assert used + body_used == len(frame)
     return body
 
 
@@ -368,6 +370,17 @@ def test_fetch_before_read_is_refused_on_the_wire(secured: Secured) -> None:
         response = _exchange(sock, 4, request)
     (answer,) = response.responses
     assert int(answer.partitions[0].error_code) == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+
+
+def test_describe_cluster_needs_describe_on_the_cluster(secured: Secured) -> None:
+    from kio.schema.describe_cluster.v0.request import DescribeClusterRequest
+
+    with _tls_socket(secured) as sock:
+        assert int(_scram_login(sock, "bob", BOB_PW).error_code) == 0
+        request = DescribeClusterRequest(include_cluster_authorized_operations=False)
+        answer = _exchange(sock, 4, request)
+    assert int(answer.error_code) == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    assert answer.brokers == ()
 
 
 def test_a_request_before_authentication_closes_the_connection(secured: Secured) -> None:

@@ -273,6 +273,9 @@ class KafkaApis:
         cache = self._metadata
         if getattr(body, "endpoint_type", 1) != 1:  # 2 asks for KRaft controllers
             code, message = ErrorCode.INVALID_REQUEST, "only broker endpoints (endpoint_type 1)"
+        elif not self._authz.cluster(_NO_GRPC_CONTEXT, Op.DESCRIBE):
+            code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+            message = "not authorized to DESCRIBE CLUSTER the cluster"
         else:
             code, message = ErrorCode.NONE, None
         return build(
