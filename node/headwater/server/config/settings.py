@@ -83,7 +83,8 @@ class BrokerConfig:
         "kafka.listeners",
         "",
         "Listeners speaking Kafka's wire protocol (NAME://host:port, names mapped in "
-        "listener.security.protocol.map, PLAINTEXT only); empty: none.",
+        "listener.security.protocol.map: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL, with "
+        "the ssl.* and sasl.* settings of gRPC listeners); empty: none.",
     )
     kafka_advertised_listeners: str = _key(
         "kafka.advertised.listeners",
