@@ -2,10 +2,13 @@
 kafka-python and confluent-kafka (librdkafka).
 
 One broker with Kafka's authorizer on: its gRPC listener is PLAINTEXT (the test's own
-administration, ``User:ANONYMOUS`` a super user) and its Kafka listener
-``KAFKA`` is SASL_SSL with SCRAM-SHA-512 and SCRAM-SHA-256.  ``alice`` may do anything on
-every topic and group; ``bob`` may describe and write topics but not read them.  The
-credentials and the ACLs are in ZooKeeper before the broker starts.
+administration, ``User:ANONYMOUS`` a super user); its Kafka listeners are ``KAFKA``
+(SASL_SSL, SCRAM-SHA-512 and SCRAM-SHA-256), ``KSP`` (SASL_PLAINTEXT) and ``KTLS`` (SSL
+with ``ssl.client.auth=required``, the certificate's CN the user name), with
+``connections.max.reauth.ms`` of 5 s.  ``alice`` may do anything on every topic and
+group; ``bob`` may describe and write topics but not read them; ``carol`` (a
+certificate) may do anything on topics.  The credentials and the ACLs are in ZooKeeper
+before the broker starts.
 
 * alice produces and consumes over TLS with SCRAM-SHA-512 (kafka-python) and
   SCRAM-SHA-256 (librdkafka, in a consumer group);
@@ -14,7 +17,10 @@ credentials and the ACLs are in ZooKeeper before the broker starts.
   his DescribeCluster with CLUSTER_AUTHORIZATION_FAILED;
 * before authentication only ApiVersions and SaslHandshake are served: a Metadata
   request closes the connection unanswered; an unsupported mechanism is answered with
-  the enabled ones and the connection closed.
+  the enabled ones and the connection closed;
+* SASL_PLAINTEXT serves kafka-python; on mTLS carol's certificate writes and dave's
+  (no ACL) is refused TOPIC_AUTHORIZATION_FAILED, and a client without one is refused;
+* kafka-python re-authenticates on its connection before its session ends.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import io
 import socket
 import ssl
 import struct
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -48,11 +55,18 @@ BOB_PW = "bob-Kafka-door-2"
 SHA512, SHA256 = ScramMechanism.SCRAM_SHA_512, ScramMechanism.SCRAM_SHA_256
 
 
+REAUTH_MS = 5000
+
+
 @dataclass
 class Secured:
     cluster: Cluster
     port: int
     truststore: Path
+    sasl_plaintext_port: int
+    mtls_port: int
+    ca: CertificateAuthority
+    tmp: Path
 
     @property
     def bootstrap(self) -> str:
@@ -67,6 +81,7 @@ def _acls() -> list[Any]:
         acl(ResourceType.TOPIC, "*", AclOperation.DESCRIBE, principal=bob),
         acl(ResourceType.TOPIC, "*", AclOperation.WRITE, principal=bob),
         acl(ResourceType.GROUP, "*", AclOperation.READ, principal=bob),
+        acl(ResourceType.TOPIC, "*", AclOperation.ALL, principal="User:carol"),
     ]
 
 
@@ -85,18 +100,27 @@ def secured(
     truststore = tmp / "ca.pem"
     truststore.write_bytes(ca.pem)
     keystore = write_keystore(tmp / "broker.pem", ca.issue("broker"))
-    port = free_port()
+    port, sasl_plaintext_port, mtls_port = free_port(), free_port(), free_port()
     cluster = Cluster(
         data_dir=tmp / "cluster",
         zookeeper=zookeeper.connect_string,
         overrides={
             **AUTHORIZER,
             "super.users": "User:ANONYMOUS",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,KAFKA:SASL_SSL",
-            "kafka.listeners": f"KAFKA://127.0.0.1:{port}",
-            "listener.name.kafka.ssl.keystore.location": str(keystore),
-            "listener.name.kafka.ssl.truststore.location": str(truststore),
+            "listener.security.protocol.map": (
+                "PLAINTEXT:PLAINTEXT,KAFKA:SASL_SSL,KSP:SASL_PLAINTEXT,KTLS:SSL"
+            ),
+            "kafka.listeners": (
+                f"KAFKA://127.0.0.1:{port},KSP://127.0.0.1:{sasl_plaintext_port},"
+                f"KTLS://127.0.0.1:{mtls_port}"
+            ),
+            "ssl.keystore.location": str(keystore),
+            "ssl.truststore.location": str(truststore),
             "listener.name.kafka.sasl.enabled.mechanisms": "SCRAM-SHA-512,SCRAM-SHA-256",
+            "listener.name.ksp.sasl.enabled.mechanisms": "SCRAM-SHA-512",
+            "listener.name.ktls.ssl.client.auth": "required",
+            "listener.name.ktls.ssl.principal.mapping.rules": "RULE:^CN=([^,]*),.*$/$1/",
+            "connections.max.reauth.ms": str(REAUTH_MS),
             "offsets.topic.replication.factor": "1",
         },
     )
@@ -118,7 +142,7 @@ def secured(
                 },
             )
         with cluster:
-            door = Secured(cluster, port, truststore)
+            door = Secured(cluster, port, truststore, sasl_plaintext_port, mtls_port, ca, tmp)
             cluster.wait_for(
                 lambda: _logs_in(door, "alice", ALICE_PW), what="the broker to know alice"
             )
@@ -411,3 +435,91 @@ def test_an_unsupported_mechanism_is_answered_with_the_enabled_ones_and_closed(
         assert int(answer.error_code) == ErrorCode.UNSUPPORTED_SASL_MECHANISM
         assert tuple(answer.mechanisms) == ("SCRAM-SHA-512", "SCRAM-SHA-256")
         assert _closed_by_broker(sock)
+
+
+def test_kafka_python_over_sasl_plaintext(secured: Secured) -> None:
+    kafka = pytest.importorskip("kafka")
+    topic = _new_topic(secured)
+    options = {
+        "bootstrap_servers": f"127.0.0.1:{secured.sasl_plaintext_port}",
+        "security_protocol": "SASL_PLAINTEXT",
+        "sasl_mechanism": "SCRAM-SHA-512",
+        "sasl_plain_username": "alice",
+        "sasl_plain_password": ALICE_PW,
+    }
+    producer = kafka.KafkaProducer(acks="all", **options)
+    try:
+        assert producer.send(topic, b"in the clear").get(timeout=30).offset == 0
+    finally:
+        producer.close(10)
+    consumer = kafka.KafkaConsumer(
+        auto_offset_reset="earliest", enable_auto_commit=False, consumer_timeout_ms=15000, **options
+    )
+    try:
+        consumer.assign([kafka.TopicPartition(topic, 0)])
+        assert next(iter(consumer)).value == b"in the clear"
+    finally:
+        consumer.close()
+
+
+def _mtls_producer(secured: Secured, common_name: str) -> Any:
+    kafka = pytest.importorskip("kafka")
+    keystore = write_keystore(secured.tmp / f"{common_name}.pem", secured.ca.issue(common_name))
+    return kafka.KafkaProducer(
+        bootstrap_servers=f"127.0.0.1:{secured.mtls_port}",
+        security_protocol="SSL",
+        ssl_cafile=str(secured.truststore),
+        ssl_certfile=str(keystore),
+        ssl_keyfile=str(keystore),
+        acks="all",
+    )
+
+
+def test_on_mtls_the_certificate_is_the_principal(secured: Secured) -> None:
+    kafka = pytest.importorskip("kafka")
+    topic = _new_topic(secured)
+    carol = _mtls_producer(secured, "carol")  # User:carol by the mapping rule: ALL on topics
+    try:
+        assert carol.send(topic, b"from carol").get(timeout=30).offset == 0
+    finally:
+        carol.close(10)
+    dave = _mtls_producer(secured, "dave")  # User:dave: no ACL
+    try:
+        with pytest.raises(kafka.errors.TopicAuthorizationFailedError):
+            dave.send(topic, b"from dave").get(timeout=30)
+    finally:
+        dave.close(10)
+
+
+def test_on_mtls_a_client_without_a_certificate_is_refused(secured: Secured) -> None:
+    from kio.schema.api_versions.v0.request import ApiVersionsRequest
+
+    context = ssl.create_default_context(cafile=str(secured.truststore))
+    raw = socket.create_connection(("127.0.0.1", secured.mtls_port), timeout=15)
+    try:
+        with context.wrap_socket(raw, server_hostname="127.0.0.1") as sock:
+            _send(sock, 1, ApiVersionsRequest())
+            assert _closed_by_broker(sock)
+    except (ssl.SSLError, ConnectionResetError, BrokenPipeError):
+        pass  # refused during the handshake (TLS 1.2) rather than after it (TLS 1.3)
+
+
+def test_clients_reauthenticate_before_the_session_ends(secured: Secured) -> None:
+    """connections.max.reauth.ms: kafka-python is told the lifetime, re-authenticates on
+    the same connection, and its connection is never closed for an expired session."""
+    kafka = pytest.importorskip("kafka")
+    topic = _new_topic(secured)
+    log_path = Path(secured.cluster.brokers[0].log_path)
+    before = log_path.read_text(errors="replace").count("User:alice re-authenticated")
+    producer = kafka.KafkaProducer(acks="all", **_kafka_python_options(secured, "alice", ALICE_PW))
+    try:
+        offsets = []
+        for i in range(3):
+            offsets.append(producer.send(topic, b"%d" % i).get(timeout=30).offset)
+            time.sleep(REAUTH_MS / 1000)
+    finally:
+        producer.close(10)
+    assert offsets == [0, 1, 2]
+    log = log_path.read_text(errors="replace")
+    assert log.count("User:alice re-authenticated") > before
+    assert "the SASL session expired" not in log

@@ -142,11 +142,20 @@ class SaslConnection:
             return challenge, ErrorCode.NONE, None, ""
         self._server = None
         principal = KafkaPrincipal.user(server.authorized_id)
+        again = self.auth.principal is not None
         closing = self.auth.step_answered(
             StepOutcome.COMPLETE, now_ms=now, api_version=api_version, principal=principal
         )
         if closing:
             log.info("Kafka listener %s: %s from %s", self._listener, closing, self._host)
             return b"", ErrorCode.SASL_AUTHENTICATION_FAILED, closing, closing
+        if again:
+            log.info(
+                "Kafka listener %s: %s re-authenticated from %s (session of %d ms)",
+                self._listener,
+                principal,
+                self._host,
+                self.auth.reauth_ms,
+            )
         set_identity(RequestIdentity(principal, self._host, self._listener))
         return challenge, ErrorCode.NONE, None, ""
