@@ -502,6 +502,14 @@ def test_on_mtls_a_client_without_a_certificate_is_refused(secured: Secured) -> 
             assert _closed_by_broker(sock)
     except (ssl.SSLError, ConnectionResetError, BrokenPipeError):
         pass  # refused during the handshake (TLS 1.2) rather than after it (TLS 1.3)
+    log_path = Path(secured.cluster.brokers[0].log_path)
+    deadline = time.monotonic() + 10
+    while "Kafka listener KTLS: closing the connection" not in log_path.read_text(errors="replace"):
+        assert time.monotonic() < deadline, "the refused handshake is not in the broker's log"
+        time.sleep(0.1)
+    assert "TLS handshake failed: PEER_DID_NOT_RETURN_A_CERTIFICATE" in log_path.read_text(
+        errors="replace"
+    )
 
 
 def test_clients_reauthenticate_before_the_session_ends(secured: Secured) -> None:

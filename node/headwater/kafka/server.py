@@ -50,6 +50,10 @@ from headwater.server.tls import ReloadingSslContext, certificate_subject
 log = logging.getLogger(__name__)
 
 
+TLS_HANDSHAKE_TIMEOUT_S = 10.0
+"""How long a client has to finish its TLS handshake."""
+
+
 class ConnectionRefused(Exception):
     """The connection is closed for a security reason (logged at INFO, not WARNING)."""
 
@@ -98,7 +102,6 @@ class KafkaServer:
             self._serve,
             host=endpoint.host or "0.0.0.0",
             port=endpoint.port,
-            ssl=self.tls.context if self.tls is not None else None,
         )
         self.port = self._server.sockets[0].getsockname()[1]
         log.info(
@@ -122,6 +125,8 @@ class KafkaServer:
         host = peer[0] if isinstance(peer, tuple) else str(peer)
         self._connections.add(writer)
         try:
+            if self.tls is not None:
+                await self._tls_handshake(writer)
             set_identity(RequestIdentity(self._principal(writer), host, self.config.name))
             sasl = None
             if self._sasl is not None:
@@ -158,6 +163,18 @@ class KafkaServer:
         finally:
             self._connections.discard(writer)
             writer.close()
+
+    async def _tls_handshake(self, writer: asyncio.StreamWriter) -> None:
+        """TLS on the accepted connection, so that a failed handshake (no or an untrusted
+        client certificate, a plaintext client) is logged as Kafka logs it."""
+        assert self.tls is not None
+        try:
+            await writer.start_tls(self.tls.context, ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT_S)
+        except (ssl.SSLError, TimeoutError, ConnectionError) as exc:
+            reason = getattr(exc, "reason", None) or type(exc).__name__
+            raise ConnectionRefused(
+                f"failed authentication (TLS handshake failed: {reason})"
+            ) from None
 
     def _principal(self, writer: asyncio.StreamWriter) -> KafkaPrincipal:
         """The principal before any SASL: the client certificate's on SSL with
