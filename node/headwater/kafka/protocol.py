@@ -62,11 +62,13 @@ API_NAMES: Final = {
     14: "SyncGroup",
     15: "DescribeGroups",
     16: "ListGroups",
+    17: "SaslHandshake",
     18: "ApiVersions",
     19: "CreateTopics",
     20: "DeleteTopics",
     22: "InitProducerId",
     32: "DescribeConfigs",
+    36: "SaslAuthenticate",
     37: "CreatePartitions",
     42: "DeleteGroups",
     60: "DescribeCluster",
@@ -86,11 +88,13 @@ SUPPORTED: Final[Mapping[int, tuple[int, int]]] = {
     14: (0, 5),  # SyncGroup
     15: (0, 5),  # DescribeGroups
     16: (0, 4),  # ListGroups: v5 filters by group type (KIP-848)
+    17: (0, 1),  # SaslHandshake: v0 is followed by raw SASL tokens, v1 by SaslAuthenticate
     18: (0, 3),  # ApiVersions
     19: (2, 7),  # CreateTopics
     20: (1, 5),  # DeleteTopics: v6 names topics by id as well
     22: (0, 4),  # InitProducerId: idempotent producers (no transactions yet)
     32: (1, 4),  # DescribeConfigs: topics
+    36: (0, 2),  # SaslAuthenticate: v1 adds the session lifetime (KIP-368)
     37: (0, 3),  # CreatePartitions
     42: (0, 2),  # DeleteGroups
     60: (0, 1),  # DescribeCluster: brokers (there are no KRaft controllers)
@@ -221,6 +225,11 @@ def encode_response(correlation_id: int, body: Any) -> bytes:
     _PREFIX.pack_into(frame, 0, len(frame) - _PREFIX.size)
     del frame
     return out.getvalue()
+
+
+def encode_raw(token: bytes) -> bytes:
+    """A size-prefixed raw SASL token (the SCRAM answers after SaslHandshake v0)."""
+    return _PREFIX.pack(len(token)) + token
 
 
 def api_versions_response(api_version: int, *, error: int = 0) -> Any:
