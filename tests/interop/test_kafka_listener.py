@@ -11,6 +11,11 @@ brokers, so a client must follow Metadata to each broker's advertised Kafka addr
 * DescribeCluster names every broker at its Kafka address;
 * topic administration: kafka-python's admin client creates (with a config, three
   partitions, RF=2), describes its configs, grows and deletes it;
+* configs: kafka-python (AlterConfigs and IncrementalAlterConfigs) and librdkafka
+  (IncrementalAlterConfigs) alter topic and broker configs and describe them; a bad value,
+  an APPEND to a scalar config and an unknown topic answer Kafka's errors and change nothing;
+* ACLs: kafka-python and librdkafka create, describe and delete ACLs, stored where the
+  gRPC AclService keeps them (Headwater's admin client sees them);
 * consumer groups: kafka-python and librdkafka subscribe, consume and commit, a new
   member resumes from the commit, and Headwater's gRPC consumer resumes a group
   committed over Kafka; kafka-python's admin client describes, lists and deletes groups;
@@ -41,6 +46,7 @@ from typing import Any
 import pytest
 from headwater.client import Admin, Consumer, NewTopic, Producer, TopicPartition
 from headwater.kafka.protocol import SUPPORTED
+from headwater.security import acls
 from headwater.testing import Cluster
 from headwater.testing.zookeeper import free_port
 from hypothesis import HealthCheck, given, settings
@@ -61,7 +67,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     with Cluster(
         brokers=2,
         data_dir=tmp_path_factory.mktemp("kafka-listener"),
-        overrides={"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,KAFKA:PLAINTEXT"},
+        overrides={
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,KAFKA:PLAINTEXT",
+            # ACLs are stored and served (CreateAcls ...); every client here is a super user.
+            "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+            "super.users": "User:ANONYMOUS",
+        },
         broker_overrides={
             b: {"kafka.listeners": f"KAFKA://127.0.0.1:{port}"} for b, port in ports.items()
         },
@@ -414,6 +425,223 @@ def test_kafka_python_admin_creates_and_deletes_topics(cluster: Cluster) -> None
         assert name not in admin.list_topics()
     finally:
         admin.close()
+
+
+# -- configs and ACLs -----------------------------------------------------------------------
+
+
+def test_kafka_python_alters_and_describes_topic_and_broker_configs(cluster: Cluster) -> None:
+    pytest.importorskip("kafka")
+    from kafka.admin import ConfigResource, KafkaAdminClient
+
+    name = new_topic(cluster, partitions=1)
+    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap(cluster))
+    try:
+        # AlterConfigs replaces the overrides; kafka-python sends the other overrides
+        # (DescribeConfigs' DYNAMIC_TOPIC_CONFIG ones) along to keep them
+        admin.alter_configs(
+            [ConfigResource("TOPIC", name, configs={"retention.ms": "1000"})], incremental=False
+        )
+        assert cluster.zk.get_topic_config(name) == {"retention.ms": "1000"}
+        admin.alter_configs(
+            [ConfigResource("TOPIC", name, configs={"segment.bytes": "1048576"})],
+            incremental=False,
+        )
+        assert cluster.zk.get_topic_config(name) == {
+            "retention.ms": "1000",
+            "segment.bytes": "1048576",
+        }
+        # IncrementalAlterConfigs: SET, APPEND to a list from its default, DELETE
+        admin.alter_configs(
+            [
+                ConfigResource(
+                    "TOPIC",
+                    name,
+                    configs={
+                        "retention.ms": "2000",
+                        "cleanup.policy": ("APPEND", "compact"),
+                        "segment.bytes": ("DELETE", None),
+                    },
+                )
+            ]
+        )
+        overrides = cluster.zk.get_topic_config(name)
+        assert overrides["retention.ms"] == "2000"
+        assert set(overrides["cleanup.policy"].split(",")) == {"delete", "compact"}
+        assert "segment.bytes" not in overrides
+        modified = admin.describe_configs([ConfigResource("TOPIC", name)])["topic"][name]
+        assert set(modified) == {"retention.ms", "cleanup.policy"}
+        # a broker's dynamic throttle, set and described, then its static settings
+        admin.alter_configs(
+            [ConfigResource("BROKER", "0", configs={"leader.replication.throttled.rate": "5000"})]
+        )
+        assert cluster.zk.get_broker_config("0") == {"leader.replication.throttled.rate": "5000"}
+        broker = admin.describe_configs([ConfigResource("BROKER", "0")], config_filter="all")
+        configs = broker["broker"]["0"]
+        assert configs["leader.replication.throttled.rate"]["value"] == "5000"
+        assert configs["broker.id"]["value"] == "0"
+        admin.alter_configs(
+            [
+                ConfigResource(
+                    "BROKER", "0", configs={"leader.replication.throttled.rate": ("DELETE", None)}
+                )
+            ]
+        )
+        assert cluster.zk.get_broker_config("0") == {}
+    finally:
+        admin.close()
+
+
+def test_librdkafka_config_changes_and_their_errors(cluster: Cluster) -> None:
+    ck = pytest.importorskip("confluent_kafka")
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
+
+    name = new_topic(cluster, partitions=1)
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap(cluster)})
+
+    def alter(topic: str, key: str, value: str | None, op: Any) -> Any:
+        entry = ConfigEntry(key, value, incremental_operation=op)
+        resource = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[entry])
+        return admin.incremental_alter_configs([resource])[resource].result(timeout=30)
+
+    alter(name, "max.message.bytes", "20000", AlterConfigOpType.SET)
+    assert cluster.zk.get_topic_config(name) == {"max.message.bytes": "20000"}
+    resource = ConfigResource(ResourceType.TOPIC, name)
+    described = admin.describe_configs([resource])[resource].result(timeout=30)
+    assert described["max.message.bytes"].value == "20000"
+    assert described["max.message.bytes"].source == ck.admin.ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+    assert described["retention.ms"].source == ck.admin.ConfigSource.STATIC_BROKER_CONFIG.value
+
+    refusals = [
+        (name, "retention.ms", "soon", AlterConfigOpType.SET, "INVALID_CONFIG"),
+        (name, "no.such.config", "1", AlterConfigOpType.SET, "INVALID_CONFIG"),
+        (name, "retention.ms", "5", AlterConfigOpType.APPEND, "INVALID_REQUEST"),
+        ("no-such-topic", "retention.ms", "5", AlterConfigOpType.SET, "UNKNOWN_TOPIC_OR_PART"),
+    ]
+    for topic, key, value, op, code in refusals:
+        with pytest.raises(ck.KafkaException) as caught:
+            alter(topic, key, value, op)
+        assert caught.value.args[0].name() == code, (key, op)
+    assert cluster.zk.get_topic_config(name) == {"max.message.bytes": "20000"}
+
+    broker = ConfigResource(ResourceType.BROKER, "1")
+    configs = admin.describe_configs([broker])[broker].result(timeout=30)
+    assert configs["broker.id"].value == "1"
+    assert configs["broker.id"].is_read_only
+    static = ConfigEntry("num.partitions", "7", incremental_operation=AlterConfigOpType.SET)
+    refused = ConfigResource(ResourceType.BROKER, "1", incremental_configs=[static])
+    with pytest.raises(ck.KafkaException) as caught:
+        admin.incremental_alter_configs([refused])[refused].result(timeout=30)
+    assert caught.value.args[0].name() == "INVALID_REQUEST"
+
+
+def test_kafka_python_creates_describes_and_deletes_acls(cluster: Cluster) -> None:
+    pytest.importorskip("kafka")
+    from kafka.admin import (
+        ACL,
+        ACLFilter,
+        ACLOperation,
+        ACLPermissionType,
+        ACLResourcePatternType,
+        KafkaAdminClient,
+        ResourcePattern,
+        ResourcePatternFilter,
+        ResourceType,
+    )
+
+    topic = f"acl-{uuid.uuid4().hex[:8]}"
+    read = ACL(
+        principal="User:alice",
+        host="*",
+        operation=ACLOperation.READ,
+        permission_type=ACLPermissionType.ALLOW,
+        resource_pattern=ResourcePattern(ResourceType.TOPIC, topic),
+    )
+    wanted = ACLFilter(
+        principal="User:alice",
+        host="*",
+        operation=ACLOperation.ANY,
+        permission_type=ACLPermissionType.ANY,
+        resource_pattern=ResourcePatternFilter(
+            ResourceType.TOPIC, topic, ACLResourcePatternType.LITERAL
+        ),
+    )
+    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap(cluster))
+    try:
+        created = admin.create_acls([read])
+        assert created["failed"] == [] and len(created["succeeded"]) == 1
+        found, error = admin.describe_acls(wanted)
+        assert error.errno == 0
+        assert [(a.principal, a.operation, a.resource_pattern.resource_name) for a in found] == [
+            ("User:alice", ACLOperation.READ, topic)
+        ]
+        with Admin(cluster.bootstrap) as grpc_admin:  # the gRPC door sees the same ACL
+            seen = grpc_admin.describe_acls(
+                acls.AclBindingFilter(acls.ResourcePatternFilter(acls.ResourceType.TOPIC, topic))
+            )
+            assert [str(b.entry.principal) for b in seen] == ["User:alice"]
+        [(_, deleted, error)] = admin.delete_acls([wanted])
+        assert error.errno == 0 and len(deleted) == 1
+        assert admin.describe_acls(wanted)[0] == []
+    finally:
+        admin.close()
+
+
+def test_librdkafka_creates_describes_and_deletes_acls(cluster: Cluster) -> None:
+    ck = pytest.importorskip("confluent_kafka")
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        AdminClient,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    prefix = f"acl-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap(cluster)})
+    write = AclBinding(
+        ResourceType.TOPIC,
+        prefix,
+        ResourcePatternType.PREFIXED,
+        "User:bob",
+        "*",
+        AclOperation.WRITE,
+        AclPermissionType.ALLOW,
+    )
+    admin.create_acls([write])[write].result(timeout=30)
+    match = AclBindingFilter(
+        ResourceType.TOPIC,
+        f"{prefix}-orders",
+        ResourcePatternType.MATCH,
+        None,
+        None,
+        AclOperation.ANY,
+        AclPermissionType.ANY,
+    )
+    assert admin.describe_acls(match).result(timeout=30) == [write]
+    bad = AclBinding(
+        ResourceType.TOPIC,
+        prefix,
+        ResourcePatternType.LITERAL,
+        "bob",  # not a principal: no "User:"
+        "*",
+        AclOperation.READ,
+        AclPermissionType.ALLOW,
+    )
+    with pytest.raises(ck.KafkaException) as caught:
+        admin.create_acls([bad])[bad].result(timeout=30)
+    assert caught.value.args[0].name() == "INVALID_REQUEST"
+    deleted = admin.delete_acls([match])[match].result(timeout=30)
+    assert deleted == [write]
+    assert admin.describe_acls(match).result(timeout=30) == []
 
 
 def test_describe_cluster_names_every_broker_on_its_kafka_listener(cluster: Cluster) -> None:

@@ -27,6 +27,7 @@ from headwater.coordination import names
 from headwater.coordination.model import BrokerRegistration
 from headwater.errors import ErrorCode
 from headwater.kafka import protocol
+from headwater.kafka.acl_apis import KafkaAclApis
 from headwater.kafka.admin_apis import KafkaAdminApis
 from headwater.kafka.fetch_sessions import (
     FINAL_EPOCH,
@@ -85,11 +86,13 @@ class KafkaApis:
         next_producer_id: Callable[[], int],
         groups: KafkaGroupApis | None = None,
         admin: KafkaAdminApis | None = None,
+        acls: KafkaAclApis | None = None,
     ) -> None:
         """``next_producer_id``: the broker's producer id allocator, shared with the gRPC
-        listeners so that no two producers get the same id; ``groups`` and ``admin``: the
-        group and topic administration APIs (:mod:`headwater.kafka.group_apis`,
-        :mod:`headwater.kafka.admin_apis`)."""
+        listeners so that no two producers get the same id; ``groups``, ``admin`` and
+        ``acls``: the group, topic and config, and ACL administration APIs
+        (:mod:`headwater.kafka.group_apis`, :mod:`headwater.kafka.admin_apis`,
+        :mod:`headwater.kafka.acl_apis`)."""
         self._next_producer_id = next_producer_id
         self._fetch_sessions = FetchSessionCache(first_id=random.randrange(1, 1 << 31))
         self._listener = listener
@@ -107,6 +110,7 @@ class KafkaApis:
             60: self._describe_cluster,
             **(groups.handlers() if groups is not None else {}),
             **(admin.handlers() if admin is not None else {}),
+            **(acls.handlers() if acls is not None else {}),
         }
 
     @property

@@ -66,9 +66,14 @@ API_NAMES: Final = {
     19: "CreateTopics",
     20: "DeleteTopics",
     22: "InitProducerId",
+    29: "DescribeAcls",
+    30: "CreateAcls",
+    31: "DeleteAcls",
     32: "DescribeConfigs",
+    33: "AlterConfigs",
     37: "CreatePartitions",
     42: "DeleteGroups",
+    44: "IncrementalAlterConfigs",
     60: "DescribeCluster",
 }
 
@@ -90,9 +95,14 @@ SUPPORTED: Final[Mapping[int, tuple[int, int]]] = {
     19: (2, 7),  # CreateTopics
     20: (1, 5),  # DeleteTopics: v6 names topics by id as well
     22: (0, 4),  # InitProducerId: idempotent producers (no transactions yet)
-    32: (1, 4),  # DescribeConfigs: topics
+    29: (1, 3),  # DescribeAcls: v0 (no pattern types) is gone from Kafka 4 (KIP-896)
+    30: (1, 3),  # CreateAcls
+    31: (1, 3),  # DeleteAcls
+    32: (1, 4),  # DescribeConfigs: topics and brokers
+    33: (0, 2),  # AlterConfigs
     37: (0, 3),  # CreatePartitions
     42: (0, 2),  # DeleteGroups
+    44: (0, 1),  # IncrementalAlterConfigs
     60: (0, 1),  # DescribeCluster: brokers (there are no KRaft controllers)
 }
 """API key -> (lowest, highest) version this listener answers; what ApiVersions lists."""

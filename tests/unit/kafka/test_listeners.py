@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from headwater.coordination.model import BrokerRegistration
 from headwater.kafka import protocol
+from headwater.kafka.acl_apis import KafkaAclApis
 from headwater.kafka.admin_apis import KafkaAdminApis
 from headwater.kafka.apis import KafkaApis, kafka_address
 from headwater.kafka.group_apis import KafkaGroupApis
@@ -88,7 +89,9 @@ def test_every_supported_api_has_a_handler() -> None:
             coordinator=lambda: None,
             metadata=None,  # type: ignore[arg-type]
             authz=None,  # type: ignore[arg-type]
+            configs=None,  # type: ignore[arg-type]
         ),
+        acls=KafkaAclApis(acls=None),  # type: ignore[arg-type]
     )
     assert apis.api_keys == frozenset(protocol.SUPPORTED)
 
