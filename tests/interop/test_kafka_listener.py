@@ -16,6 +16,8 @@ brokers, so a client must follow Metadata to each broker's advertised Kafka addr
   an APPEND to a scalar config and an unknown topic answer Kafka's errors and change nothing;
 * ACLs: kafka-python and librdkafka create, describe and delete ACLs, stored where the
   gRPC AclService keeps them (Headwater's admin client sees them);
+* DeleteRecords: kafka-python and librdkafka move a partition's log start, ListOffsets and
+  a fetch from the old start show it; an offset past the high watermark is refused;
 * consumer groups: kafka-python and librdkafka subscribe, consume and commit, a new
   member resumes from the commit, and Headwater's gRPC consumer resumes a group
   committed over Kafka; kafka-python's admin client describes, lists and deletes groups;
@@ -642,6 +644,46 @@ def test_librdkafka_creates_describes_and_deletes_acls(cluster: Cluster) -> None
     deleted = admin.delete_acls([match])[match].result(timeout=30)
     assert deleted == [write]
     assert admin.describe_acls(match).result(timeout=30) == []
+
+
+def test_delete_records_moves_the_log_start(cluster: Cluster) -> None:
+    kafka = pytest.importorskip("kafka")
+    ck = pytest.importorskip("confluent_kafka")
+    from confluent_kafka.admin import AdminClient
+    from kafka.admin import KafkaAdminClient
+
+    topic = new_topic(cluster)
+    with Producer(cluster.bootstrap) as producer:
+        for i in range(10):
+            producer.send(topic, f"v{i}".encode(), partition=i % 2)
+        producer.flush()
+    tp0, tp1 = kafka.TopicPartition(topic, 0), kafka.TopicPartition(topic, 1)
+    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap(cluster))
+    try:
+        deleted = admin.delete_records({tp0: 2})
+        assert deleted[tp0]["low_watermark"] == 2
+    finally:
+        admin.close()
+    rdk = AdminClient({"bootstrap.servers": kafka_bootstrap(cluster)})
+    past_end = ck.TopicPartition(topic, 1, 6)  # the high watermark is 5
+    with pytest.raises(ck.KafkaException) as caught:
+        rdk.delete_records([past_end])[past_end].result(timeout=30)
+    assert caught.value.args[0].name() == "OFFSET_OUT_OF_RANGE"
+    whole = ck.TopicPartition(topic, 1, -1)  # OFFSET_END: everything
+    assert rdk.delete_records([whole])[whole].result(timeout=30).low_watermark == 5
+
+    consumer = kafka.KafkaConsumer(
+        bootstrap_servers=kafka_bootstrap(cluster), auto_offset_reset="earliest"
+    )
+    try:
+        assert consumer.beginning_offsets([tp0, tp1]) == {tp0: 2, tp1: 5}
+        assert consumer.end_offsets([tp0, tp1]) == {tp0: 5, tp1: 5}
+        consumer.assign([tp0])
+        consumer.seek(tp0, 0)  # below the log start: OFFSET_OUT_OF_RANGE, reset to earliest
+        got = consumer.poll(timeout_ms=10000)
+        assert [r.offset for r in got.get(tp0, [])][:1] == [2]
+    finally:
+        consumer.close()
 
 
 def test_describe_cluster_names_every_broker_on_its_kafka_listener(cluster: Cluster) -> None:

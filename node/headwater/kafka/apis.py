@@ -106,6 +106,7 @@ class KafkaApis:
             2: self._list_offsets,
             3: self._metadata_answer,
             18: self._api_versions,
+            21: self._delete_records,
             22: self._init_producer_id,
             60: self._describe_cluster,
             **(groups.handlers() if groups is not None else {}),
@@ -448,6 +449,38 @@ class KafkaApis:
             )
         timer.done()
         return build(module.ListOffsetsResponse, throttle_time=_NO_THROTTLE, topics=tuple(topics))
+
+    # -- DeleteRecords ----------------------------------------------------------------------
+
+    async def _delete_records(self, request: Request) -> Any:
+        """Each partition's log start moves on its leader (DELETE on the topic)."""
+        timer = Timer(self._metrics, "DeleteRecords")
+        body = request.body
+        module = response_module(21, request.api_version)
+        refused = self._authz.topics(_NO_GRPC_CONTEXT, Op.DELETE, (t.name for t in body.topics))
+        topics = []
+        for t in body.topics:
+            partitions = []
+            for p in t.partitions:
+                if refused is not None and t.name in refused:
+                    code, low = ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1
+                else:
+                    code, low, _message = await self._replicas.delete_records(
+                        TopicPartition(t.name, p.partition_index), p.offset
+                    )
+                partitions.append(
+                    build(
+                        module.DeleteRecordsPartitionResult,
+                        partition_index=p.partition_index,
+                        low_watermark=low,
+                        error_code=error_code(code),
+                    )
+                )
+            topics.append(
+                build(module.DeleteRecordsTopicResult, name=t.name, partitions=tuple(partitions))
+            )
+        timer.done()
+        return build(module.DeleteRecordsResponse, throttle_time=_NO_THROTTLE, topics=tuple(topics))
 
 
 def _partition_data(module: Any, partition: int, code: ErrorCode, r: hosted.FetchResult) -> Any:

@@ -65,6 +65,7 @@ API_NAMES: Final = {
     18: "ApiVersions",
     19: "CreateTopics",
     20: "DeleteTopics",
+    21: "DeleteRecords",
     22: "InitProducerId",
     29: "DescribeAcls",
     30: "CreateAcls",
@@ -94,6 +95,7 @@ SUPPORTED: Final[Mapping[int, tuple[int, int]]] = {
     18: (0, 3),  # ApiVersions
     19: (2, 7),  # CreateTopics
     20: (1, 5),  # DeleteTopics: v6 names topics by id as well
+    21: (0, 2),  # DeleteRecords
     22: (0, 4),  # InitProducerId: idempotent producers (no transactions yet)
     29: (1, 3),  # DescribeAcls: v0 (no pattern types) is gone from Kafka 4 (KIP-896)
     30: (1, 3),  # CreateAcls
