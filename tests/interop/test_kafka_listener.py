@@ -18,6 +18,8 @@ brokers, so a client must follow Metadata to each broker's advertised Kafka addr
   gRPC AclService keeps them (Headwater's admin client sees them);
 * DeleteRecords: kafka-python and librdkafka move a partition's log start, ListOffsets and
   a fetch from the old start show it; an offset past the high watermark is refused;
+* OffsetDelete: kafka-python's admin client deletes one partition's committed offset of an
+  empty group (the other stays); an unknown group is GROUP_ID_NOT_FOUND;
 * consumer groups: kafka-python and librdkafka subscribe, consume and commit, a new
   member resumes from the commit, and Headwater's gRPC consumer resumes a group
   committed over Kafka; kafka-python's admin client describes, lists and deletes groups;
@@ -684,6 +686,34 @@ def test_delete_records_moves_the_log_start(cluster: Cluster) -> None:
         assert [r.offset for r in got.get(tp0, [])][:1] == [2]
     finally:
         consumer.close()
+
+
+def test_kafka_python_deletes_a_groups_offsets(cluster: Cluster) -> None:
+    kafka = pytest.importorskip("kafka")
+    from kafka.admin import KafkaAdminClient
+    from kafka.structs import OffsetAndMetadata
+
+    topic = new_topic(cluster)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    tp0, tp1 = kafka.TopicPartition(topic, 0), kafka.TopicPartition(topic, 1)
+    consumer = kafka.KafkaConsumer(
+        bootstrap_servers=kafka_bootstrap(cluster), group_id=group, enable_auto_commit=False
+    )
+    try:
+        consumer.assign([tp0, tp1])
+        consumer.commit({tp0: OffsetAndMetadata(3, "", -1), tp1: OffsetAndMetadata(4, "", -1)})
+    finally:
+        consumer.close()
+    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap(cluster))
+    try:
+        deleted = admin.delete_group_offsets(group, [tp0])
+        assert {tp: error.errno for tp, error in dict(deleted).items()} == {tp0: 0}
+        left = admin.list_group_offsets(group)[group]
+        assert {tp: o.offset for tp, o in left.items()} == {tp1: 4}
+        with pytest.raises(kafka.errors.GroupIdNotFoundError):
+            admin.delete_group_offsets(f"no-{group}", [tp0])
+    finally:
+        admin.close()
 
 
 def test_describe_cluster_names_every_broker_on_its_kafka_listener(cluster: Cluster) -> None:

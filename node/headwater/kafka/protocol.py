@@ -75,6 +75,7 @@ API_NAMES: Final = {
     37: "CreatePartitions",
     42: "DeleteGroups",
     44: "IncrementalAlterConfigs",
+    47: "OffsetDelete",
     60: "DescribeCluster",
 }
 
@@ -105,6 +106,7 @@ SUPPORTED: Final[Mapping[int, tuple[int, int]]] = {
     37: (0, 3),  # CreatePartitions
     42: (0, 2),  # DeleteGroups
     44: (0, 1),  # IncrementalAlterConfigs
+    47: (0, 0),  # OffsetDelete
     60: (0, 1),  # DescribeCluster: brokers (there are no KRaft controllers)
 }
 """API key -> (lowest, highest) version this listener answers; what ApiVersions lists."""
