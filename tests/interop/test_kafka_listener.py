@@ -20,6 +20,9 @@ brokers, so a client must follow Metadata to each broker's advertised Kafka addr
   a fetch from the old start show it; an offset past the high watermark is refused;
 * OffsetDelete: kafka-python's admin client deletes one partition's committed offset of an
   empty group (the other stays); an unknown group is GROUP_ID_NOT_FOUND;
+* replicas: kafka-python describes each broker's log dirs, moves a partition to the other
+  broker (AlterPartitionReassignments, ListPartitionReassignments) and runs a preferred
+  leader election;
 * consumer groups: kafka-python and librdkafka subscribe, consume and commit, a new
   member resumes from the commit, and Headwater's gRPC consumer resumes a group
   committed over Kafka; kafka-python's admin client describes, lists and deletes groups;
@@ -712,6 +715,47 @@ def test_kafka_python_deletes_a_groups_offsets(cluster: Cluster) -> None:
         assert {tp: o.offset for tp, o in left.items()} == {tp1: 4}
         with pytest.raises(kafka.errors.GroupIdNotFoundError):
             admin.delete_group_offsets(f"no-{group}", [tp0])
+    finally:
+        admin.close()
+
+
+def test_kafka_python_log_dirs_reassignment_and_election(cluster: Cluster) -> None:
+    kafka = pytest.importorskip("kafka")
+    from kafka.admin import KafkaAdminClient
+
+    topic = new_topic(cluster, partitions=1)
+    tp = kafka.TopicPartition(topic, 0)
+    leader = cluster.leader_for(topic, 0)
+    assert leader is not None
+    other = 1 - leader
+    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap(cluster))
+    try:
+        [described] = admin.describe_log_dirs({topic: [0]}, brokers=[leader])
+        assert described["broker"] == leader
+        [log_dir] = described["log_dirs"]
+        assert log_dir["error_code"] == 0 and log_dir["total_bytes"] > 0
+        assert [
+            (t["name"], [p["partition_index"] for p in t["partitions"]]) for t in log_dir["topics"]
+        ] == [(topic, [0])]
+
+        assert admin.list_partition_reassignments([tp]) == {}
+        assert admin.alter_partition_reassignments({tp: [other]}, timeout_ms=30000) == {tp: None}
+        cluster.wait_for(
+            lambda: (
+                (a := cluster.zk.get_assignment(topic)) is not None
+                and a.partitions[0] == (other,)
+                and not a.reassignments
+            ),
+            what="the partition on the other broker",
+        )
+        assert admin.list_partition_reassignments([tp]) == {}
+        cluster.wait_for(lambda: cluster.leader_for(topic, 0) == other, what="the new leader")
+
+        elected = admin.elect_leaders(0, {topic: [0]}, timeout_ms=30000, raise_errors=False)
+        [result] = elected.replica_election_results
+        assert result.topic == topic
+        assert [(p.partition_id, p.error_code) for p in result.partition_result] == [(0, 84)]
+        # 84: ELECTION_NOT_NEEDED, the leader is the preferred replica already
     finally:
         admin.close()
 

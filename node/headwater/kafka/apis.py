@@ -29,6 +29,7 @@ from headwater.errors import ErrorCode
 from headwater.kafka import protocol
 from headwater.kafka.acl_apis import KafkaAclApis
 from headwater.kafka.admin_apis import KafkaAdminApis
+from headwater.kafka.cluster_apis import KafkaClusterApis
 from headwater.kafka.fetch_sessions import (
     FINAL_EPOCH,
     FetchSessionCache,
@@ -87,12 +88,14 @@ class KafkaApis:
         groups: KafkaGroupApis | None = None,
         admin: KafkaAdminApis | None = None,
         acls: KafkaAclApis | None = None,
+        cluster: KafkaClusterApis | None = None,
     ) -> None:
         """``next_producer_id``: the broker's producer id allocator, shared with the gRPC
-        listeners so that no two producers get the same id; ``groups``, ``admin`` and
-        ``acls``: the group, topic and config, and ACL administration APIs
-        (:mod:`headwater.kafka.group_apis`, :mod:`headwater.kafka.admin_apis`,
-        :mod:`headwater.kafka.acl_apis`)."""
+        listeners so that no two producers get the same id; ``groups``, ``admin``,
+        ``acls`` and ``cluster``: the group, topic and config, ACL and replica
+        administration APIs (:mod:`headwater.kafka.group_apis`,
+        :mod:`headwater.kafka.admin_apis`, :mod:`headwater.kafka.acl_apis`,
+        :mod:`headwater.kafka.cluster_apis`)."""
         self._next_producer_id = next_producer_id
         self._fetch_sessions = FetchSessionCache(first_id=random.randrange(1, 1 << 31))
         self._listener = listener
@@ -112,6 +115,7 @@ class KafkaApis:
             **(groups.handlers() if groups is not None else {}),
             **(admin.handlers() if admin is not None else {}),
             **(acls.handlers() if acls is not None else {}),
+            **(cluster.handlers() if cluster is not None else {}),
         }
 
     @property

@@ -72,9 +72,13 @@ API_NAMES: Final = {
     31: "DeleteAcls",
     32: "DescribeConfigs",
     33: "AlterConfigs",
+    35: "DescribeLogDirs",
     37: "CreatePartitions",
     42: "DeleteGroups",
+    43: "ElectLeaders",
     44: "IncrementalAlterConfigs",
+    45: "AlterPartitionReassignments",
+    46: "ListPartitionReassignments",
     47: "OffsetDelete",
     60: "DescribeCluster",
 }
@@ -103,9 +107,13 @@ SUPPORTED: Final[Mapping[int, tuple[int, int]]] = {
     31: (1, 3),  # DeleteAcls
     32: (1, 4),  # DescribeConfigs: topics and brokers
     33: (0, 2),  # AlterConfigs
+    35: (1, 4),  # DescribeLogDirs: this broker's log dirs
     37: (0, 3),  # CreatePartitions
     42: (0, 2),  # DeleteGroups
+    43: (0, 2),  # ElectLeaders: preferred elections
     44: (0, 1),  # IncrementalAlterConfigs
+    45: (0, 0),  # AlterPartitionReassignments: v1 may change the replication factor
+    46: (0, 0),  # ListPartitionReassignments
     47: (0, 0),  # OffsetDelete
     60: (0, 1),  # DescribeCluster: brokers (there are no KRaft controllers)
 }

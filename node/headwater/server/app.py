@@ -53,6 +53,7 @@ from headwater.kafka import server as kafka_server
 from headwater.kafka.acl_apis import KafkaAclApis
 from headwater.kafka.admin_apis import KafkaAdminApis
 from headwater.kafka.apis import KafkaApis
+from headwater.kafka.cluster_apis import KafkaClusterApis
 from headwater.kafka.group_apis import KafkaGroupApis, OffsetsTopicCreator
 from headwater.server.auth.acl_runtime import BrokerAuthorization
 from headwater.server.auth.listener_auth import SessionLookup
@@ -273,6 +274,11 @@ class BrokerServer:
                         config=config,
                         authz=self.authorization.authz,
                     ),
+                ),
+                cluster=KafkaClusterApis(
+                    coordinator=lambda: self.coordinator,
+                    log_manager=lambda: self.log_manager,
+                    authz=self.authorization.authz,
                 ),
                 acls=KafkaAclApis(
                     acls=AclAdmin(

@@ -8,6 +8,7 @@ from headwater.kafka import protocol
 from headwater.kafka.acl_apis import KafkaAclApis
 from headwater.kafka.admin_apis import KafkaAdminApis
 from headwater.kafka.apis import KafkaApis, kafka_address
+from headwater.kafka.cluster_apis import KafkaClusterApis
 from headwater.kafka.group_apis import KafkaGroupApis
 from headwater.kafka.listeners import kafka_listeners
 from headwater.kafka.server import KafkaServer, registration_endpoints
@@ -92,6 +93,11 @@ def test_every_supported_api_has_a_handler() -> None:
             configs=None,  # type: ignore[arg-type]
         ),
         acls=KafkaAclApis(acls=None),  # type: ignore[arg-type]
+        cluster=KafkaClusterApis(
+            coordinator=lambda: None,
+            log_manager=lambda: None,
+            authz=None,  # type: ignore[arg-type]
+        ),
     )
     assert apis.api_keys == frozenset(protocol.SUPPORTED)
 
