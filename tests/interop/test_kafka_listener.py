@@ -536,6 +536,15 @@ def test_librdkafka_config_changes_and_their_errors(cluster: Cluster) -> None:
             alter(topic, key, value, op)
         assert caught.value.args[0].name() == code, (key, op)
     assert cluster.zk.get_topic_config(name) == {"max.message.bytes": "20000"}
+    checked = ConfigResource(
+        ResourceType.TOPIC,
+        name,
+        incremental_configs=[
+            ConfigEntry("retention.ms", "5", incremental_operation=AlterConfigOpType.SET)
+        ],
+    )
+    admin.incremental_alter_configs([checked], validate_only=True)[checked].result(timeout=30)
+    assert cluster.zk.get_topic_config(name) == {"max.message.bytes": "20000"}
 
     broker = ConfigResource(ResourceType.BROKER, "1")
     configs = admin.describe_configs([broker])[broker].result(timeout=30)

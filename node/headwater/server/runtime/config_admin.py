@@ -254,15 +254,9 @@ class ConfigAdmin:
         if type_ is ResourceType.BROKER:
             await self._alter_broker(name, dict(set_), list(delete), validate_only=validate_only)
             return
-        coordinator = self._coord()
-        if validate_only:
-            overrides = await self.topic_overrides(name)
-            overrides.update(set_)
-            for key in delete:
-                overrides.pop(key, None)
-            LogConfig.from_properties(overrides)
-        else:
-            await run_blocking(coordinator.alter_topic_config, name, set_, delete)
+        await run_blocking(
+            self._coord().alter_topic_config, name, set_, delete, validate_only=validate_only
+        )
 
     async def _alter_broker(
         self, name: str, set_: dict[str, str], delete: list[str], *, validate_only: bool
