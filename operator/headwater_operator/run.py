@@ -18,6 +18,7 @@ import kopf
 
 from headwater_operator import handlers
 from headwater_operator.config import OperatorConfig
+from headwater_operator.vault import OperatorVault
 
 
 def run_operator(
@@ -46,6 +47,7 @@ def run_operator(
         liveness_endpoint=liveness_endpoint,
         clusterwide=clusterwide,
         namespaces=[] if clusterwide else namespaces,
+        vault=OperatorVault(),
     )
 
 

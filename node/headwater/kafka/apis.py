@@ -73,6 +73,24 @@ def _time_or_none(ms: int) -> datetime.datetime | None:
     return None if ms < 0 else datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
 
 
+def sasl_illegal_state(request: Request) -> Any:
+    """SaslHandshake or SaslAuthenticate answered ILLEGAL_SASL_STATE."""
+    module = response_module(request.api_key, request.api_version)
+    if request.api_key == 17:
+        return build(
+            module.SaslHandshakeResponse,
+            error_code=error_code(ErrorCode.ILLEGAL_SASL_STATE),
+            mechanisms=(),
+        )
+    return build(
+        module.SaslAuthenticateResponse,
+        error_code=error_code(ErrorCode.ILLEGAL_SASL_STATE),
+        error_message="no SASL exchange in progress on this connection",
+        auth_bytes=b"",
+        session_lifetime=_NO_THROTTLE,
+    )
+
+
 class KafkaApis:
     """Answers the requests of one Kafka listener (event-loop only)."""
 
@@ -108,8 +126,10 @@ class KafkaApis:
             1: self._fetch,
             2: self._list_offsets,
             3: self._metadata_answer,
+            17: self._sasl_out_of_place,
             18: self._api_versions,
             21: self._delete_records,
+            36: self._sasl_out_of_place,
             22: self._init_producer_id,
             60: self._describe_cluster,
             **(groups.handlers() if groups is not None else {}),
@@ -132,6 +152,15 @@ class KafkaApis:
 
     async def _api_versions(self, request: Request) -> Any:
         return protocol.api_versions_response(request.api_version)
+
+    # -- SaslHandshake, SaslAuthenticate ----------------------------------------------------
+
+    async def _sasl_out_of_place(self, request: Request) -> Any:
+        """A SASL request the connection's authentication did not take (a PLAINTEXT or SSL
+        listener, or an authenticated connection that cannot re-authenticate): Kafka's
+        ILLEGAL_SASL_STATE.  The SASL_* listeners' exchanges are
+        :mod:`headwater.kafka.server`'s."""
+        return sasl_illegal_state(request)
 
     # -- InitProducerId ---------------------------------------------------------------------
 
@@ -253,6 +282,9 @@ class KafkaApis:
         cache = self._metadata
         if getattr(body, "endpoint_type", 1) != 1:  # 2 asks for KRaft controllers
             code, message = ErrorCode.INVALID_REQUEST, "only broker endpoints (endpoint_type 1)"
+        elif not self._authz.cluster(_NO_GRPC_CONTEXT, Op.DESCRIBE):
+            code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+            message = "not authorized to DESCRIBE CLUSTER the cluster"
         else:
             code, message = ErrorCode.NONE, None
         return build(

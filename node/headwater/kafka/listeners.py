@@ -12,7 +12,14 @@ use, e.g.::
 A separate key, not entries of ``listeners``: every ``listeners`` entry of a Headwater
 broker is a gRPC server (its clients, the operator and the other brokers use them), and
 a broker's registration names each endpoint once, so a Kafka listener needs a name of
-its own.  Only PLAINTEXT so far; SSL and SASL_* are refused, naming the key.
+its own.  Each protocol is Kafka's: PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL, with the
+TLS material and SASL mechanisms read as the gRPC listeners read theirs
+(``listener.name.<name>.ssl.*`` / ``listener.name.<name>.sasl.enabled.mechanisms`` first,
+then the broker-wide ``ssl.*`` / ``sasl.enabled.mechanisms``), e.g.::
+
+    kafka.listeners=KAFKA://:9093
+    listener.security.protocol.map=PLAINTEXT:PLAINTEXT,KAFKA:SASL_SSL
+    listener.name.kafka.sasl.enabled.mechanisms=SCRAM-SHA-512
 
 Pure: strings in, :class:`KafkaListenerConfig` out, or
 :class:`~headwater.server.listeners.ListenerConfigError` naming the key.
@@ -21,12 +28,13 @@ Pure: strings in, :class:`KafkaListenerConfig` out, or
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 
 from headwater.server.listeners import (
     EndPoint,
     ListenerConfigError,
-    SecurityProtocol,
+    SslConfig,
+    listener_security,
     parse_endpoints,
     parse_protocol_map,
 )
@@ -38,10 +46,18 @@ class KafkaListenerConfig:
 
     endpoint: EndPoint
     advertised: EndPoint
+    ssl: SslConfig | None = None
+    """TLS material (SSL and SASL_SSL)."""
+    sasl_mechanisms: tuple[str, ...] = ()
+    """The mechanisms a SaslHandshake may name (SASL_PLAINTEXT and SASL_SSL)."""
 
     @property
     def name(self) -> str:
         return self.endpoint.listener
+
+    @property
+    def uses_sasl(self) -> bool:
+        return self.endpoint.protocol.uses_sasl
 
 
 def kafka_listeners(
@@ -50,8 +66,10 @@ def kafka_listeners(
     advertised_listeners: str,
     protocol_map: str,
     grpc_listeners: Collection[EndPoint],
+    settings: Mapping[str, str] | None = None,
 ) -> tuple[KafkaListenerConfig, ...]:
-    """Check ``kafka.listeners`` (empty: no Kafka listener) against the gRPC listeners."""
+    """Check ``kafka.listeners`` (empty: no Kafka listener) against the gRPC listeners
+    (``settings``: ``ssl.*``, ``sasl.*`` and ``listener.name.*`` by their Kafka names)."""
     if not listeners.strip():
         if advertised_listeners.strip():
             raise ListenerConfigError(
@@ -63,11 +81,6 @@ def kafka_listeners(
     grpc_names = {e.listener for e in grpc_listeners}
     used_ports = {e.port for e in grpc_listeners if e.port}
     for e in bound:
-        if e.protocol is not SecurityProtocol.PLAINTEXT:
-            raise ListenerConfigError(
-                f"kafka.listeners: {e.listener} maps to {e.protocol.value}; the Kafka "
-                "listener speaks PLAINTEXT only so far"
-            )
         if e.listener in grpc_names:
             raise ListenerConfigError(
                 f"kafka.listeners: {e.listener} is already a gRPC listener in listeners; "
@@ -89,10 +102,15 @@ def kafka_listeners(
                     f"({', '.join(b.listener for b in bound)})"
                 )
             advertised[e.listener] = e
-    return tuple(
-        KafkaListenerConfig(
-            endpoint=e,
-            advertised=advertised.get(e.listener) or e._replace(host=e.host or "127.0.0.1"),
+    configs = []
+    for e in bound:
+        ssl, mechanisms = listener_security(e, settings or {}, key="kafka.listeners")
+        configs.append(
+            KafkaListenerConfig(
+                endpoint=e,
+                advertised=advertised.get(e.listener) or e._replace(host=e.host or "127.0.0.1"),
+                ssl=ssl,
+                sasl_mechanisms=mechanisms,
+            )
         )
-        for e in bound
-    )
+    return tuple(configs)

@@ -62,6 +62,7 @@ API_NAMES: Final = {
     14: "SyncGroup",
     15: "DescribeGroups",
     16: "ListGroups",
+    17: "SaslHandshake",
     18: "ApiVersions",
     19: "CreateTopics",
     20: "DeleteTopics",
@@ -73,6 +74,7 @@ API_NAMES: Final = {
     32: "DescribeConfigs",
     33: "AlterConfigs",
     35: "DescribeLogDirs",
+    36: "SaslAuthenticate",
     37: "CreatePartitions",
     42: "DeleteGroups",
     43: "ElectLeaders",
@@ -97,6 +99,7 @@ SUPPORTED: Final[Mapping[int, tuple[int, int]]] = {
     14: (0, 5),  # SyncGroup
     15: (0, 5),  # DescribeGroups
     16: (0, 4),  # ListGroups: v5 filters by group type (KIP-848)
+    17: (0, 1),  # SaslHandshake: v0 is followed by raw SASL tokens, v1 by SaslAuthenticate
     18: (0, 3),  # ApiVersions
     19: (2, 7),  # CreateTopics
     20: (1, 5),  # DeleteTopics: v6 names topics by id as well
@@ -108,6 +111,7 @@ SUPPORTED: Final[Mapping[int, tuple[int, int]]] = {
     32: (1, 4),  # DescribeConfigs: topics and brokers
     33: (0, 2),  # AlterConfigs
     35: (1, 4),  # DescribeLogDirs: this broker's log dirs
+    36: (0, 2),  # SaslAuthenticate: v1 adds the session lifetime (KIP-368)
     37: (0, 3),  # CreatePartitions
     42: (0, 2),  # DeleteGroups
     43: (0, 2),  # ElectLeaders: preferred elections
@@ -243,6 +247,11 @@ def encode_response(correlation_id: int, body: Any) -> bytes:
     _PREFIX.pack_into(frame, 0, len(frame) - _PREFIX.size)
     del frame
     return out.getvalue()
+
+
+def encode_raw(token: bytes) -> bytes:
+    """A size-prefixed raw SASL token (the SCRAM answers after SaslHandshake v0)."""
+    return _PREFIX.pack(len(token)) + token
 
 
 def api_versions_response(api_version: int, *, error: int = 0) -> Any:

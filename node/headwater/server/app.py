@@ -289,6 +289,10 @@ class BrokerServer:
                 ),
             ),
             max_request_bytes=config.socket_request_max_bytes,
+            sasl=kafka_server.SaslSettings(
+                new_server=self.sasl.exchanges.new_server,
+                reauth_ms=config.connections_max_reauth_ms,
+            ),
         )
         if config.metrics_port:
             self.metrics.serve(config.metrics_port)

@@ -351,6 +351,40 @@ class ListenerLayout:
         return {listener.name: listener.protocol for listener in self.listeners}
 
 
+def listener_security(
+    endpoint: EndPoint, settings: Mapping[str, str], *, key: str = "listeners"
+) -> tuple[SslConfig | None, tuple[str, ...]]:
+    """A listener's TLS material (SSL, SASL_SSL) and SASL mechanisms (SASL_*), checked;
+    ``ssl.*`` and ``sasl.enabled.mechanisms`` are read as ``listener.name.<name>.<key>``
+    first, then broker-wide.  The gRPC and the Kafka-protocol listeners both use it."""
+    get = _Getter(endpoint.listener, settings)
+    ssl = SslConfig.from_settings(get) if endpoint.protocol.uses_tls else None
+    if ssl is not None and not ssl.has_keystore:
+        raise ListenerConfigError(
+            f"{key}: {endpoint.protocol.value} listener {endpoint.listener} needs a "
+            "keystore: "
+            f"set ssl.keystore.location (or listener.name.{endpoint.listener.lower()}"
+            ".ssl.keystore.location), or ssl.keystore.certificate.chain and ssl.keystore.key"
+        )
+    if ssl is not None and ssl.client_auth == "required" and not ssl.has_truststore:
+        raise ListenerConfigError(
+            f"{key}: {endpoint.listener} has ssl.client.auth=required, which needs a "
+            "truststore "
+            "(ssl.truststore.location or ssl.truststore.certificates)"
+        )
+    mechanisms: tuple[str, ...] = ()
+    if endpoint.protocol.uses_sasl:
+        where, raw = get("sasl.enabled.mechanisms")
+        mechanisms = tuple(m.strip().upper() for m in raw.split(",") if m.strip())
+        bad = [m for m in mechanisms if m not in SASL_MECHANISMS]
+        if bad or not mechanisms:
+            raise ListenerConfigError(
+                f"{where}: listener {endpoint.listener} supports "
+                f"{', '.join(SASL_MECHANISMS)}; got {', '.join(bad) or 'none'}"
+            )
+    return ssl, mechanisms
+
+
 def listener_layout(
     *,
     listeners: str,
@@ -381,31 +415,7 @@ def listener_layout(
             advertised[e.listener] = e
     configs = []
     for endpoint in bound:
-        get = _Getter(endpoint.listener, settings)
-        ssl = SslConfig.from_settings(get) if endpoint.protocol.uses_tls else None
-        if ssl is not None and not ssl.has_keystore:
-            raise ListenerConfigError(
-                f"listeners: {endpoint.protocol.value} listener {endpoint.listener} needs a "
-                "keystore: "
-                f"set ssl.keystore.location (or listener.name.{endpoint.listener.lower()}"
-                ".ssl.keystore.location), or ssl.keystore.certificate.chain and ssl.keystore.key"
-            )
-        if ssl is not None and ssl.client_auth == "required" and not ssl.has_truststore:
-            raise ListenerConfigError(
-                f"listeners: {endpoint.listener} has ssl.client.auth=required, which needs a "
-                "truststore "
-                "(ssl.truststore.location or ssl.truststore.certificates)"
-            )
-        mechanisms: tuple[str, ...] = ()
-        if endpoint.protocol.uses_sasl:
-            where, raw = get("sasl.enabled.mechanisms")
-            mechanisms = tuple(m.strip().upper() for m in raw.split(",") if m.strip())
-            bad = [m for m in mechanisms if m not in SASL_MECHANISMS]
-            if bad or not mechanisms:
-                raise ListenerConfigError(
-                    f"{where}: listener {endpoint.listener} supports "
-                    f"{', '.join(SASL_MECHANISMS)}; got {', '.join(bad) or 'none'}"
-                )
+        ssl, mechanisms = listener_security(endpoint, settings)
         shown = advertised.get(endpoint.listener) or endpoint._replace(
             host=endpoint.host or "127.0.0.1"
         )

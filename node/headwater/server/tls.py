@@ -18,6 +18,11 @@ The broker's *client* side (its certificate towards other brokers) follows the s
 files the same way: :class:`ReloadingChannelCredentials` gives each new channel the
 current material, with a generation number telling channel owners theirs is stale.
 
+The Kafka-protocol listeners (:mod:`headwater.kafka.server`) speak TLS through Python's
+:mod:`ssl` over asyncio rather than gRPC: :class:`ReloadingSslContext` makes an
+:class:`ssl.SSLContext` of the same files and settings, and picks up rewritten files
+for new connections in the same way (checked when a client's TLS hello arrives).
+
 Never logged or put in an exception message: key material, inline PEM values.
 """
 
@@ -26,6 +31,8 @@ from __future__ import annotations
 import logging
 import os
 import re
+import ssl as std_ssl
+import tempfile
 import threading
 from collections.abc import Callable
 from typing import Generic, NamedTuple, TypeVar
@@ -247,3 +254,96 @@ class ReloadingChannelCredentials:
         """``(generation, credentials)`` for a new channel, reloading changed files first."""
         self._files.refresh()
         return self._files.snapshot()
+
+
+def ssl_context(ssl: SslConfig) -> std_ssl.SSLContext:
+    """A server-side :class:`ssl.SSLContext` of a listener's keystore and truststore, TLS
+    1.2 or later; with ``ssl.client.auth=required`` the client must present a
+    certificate the truststore verifies.  TlsMaterialError when the files are unusable."""
+    keystore = load_keystore(ssl)
+    trusted = load_truststore(ssl)
+    context = std_ssl.SSLContext(std_ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = std_ssl.TLSVersion.TLSv1_2
+    # The ssl module loads a key from a file only: a private file, removed at once.
+    with tempfile.TemporaryDirectory(prefix="headwater-tls-") as private:
+        path = os.path.join(private, "keystore.pem")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(keystore.private_key + keystore.certificate_chain)
+        try:
+            context.load_cert_chain(path)
+        except std_ssl.SSLError as exc:
+            raise TlsMaterialError(
+                f"the keystore's key and certificate do not load: {exc.reason or exc}"
+            ) from None
+    if trusted is not None:
+        context.load_verify_locations(cadata=trusted.decode("ascii", "replace"))
+    context.verify_mode = (
+        std_ssl.CERT_REQUIRED if ssl.client_auth == "required" else std_ssl.CERT_NONE
+    )
+    return context
+
+
+class ReloadingSslContext:
+    """A Kafka listener's :class:`ssl.SSLContext`, made again when its PEM files change.
+
+    :attr:`context` is what the listener binds with; its SNI callback, which OpenSSL calls
+    on every client hello, checks the files (two ``stat`` calls) and hands the handshake
+    the newest context that loaded.  Established connections keep theirs.
+    """
+
+    def __init__(self, ssl: SslConfig, *, listener: str) -> None:
+        self._files = _ReloadingFiles(
+            ssl, load=lambda: ssl_context(ssl), what="TLS keystore/truststore", listener=listener
+        )
+        self.context = self._files.snapshot()[1]
+        self.context.sni_callback = self._on_hello
+
+    @property
+    def reloads(self) -> int:
+        return self._files.generation
+
+    def _on_hello(
+        self, connection: std_ssl.SSLObject | std_ssl.SSLSocket, _name: str | None, _: object
+    ) -> None:
+        self._files.refresh()
+        generation, current = self._files.snapshot()
+        if generation:
+            connection.context = current
+
+
+def certificate_subject(peer: dict[str, object] | None) -> str | None:
+    """A verified peer certificate's subject (:meth:`ssl.SSLObject.getpeercert`) in RFC
+    2253 form as gRPC reports it (``CN=alice,O=Example``: last RDN first), for
+    ``ssl.principal.mapping.rules``; None without a certificate."""
+    if not peer:
+        return None
+    subject = peer.get("subject")
+    if not isinstance(subject, tuple):
+        return None
+    parts = []
+    for rdn in reversed(subject):
+        parts.append("+".join(f"{_RDN_NAMES.get(k, k)}={_escape_rdn(str(v))}" for k, v in rdn))
+    return ",".join(parts)
+
+
+_RDN_NAMES = {
+    "commonName": "CN",
+    "organizationName": "O",
+    "organizationalUnitName": "OU",
+    "countryName": "C",
+    "localityName": "L",
+    "stateOrProvinceName": "ST",
+    "streetAddress": "STREET",
+    "domainComponent": "DC",
+    "userId": "UID",
+}
+
+
+def _escape_rdn(value: str) -> str:
+    out = "".join("\\" + c if c in ',+"\\<>;=' else c for c in value)
+    if out.startswith(("#", " ")):
+        out = "\\" + out
+    if out.endswith(" ") and not out.endswith("\\ "):
+        out = out[:-1] + "\\ "
+    return out

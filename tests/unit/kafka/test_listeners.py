@@ -15,7 +15,7 @@ from headwater.kafka.server import KafkaServer, registration_endpoints
 from headwater.server.config import BrokerConfig, ConfigError, validate_config
 from headwater.server.listeners import EndPoint, ListenerConfigError, SecurityProtocol
 
-MAP = "PLAINTEXT:PLAINTEXT,KAFKA:PLAINTEXT,KSSL:SSL"
+MAP = "PLAINTEXT:PLAINTEXT,KAFKA:PLAINTEXT,KSSL:SSL,KSASL:SASL_SSL,KSP:SASL_PLAINTEXT"
 GRPC = [EndPoint("PLAINTEXT", SecurityProtocol.PLAINTEXT, "", 9091)]
 
 
@@ -46,7 +46,8 @@ def test_the_advertised_address_defaults_to_the_bound_one() -> None:
     [
         ("PLAINTEXT://:9093", "", "PLAINTEXT is already a gRPC listener"),
         ("KAFKA://:9091", "", "port 9091 of KAFKA is taken"),
-        ("KSSL://:9093", "", "KSSL maps to SSL; the Kafka listener speaks PLAINTEXT only"),
+        ("KSSL://:9093", "", "kafka.listeners: SSL listener KSSL needs a keystore"),
+        ("KSP://:9093", "", "sasl.enabled.mechanisms: listener KSP supports"),
         ("OTHER://:9093", "", "listener OTHER is not in listener.security.protocol.map"),
         ("KAFKA://:9093", "OTHER://x:1", "kafka.advertised.listeners: listener OTHER"),
         ("", "KAFKA://x:1", "kafka.advertised.listeners is set but kafka.listeners is not"),
@@ -61,6 +62,31 @@ def test_bad_settings_name_the_key(listeners: str, advertised: str, message: str
             protocol_map=MAP,
             grpc_listeners=GRPC,
         )
+
+
+def test_a_secured_kafka_listener_reads_the_ssl_and_sasl_settings_as_grpc_ones_do() -> None:
+    (only,) = kafka_listeners(
+        listeners="KSASL://:9093",
+        advertised_listeners="",
+        protocol_map=MAP,
+        grpc_listeners=GRPC,
+        settings={
+            "ssl.keystore.location": "/etc/broker.pem",
+            "listener.name.ksasl.ssl.keystore.location": "/etc/kafka-door.pem",
+            "sasl.enabled.mechanisms": "SCRAM-SHA-256",
+            "listener.name.ksasl.sasl.enabled.mechanisms": "scram-sha-512",
+        },
+    )
+    assert only.uses_sasl
+    assert only.ssl is not None and only.ssl.keystore_location == "/etc/kafka-door.pem"
+    assert only.sasl_mechanisms == ("SCRAM-SHA-512",)
+
+
+def test_a_plaintext_kafka_listener_has_no_tls_and_no_sasl() -> None:
+    (only,) = kafka_listeners(
+        listeners="KAFKA://:9092", advertised_listeners="", protocol_map=MAP, grpc_listeners=GRPC
+    )
+    assert (only.ssl, only.sasl_mechanisms, only.uses_sasl) == (None, (), False)
 
 
 def test_the_broker_config_refuses_a_bad_kafka_listener() -> None:

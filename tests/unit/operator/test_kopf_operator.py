@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import itertools
+import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -24,6 +26,10 @@ import pytest_asyncio
 from headwater.roll.engine import PartitionState
 from headwater_operator import handlers
 from headwater_operator.config import OperatorConfig
+from headwater_operator.vault import OperatorVault
+from kopf._cogs.clients import api as kopf_api
+from kopf._cogs.clients import auth as kopf_auth
+from kopf._cogs.structs.credentials import Vault
 
 from tests.unit.deploy import crd as crds
 from tests.unit.operator.fakes import FakeTopicAdmin, World
@@ -142,7 +148,7 @@ def admin() -> FakeTopicAdmin:
 
 @contextlib.asynccontextmanager
 async def running_operator(
-    api: Api, config: OperatorConfig, **factories: Any
+    api: Api, config: OperatorConfig, *, vault: Vault | None = None, **factories: Any
 ) -> AsyncIterator[kopf.OperatorRegistry]:
     """The real operator (``handlers.register``) against kmock, stopped on exit."""
     registry = kopf.OperatorRegistry()
@@ -161,7 +167,12 @@ async def running_operator(
     ready = asyncio.Event()
     task = asyncio.create_task(
         kopf.operator(
-            registry=registry, standalone=True, namespaces=[NS], stop_flag=stop, ready_flag=ready
+            registry=registry,
+            standalone=True,
+            namespaces=[NS],
+            stop_flag=stop,
+            ready_flag=ready,
+            vault=vault if vault is not None else OperatorVault(),
         )
     )
     await asyncio.wait_for(ready.wait(), 20)
@@ -291,3 +302,38 @@ async def test_new_statefulset_revision_triggers_a_roll_with_events(api: Api) ->
     reasons = [e.get("reason") for e in api.events()]
     assert reasons.count("Restarting") == 3
     assert world.sts_annotations["headwater.io/roll-state"] == "Finished"
+
+
+def open_sessions(server: kmock.KubernetesEmulator) -> list[aiohttp.ClientSession]:
+    """The aiohttp sessions still open, but kmock's own client."""
+    gc.collect()
+    return [
+        obj
+        for obj in gc.get_objects()
+        if isinstance(obj, aiohttp.ClientSession) and not obj.closed and obj not in server.clients
+    ]
+
+
+@pytest.mark.asyncio
+async def test_a_request_that_outlives_the_operator_opens_no_session(api: Api) -> None:
+    # kopf's initial resource scan sends its requests from tasks of asyncio.as_completed,
+    # which a stop during the scan does not cancel: they go on after kopf closed the vault.
+    vault = OperatorVault()
+    config = OperatorConfig(namespace=NS, resync_interval_s=3600)
+    admin = FakeTopicAdmin(brokers=1)
+    async with running_operator(api, config, vault=vault, topic_admin=lambda: admin):
+        await api.create(topic("t", partitions=1, replicas=1))
+        await wait_until(lambda: "t" in admin.topics, "the topic")  # the scan is long done
+    assert open_sessions(api.server) == []
+    token = kopf_auth.vault_var.set(vault)
+    try:
+        late = kopf_api.get(
+            "/api", settings=kopf.OperatorSettings(), logger=logging.getLogger(__name__)
+        )
+        # With no credentials left it waits for a re-login, as kopf's own requests do,
+        # until it is cancelled (kopf cancels its tasks that outlive the operator).
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(late, 1.0)
+    finally:
+        kopf_auth.vault_var.reset(token)
+    assert open_sessions(api.server) == []

@@ -218,13 +218,7 @@ class SaslExchanges:
                 f"unsupported SASL mechanism {mechanism[:40]!r}; this listener enables "
                 f"{', '.join(enabled) or 'none'}"
             )
-        scram_mechanism = ScramMechanism.from_name(mechanism)
-        server = ScramServer(
-            scram_mechanism,
-            credentials=self._credentials,
-            nonce=self._nonce,
-            fake_salt_secret=self._fake_salt_secret,
-        )
+        server = self.new_server(mechanism)
         now = self._clock()
         self._expire(now)
         while len(self._exchanges) >= self._max:
@@ -232,6 +226,18 @@ class SaslExchanges:
         exchange_id = self._random_bytes(EXCHANGE_ID_BYTES)
         self._exchanges[exchange_id] = _Exchange(server, now + self._timeout_ms)
         return exchange_id
+
+    def new_server(self, mechanism: str) -> ScramServer:
+        """The server side of one SCRAM exchange of ``mechanism`` against this broker's
+        credentials (the gRPC SaslService's exchanges and the Kafka listeners' connections
+        both run on it); an unknown user answers like a wrong password, with a salt that
+        does not change between attempts."""
+        return ScramServer(
+            ScramMechanism.from_name(mechanism),
+            credentials=self._credentials,
+            nonce=self._nonce,
+            fake_salt_secret=self._fake_salt_secret,
+        )
 
     def authenticate(self, exchange_id: bytes, auth_bytes: bytes) -> AuthenticateResult:
         """The next step of an exchange.  Raises ILLEGAL_SASL_STATE for an unknown or

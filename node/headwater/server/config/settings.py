@@ -83,7 +83,8 @@ class BrokerConfig:
         "kafka.listeners",
         "",
         "Listeners speaking Kafka's wire protocol (NAME://host:port, names mapped in "
-        "listener.security.protocol.map, PLAINTEXT only); empty: none.",
+        "listener.security.protocol.map: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL, with "
+        "the ssl.* and sasl.* settings of gRPC listeners); empty: none.",
     )
     kafka_advertised_listeners: str = _key(
         "kafka.advertised.listeners",
@@ -368,11 +369,7 @@ class BrokerConfig:
     @functools.cached_property
     def listener_layout(self) -> named_listeners.ListenerLayout:
         """Every listener, checked (:mod:`headwater.server.listeners`)."""
-        settings = {
-            key: value
-            for key, value in self.to_properties().items()
-            if key.startswith(("ssl.", "sasl.", "listener.name."))
-        }
+        settings = self._listener_settings
         try:
             return named_listeners.listener_layout(
                 listeners=self.listeners,
@@ -387,6 +384,15 @@ class BrokerConfig:
             raise ConfigError(str(exc)) from None
 
     @functools.cached_property
+    def _listener_settings(self) -> dict[str, str]:
+        """``ssl.*``, ``sasl.*`` and ``listener.name.*`` by their Kafka names."""
+        return {
+            key: value
+            for key, value in self.to_properties().items()
+            if key.startswith(("ssl.", "sasl.", "listener.name."))
+        }
+
+    @functools.cached_property
     def kafka_listener_configs(self) -> tuple[KafkaListenerConfig, ...]:
         """The Kafka-protocol listeners, checked (:mod:`headwater.kafka.listeners`)."""
         try:
@@ -395,6 +401,7 @@ class BrokerConfig:
                 advertised_listeners=self.kafka_advertised_listeners,
                 protocol_map=self.listener_security_protocol_map,
                 grpc_listeners=[c.endpoint for c in self.listener_layout.listeners],
+                settings=self._listener_settings,
             )
         except named_listeners.ListenerConfigError as exc:
             raise ConfigError(str(exc)) from None
