@@ -7,7 +7,10 @@ brokers, so a client must follow Metadata to each broker's advertised Kafka addr
 * kafka-python and confluent-kafka (librdkafka) produce records with keys, headers and
   timestamps and read them back at the offsets the produce answered;
 * Apache Kafka's Java clients (kafka-clients 3.9, ``KafkaClients.java``) produce
-  idempotently with acks=all, consume in a group and commit;
+  idempotently with acks=all, consume in a group and commit; its AdminClient
+  (``KafkaAdmin.java``, what kafka-configs, kafka-acls, kafka-delete-records and
+  kafka-consumer-groups call) alters and describes configs, creates, describes and
+  deletes ACLs, deletes records and a group's offsets;
 * DescribeCluster names every broker at its Kafka address;
 * topic administration: kafka-python's admin client creates (with a config, three
   partitions, RF=2), describes its configs, grows and deletes it;
@@ -65,6 +68,7 @@ pytestmark = pytest.mark.e2e
 
 KAFKA = "KAFKA"
 JAVA_PROGRAM = Path(__file__).with_name("KafkaClients.java")
+JAVA_ADMIN = Path(__file__).with_name("KafkaAdmin.java")
 BASE_TS = 1_700_000_000_000
 
 
@@ -281,6 +285,35 @@ def test_kafka_java_clients_produce_consume_in_a_group_and_commit(
     )
     committed = sorted((int(p), int(o)) for kind, p, o, *_ in lines if kind == "committed")
     assert committed == [(0, 3), (1, 3)]
+
+
+def test_kafka_java_admin_client_configs_acls_records_and_group_offsets(
+    cluster: Cluster,
+    kafka_classpath: str,  # noqa: F811 (the fixture imported above)
+) -> None:
+    topic = new_topic(cluster)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    with Producer(cluster.bootstrap) as producer:
+        for i in range(3):
+            producer.send(topic, f"v{i}".encode(), partition=0)
+        producer.flush()
+    done = subprocess.run(
+        ["java", "-cp", kafka_classpath, str(JAVA_ADMIN), kafka_bootstrap(cluster), topic, group],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert "refused InvalidConfigurationException" in lines
+    assert "config retention.ms 3000 DYNAMIC_TOPIC_CONFIG" in lines
+    assert "config cleanup.policy compact,delete DYNAMIC_TOPIC_CONFIG" in lines
+    assert cluster.zk.get_topic_config(topic)["retention.ms"] == "3000"
+    assert f"acl User:carol READ LITERAL {topic}" in lines
+    assert "acls-deleted 1" in lines
+    assert "low-watermark 1" in lines
+    assert "offsets 1=0" in lines
 
 
 # -- kcat ------------------------------------------------------------------------------------
