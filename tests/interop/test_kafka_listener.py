@@ -770,15 +770,19 @@ def test_kafka_python_log_dirs_reassignment_and_election(cluster: Cluster) -> No
     leader = cluster.leader_for(topic, 0)
     assert leader is not None
     other = 1 - leader
+    # ZooKeeper names the leader before the broker has its log: a produce waits for it
+    with Producer(cluster.bootstrap) as producer:
+        producer.send(topic, b"x" * 100, partition=0)
+        producer.flush()
     admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap(cluster))
     try:
         [described] = admin.describe_log_dirs({topic: [0]}, brokers=[leader])
         assert described["broker"] == leader
         [log_dir] = described["log_dirs"]
         assert log_dir["error_code"] == 0 and log_dir["total_bytes"] > 0
-        assert [
-            (t["name"], [p["partition_index"] for p in t["partitions"]]) for t in log_dir["topics"]
-        ] == [(topic, [0])]
+        [(name, [partition])] = [(t["name"], t["partitions"]) for t in log_dir["topics"]]
+        assert name == topic and partition["partition_index"] == 0
+        assert partition["partition_size"] > 100 and partition["offset_lag"] == 0
 
         assert admin.list_partition_reassignments([tp]) == {}
         assert admin.alter_partition_reassignments({tp: [other]}, timeout_ms=30000) == {tp: None}
@@ -788,6 +792,7 @@ def test_kafka_python_log_dirs_reassignment_and_election(cluster: Cluster) -> No
                 and a.partitions[0] == (other,)
                 and not a.reassignments
             ),
+            timeout_s=60,
             what="the partition on the other broker",
         )
         assert admin.list_partition_reassignments([tp]) == {}
