@@ -97,6 +97,7 @@ class ErrorCode(enum.IntEnum):
     ELIGIBLE_LEADERS_NOT_AVAILABLE = 83
     ELECTION_NOT_NEEDED = 84
     NO_REASSIGNMENT_IN_PROGRESS = 85
+    GROUP_SUBSCRIBED_TO_TOPIC = 86
     INVALID_RECORD = 87
     PRODUCER_FENCED = 90
     RESOURCE_NOT_FOUND = 91
@@ -352,6 +353,10 @@ class UnknownProducerIdError(HeadwaterError):
 
 class NonEmptyGroupError(HeadwaterError):
     code = ErrorCode.NON_EMPTY_GROUP
+
+
+class GroupSubscribedToTopicError(HeadwaterError):
+    code = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
 
 
 class GroupIdNotFoundError(HeadwaterError):

@@ -7,10 +7,25 @@ brokers, so a client must follow Metadata to each broker's advertised Kafka addr
 * kafka-python and confluent-kafka (librdkafka) produce records with keys, headers and
   timestamps and read them back at the offsets the produce answered;
 * Apache Kafka's Java clients (kafka-clients 3.9, ``KafkaClients.java``) produce
-  idempotently with acks=all, consume in a group and commit;
+  idempotently with acks=all, consume in a group and commit; its AdminClient
+  (``KafkaAdmin.java``, what kafka-configs, kafka-acls, kafka-delete-records and
+  kafka-consumer-groups call) alters and describes configs, creates, describes and
+  deletes ACLs, deletes records and a group's offsets;
 * DescribeCluster names every broker at its Kafka address;
 * topic administration: kafka-python's admin client creates (with a config, three
   partitions, RF=2), describes its configs, grows and deletes it;
+* configs: kafka-python (AlterConfigs and IncrementalAlterConfigs) and librdkafka
+  (IncrementalAlterConfigs) alter topic and broker configs and describe them; a bad value,
+  an APPEND to a scalar config and an unknown topic answer Kafka's errors and change nothing;
+* ACLs: kafka-python and librdkafka create, describe and delete ACLs, stored where the
+  gRPC AclService keeps them (Headwater's admin client sees them);
+* DeleteRecords: kafka-python and librdkafka move a partition's log start, ListOffsets and
+  a fetch from the old start show it; an offset past the high watermark is refused;
+* OffsetDelete: kafka-python's admin client deletes one partition's committed offset of an
+  empty group (the other stays); an unknown group is GROUP_ID_NOT_FOUND;
+* replicas: kafka-python describes each broker's log dirs, moves a partition to the other
+  broker (AlterPartitionReassignments, ListPartitionReassignments) and runs a preferred
+  leader election;
 * consumer groups: kafka-python and librdkafka subscribe, consume and commit, a new
   member resumes from the commit, and Headwater's gRPC consumer resumes a group
   committed over Kafka; kafka-python's admin client describes, lists and deletes groups;
@@ -41,6 +56,7 @@ from typing import Any
 import pytest
 from headwater.client import Admin, Consumer, NewTopic, Producer, TopicPartition
 from headwater.kafka.protocol import SUPPORTED
+from headwater.security import acls
 from headwater.testing import Cluster
 from headwater.testing.zookeeper import free_port
 from hypothesis import HealthCheck, given, settings
@@ -52,6 +68,7 @@ pytestmark = pytest.mark.e2e
 
 KAFKA = "KAFKA"
 JAVA_PROGRAM = Path(__file__).with_name("KafkaClients.java")
+JAVA_ADMIN = Path(__file__).with_name("KafkaAdmin.java")
 BASE_TS = 1_700_000_000_000
 
 
@@ -61,7 +78,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     with Cluster(
         brokers=2,
         data_dir=tmp_path_factory.mktemp("kafka-listener"),
-        overrides={"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,KAFKA:PLAINTEXT"},
+        overrides={
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,KAFKA:PLAINTEXT",
+            # ACLs are stored and served (CreateAcls ...); every client here is a super user.
+            "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+            "super.users": "User:ANONYMOUS",
+        },
         broker_overrides={
             b: {"kafka.listeners": f"KAFKA://127.0.0.1:{port}"} for b, port in ports.items()
         },
@@ -265,6 +287,35 @@ def test_kafka_java_clients_produce_consume_in_a_group_and_commit(
     assert committed == [(0, 3), (1, 3)]
 
 
+def test_kafka_java_admin_client_configs_acls_records_and_group_offsets(
+    cluster: Cluster,
+    kafka_classpath: str,  # noqa: F811 (the fixture imported above)
+) -> None:
+    topic = new_topic(cluster)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    with Producer(cluster.bootstrap) as producer:
+        for i in range(3):
+            producer.send(topic, f"v{i}".encode(), partition=0)
+        producer.flush()
+    done = subprocess.run(
+        ["java", "-cp", kafka_classpath, str(JAVA_ADMIN), kafka_bootstrap(cluster), topic, group],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert "refused InvalidConfigurationException" in lines
+    assert "config retention.ms 3000 DYNAMIC_TOPIC_CONFIG" in lines
+    assert "config cleanup.policy compact,delete DYNAMIC_TOPIC_CONFIG" in lines
+    assert cluster.zk.get_topic_config(topic)["retention.ms"] == "3000"
+    assert f"acl User:carol READ LITERAL {topic}" in lines
+    assert "acls-deleted 1" in lines
+    assert "low-watermark 1" in lines
+    assert "offsets 1=0" in lines
+
+
 # -- kcat ------------------------------------------------------------------------------------
 
 
@@ -412,6 +463,346 @@ def test_kafka_python_admin_creates_and_deletes_topics(cluster: Cluster) -> None
         assert assignment is not None and assignment.num_partitions == 5
         admin.delete_topics([name], timeout_ms=30000)
         assert name not in admin.list_topics()
+    finally:
+        admin.close()
+
+
+# -- configs and ACLs -----------------------------------------------------------------------
+
+
+def test_kafka_python_alters_and_describes_topic_and_broker_configs(cluster: Cluster) -> None:
+    pytest.importorskip("kafka")
+    from kafka.admin import ConfigResource, KafkaAdminClient
+
+    name = new_topic(cluster, partitions=1)
+    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap(cluster))
+    try:
+        # AlterConfigs replaces the overrides; kafka-python sends the other overrides
+        # (DescribeConfigs' DYNAMIC_TOPIC_CONFIG ones) along to keep them
+        admin.alter_configs(
+            [ConfigResource("TOPIC", name, configs={"retention.ms": "1000"})], incremental=False
+        )
+        assert cluster.zk.get_topic_config(name) == {"retention.ms": "1000"}
+        admin.alter_configs(
+            [ConfigResource("TOPIC", name, configs={"segment.bytes": "1048576"})],
+            incremental=False,
+        )
+        assert cluster.zk.get_topic_config(name) == {
+            "retention.ms": "1000",
+            "segment.bytes": "1048576",
+        }
+        # IncrementalAlterConfigs: SET, APPEND to a list from its default, DELETE
+        admin.alter_configs(
+            [
+                ConfigResource(
+                    "TOPIC",
+                    name,
+                    configs={
+                        "retention.ms": "2000",
+                        "cleanup.policy": ("APPEND", "compact"),
+                        "segment.bytes": ("DELETE", None),
+                    },
+                )
+            ]
+        )
+        overrides = cluster.zk.get_topic_config(name)
+        assert overrides["retention.ms"] == "2000"
+        assert set(overrides["cleanup.policy"].split(",")) == {"delete", "compact"}
+        assert "segment.bytes" not in overrides
+        modified = admin.describe_configs([ConfigResource("TOPIC", name)])["topic"][name]
+        assert set(modified) == {"retention.ms", "cleanup.policy"}
+        # a broker's dynamic throttle, set and described, then its static settings
+        admin.alter_configs(
+            [ConfigResource("BROKER", "0", configs={"leader.replication.throttled.rate": "5000"})]
+        )
+        assert cluster.zk.get_broker_config("0") == {"leader.replication.throttled.rate": "5000"}
+        broker = admin.describe_configs([ConfigResource("BROKER", "0")], config_filter="all")
+        configs = broker["broker"]["0"]
+        assert configs["leader.replication.throttled.rate"]["value"] == "5000"
+        assert configs["broker.id"]["value"] == "0"
+        admin.alter_configs(
+            [
+                ConfigResource(
+                    "BROKER", "0", configs={"leader.replication.throttled.rate": ("DELETE", None)}
+                )
+            ]
+        )
+        assert cluster.zk.get_broker_config("0") == {}
+    finally:
+        admin.close()
+
+
+def test_librdkafka_config_changes_and_their_errors(cluster: Cluster) -> None:
+    ck = pytest.importorskip("confluent_kafka")
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
+
+    name = new_topic(cluster, partitions=1)
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap(cluster)})
+
+    def alter(topic: str, key: str, value: str | None, op: Any) -> Any:
+        entry = ConfigEntry(key, value, incremental_operation=op)
+        resource = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[entry])
+        return admin.incremental_alter_configs([resource])[resource].result(timeout=30)
+
+    alter(name, "max.message.bytes", "20000", AlterConfigOpType.SET)
+    assert cluster.zk.get_topic_config(name) == {"max.message.bytes": "20000"}
+    resource = ConfigResource(ResourceType.TOPIC, name)
+    described = admin.describe_configs([resource])[resource].result(timeout=30)
+    assert described["max.message.bytes"].value == "20000"
+    assert described["max.message.bytes"].source == ck.admin.ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+    assert described["retention.ms"].source == ck.admin.ConfigSource.STATIC_BROKER_CONFIG.value
+
+    refusals = [
+        (name, "retention.ms", "soon", AlterConfigOpType.SET, "INVALID_CONFIG"),
+        (name, "no.such.config", "1", AlterConfigOpType.SET, "INVALID_CONFIG"),
+        (name, "retention.ms", "5", AlterConfigOpType.APPEND, "INVALID_REQUEST"),
+        ("no-such-topic", "retention.ms", "5", AlterConfigOpType.SET, "UNKNOWN_TOPIC_OR_PART"),
+    ]
+    for topic, key, value, op, code in refusals:
+        with pytest.raises(ck.KafkaException) as caught:
+            alter(topic, key, value, op)
+        assert caught.value.args[0].name() == code, (key, op)
+    assert cluster.zk.get_topic_config(name) == {"max.message.bytes": "20000"}
+    checked = ConfigResource(
+        ResourceType.TOPIC,
+        name,
+        incremental_configs=[
+            ConfigEntry("retention.ms", "5", incremental_operation=AlterConfigOpType.SET)
+        ],
+    )
+    admin.incremental_alter_configs([checked], validate_only=True)[checked].result(timeout=30)
+    assert cluster.zk.get_topic_config(name) == {"max.message.bytes": "20000"}
+
+    broker = ConfigResource(ResourceType.BROKER, "1")
+    configs = admin.describe_configs([broker])[broker].result(timeout=30)
+    assert configs["broker.id"].value == "1"
+    assert configs["broker.id"].is_read_only
+    static = ConfigEntry("num.partitions", "7", incremental_operation=AlterConfigOpType.SET)
+    refused = ConfigResource(ResourceType.BROKER, "1", incremental_configs=[static])
+    with pytest.raises(ck.KafkaException) as caught:
+        admin.incremental_alter_configs([refused])[refused].result(timeout=30)
+    assert caught.value.args[0].name() == "INVALID_REQUEST"
+
+
+def test_kafka_python_creates_describes_and_deletes_acls(cluster: Cluster) -> None:
+    pytest.importorskip("kafka")
+    from kafka.admin import (
+        ACL,
+        ACLFilter,
+        ACLOperation,
+        ACLPermissionType,
+        ACLResourcePatternType,
+        KafkaAdminClient,
+        ResourcePattern,
+        ResourcePatternFilter,
+        ResourceType,
+    )
+
+    topic = f"acl-{uuid.uuid4().hex[:8]}"
+    read = ACL(
+        principal="User:alice",
+        host="*",
+        operation=ACLOperation.READ,
+        permission_type=ACLPermissionType.ALLOW,
+        resource_pattern=ResourcePattern(ResourceType.TOPIC, topic),
+    )
+    wanted = ACLFilter(
+        principal="User:alice",
+        host="*",
+        operation=ACLOperation.ANY,
+        permission_type=ACLPermissionType.ANY,
+        resource_pattern=ResourcePatternFilter(
+            ResourceType.TOPIC, topic, ACLResourcePatternType.LITERAL
+        ),
+    )
+    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap(cluster))
+    try:
+        created = admin.create_acls([read])
+        assert created["failed"] == [] and len(created["succeeded"]) == 1
+        found, error = admin.describe_acls(wanted)
+        assert error.errno == 0
+        assert [(a.principal, a.operation, a.resource_pattern.resource_name) for a in found] == [
+            ("User:alice", ACLOperation.READ, topic)
+        ]
+        with Admin(cluster.bootstrap) as grpc_admin:  # the gRPC door sees the same ACL
+            seen = grpc_admin.describe_acls(
+                acls.AclBindingFilter(acls.ResourcePatternFilter(acls.ResourceType.TOPIC, topic))
+            )
+            assert [str(b.entry.principal) for b in seen] == ["User:alice"]
+        [(_, deleted, error)] = admin.delete_acls([wanted])
+        assert error.errno == 0 and len(deleted) == 1
+        assert admin.describe_acls(wanted)[0] == []
+    finally:
+        admin.close()
+
+
+def test_librdkafka_creates_describes_and_deletes_acls(cluster: Cluster) -> None:
+    ck = pytest.importorskip("confluent_kafka")
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        AdminClient,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    prefix = f"acl-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap(cluster)})
+    write = AclBinding(
+        ResourceType.TOPIC,
+        prefix,
+        ResourcePatternType.PREFIXED,
+        "User:bob",
+        "*",
+        AclOperation.WRITE,
+        AclPermissionType.ALLOW,
+    )
+    admin.create_acls([write])[write].result(timeout=30)
+    match = AclBindingFilter(
+        ResourceType.TOPIC,
+        f"{prefix}-orders",
+        ResourcePatternType.MATCH,
+        None,
+        None,
+        AclOperation.ANY,
+        AclPermissionType.ANY,
+    )
+    assert admin.describe_acls(match).result(timeout=30) == [write]
+    bad = AclBinding(
+        ResourceType.TOPIC,
+        prefix,
+        ResourcePatternType.LITERAL,
+        "bob",  # not a principal: no "User:"
+        "*",
+        AclOperation.READ,
+        AclPermissionType.ALLOW,
+    )
+    with pytest.raises(ck.KafkaException) as caught:
+        admin.create_acls([bad])[bad].result(timeout=30)
+    assert caught.value.args[0].name() == "INVALID_REQUEST"
+    deleted = admin.delete_acls([match])[match].result(timeout=30)
+    assert deleted == [write]
+    assert admin.describe_acls(match).result(timeout=30) == []
+
+
+def test_delete_records_moves_the_log_start(cluster: Cluster) -> None:
+    kafka = pytest.importorskip("kafka")
+    ck = pytest.importorskip("confluent_kafka")
+    from confluent_kafka.admin import AdminClient
+    from kafka.admin import KafkaAdminClient
+
+    topic = new_topic(cluster)
+    with Producer(cluster.bootstrap) as producer:
+        for i in range(10):
+            producer.send(topic, f"v{i}".encode(), partition=i % 2)
+        producer.flush()
+    tp0, tp1 = kafka.TopicPartition(topic, 0), kafka.TopicPartition(topic, 1)
+    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap(cluster))
+    try:
+        deleted = admin.delete_records({tp0: 2})
+        assert deleted[tp0]["low_watermark"] == 2
+    finally:
+        admin.close()
+    rdk = AdminClient({"bootstrap.servers": kafka_bootstrap(cluster)})
+    past_end = ck.TopicPartition(topic, 1, 6)  # the high watermark is 5
+    with pytest.raises(ck.KafkaException) as caught:
+        rdk.delete_records([past_end])[past_end].result(timeout=30)
+    assert caught.value.args[0].name() == "OFFSET_OUT_OF_RANGE"
+    whole = ck.TopicPartition(topic, 1, -1)  # OFFSET_END: everything
+    assert rdk.delete_records([whole])[whole].result(timeout=30).low_watermark == 5
+
+    consumer = kafka.KafkaConsumer(
+        bootstrap_servers=kafka_bootstrap(cluster), auto_offset_reset="earliest"
+    )
+    try:
+        assert consumer.beginning_offsets([tp0, tp1]) == {tp0: 2, tp1: 5}
+        assert consumer.end_offsets([tp0, tp1]) == {tp0: 5, tp1: 5}
+        consumer.assign([tp0])
+        consumer.seek(tp0, 0)  # below the log start: OFFSET_OUT_OF_RANGE, reset to earliest
+        got = consumer.poll(timeout_ms=10000)
+        assert [r.offset for r in got.get(tp0, [])][:1] == [2]
+    finally:
+        consumer.close()
+
+
+def test_kafka_python_deletes_a_groups_offsets(cluster: Cluster) -> None:
+    kafka = pytest.importorskip("kafka")
+    from kafka.admin import KafkaAdminClient
+    from kafka.structs import OffsetAndMetadata
+
+    topic = new_topic(cluster)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    tp0, tp1 = kafka.TopicPartition(topic, 0), kafka.TopicPartition(topic, 1)
+    consumer = kafka.KafkaConsumer(
+        bootstrap_servers=kafka_bootstrap(cluster), group_id=group, enable_auto_commit=False
+    )
+    try:
+        consumer.assign([tp0, tp1])
+        consumer.commit({tp0: OffsetAndMetadata(3, "", -1), tp1: OffsetAndMetadata(4, "", -1)})
+    finally:
+        consumer.close()
+    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap(cluster))
+    try:
+        deleted = admin.delete_group_offsets(group, [tp0])
+        assert {tp: error.errno for tp, error in dict(deleted).items()} == {tp0: 0}
+        left = admin.list_group_offsets(group)[group]
+        assert {tp: o.offset for tp, o in left.items()} == {tp1: 4}
+        with pytest.raises(kafka.errors.GroupIdNotFoundError):
+            admin.delete_group_offsets(f"no-{group}", [tp0])
+    finally:
+        admin.close()
+
+
+def test_kafka_python_log_dirs_reassignment_and_election(cluster: Cluster) -> None:
+    kafka = pytest.importorskip("kafka")
+    from kafka.admin import KafkaAdminClient
+
+    topic = new_topic(cluster, partitions=1)
+    tp = kafka.TopicPartition(topic, 0)
+    leader = cluster.leader_for(topic, 0)
+    assert leader is not None
+    other = 1 - leader
+    # ZooKeeper names the leader before the broker has its log: a produce waits for it
+    with Producer(cluster.bootstrap) as producer:
+        producer.send(topic, b"x" * 100, partition=0)
+        producer.flush()
+    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap(cluster))
+    try:
+        [described] = admin.describe_log_dirs({topic: [0]}, brokers=[leader])
+        assert described["broker"] == leader
+        [log_dir] = described["log_dirs"]
+        assert log_dir["error_code"] == 0 and log_dir["total_bytes"] > 0
+        [(name, [partition])] = [(t["name"], t["partitions"]) for t in log_dir["topics"]]
+        assert name == topic and partition["partition_index"] == 0
+        assert partition["partition_size"] > 100 and partition["offset_lag"] == 0
+
+        assert admin.list_partition_reassignments([tp]) == {}
+        assert admin.alter_partition_reassignments({tp: [other]}, timeout_ms=30000) == {tp: None}
+        cluster.wait_for(
+            lambda: (
+                (a := cluster.zk.get_assignment(topic)) is not None
+                and a.partitions[0] == (other,)
+                and not a.reassignments
+            ),
+            timeout_s=60,
+            what="the partition on the other broker",
+        )
+        assert admin.list_partition_reassignments([tp]) == {}
+        cluster.wait_for(lambda: cluster.leader_for(topic, 0) == other, what="the new leader")
+
+        elected = admin.elect_leaders(0, {topic: [0]}, timeout_ms=30000, raise_errors=False)
+        [result] = elected.replica_election_results
+        assert result.topic == topic
+        assert [(p.partition_id, p.error_code) for p in result.partition_result] == [(0, 84)]
+        # 84: ELECTION_NOT_NEEDED, the leader is the preferred replica already
     finally:
         admin.close()
 

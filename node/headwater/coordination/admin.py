@@ -193,9 +193,15 @@ class TopicAdmin:
         raise errors.RequestTimedOutError(f"Topic '{name}' kept changing; try again")
 
     def alter_topic_config(
-        self, name: str, *, set_: Mapping[str, str], delete: Sequence[str] = ()
+        self,
+        name: str,
+        *,
+        set_: Mapping[str, str],
+        delete: Sequence[str] = (),
+        validate_only: bool = False,
     ) -> dict[str, str]:
-        """Kafka's IncrementalAlterConfigs: set and delete keys; return the new overrides."""
+        """Kafka's IncrementalAlterConfigs: set and delete keys; return the new overrides
+        (checked in full, and with ``validate_only`` not written)."""
         if name not in self._store.get_topics():
             raise errors.UnknownTopicOrPartitionError(f"Topic '{name}' does not exist.")
         config = self._store.get_topic_config(name)
@@ -203,5 +209,6 @@ class TopicAdmin:
         for key in delete:
             config.pop(key, None)
         self._check_config(config)
-        self._store.set_topic_config(name, config)
+        if not validate_only:
+            self._store.set_topic_config(name, config)
         return config

@@ -303,9 +303,16 @@ class BrokerCoordinator:
         )
 
     def alter_topic_config(
-        self, name: str, set_: Mapping[str, str], delete: Sequence[str] = ()
+        self,
+        name: str,
+        set_: Mapping[str, str],
+        delete: Sequence[str] = (),
+        *,
+        validate_only: bool = False,
     ) -> dict[str, str]:
-        return self.admin.alter_topic_config(name, set_=set_, delete=delete)
+        return self.admin.alter_topic_config(
+            name, set_=set_, delete=delete, validate_only=validate_only
+        )
 
     def elect_preferred_leaders(
         self, partitions: Sequence[TopicPartition] | None = None, *, timeout_s: float = 30.0

@@ -72,6 +72,7 @@ from headwater.groups.values import (
     MemberDescription,
     OffsetCommitRequest,
     OffsetCommitResponse,
+    OffsetDeleteResponse,
     OffsetFetchResponse,
     SyncGroupRequest,
     SyncGroupResponse,
@@ -402,6 +403,51 @@ class GroupCoordinator(GroupOffsets):
                 return OffsetFetchResponse(code)
         return super().fetch_offsets(group_id, partitions)
 
+    def delete_offsets(
+        self,
+        group_id: str,
+        partitions: Iterable[TopicPartition],
+        *,
+        request_id: int,
+        now_ms: int,
+    ) -> Decision:
+        """Kafka's OffsetDelete: tombstone the group's committed offsets of ``partitions``.
+
+        The reply is an :class:`OffsetDeleteResponse`.  A group that does not exist is
+        GROUP_ID_NOT_FOUND; a classic group with members of another protocol type than
+        ``consumer`` is NON_EMPTY_GROUP; otherwise each partition of a topic a member
+        subscribes to is GROUP_SUBSCRIBED_TO_TOPIC (its offset stays), and every other
+        partition's offset is deleted (NONE, also when nothing was committed).  The group
+        itself stays, as Kafka's.
+        """
+        out = Out()
+        consumer = self.consumer.groups.get(group_id)
+        holder = self.groups.get(group_id)
+        code, subscribed = ErrorCode.NONE, frozenset[str]()
+        if consumer is not None:
+            subscribed = frozenset().union(*(m.subscription for m in consumer.members.values()))
+        elif holder is None or holder.is_(DEAD):
+            code = ErrorCode.GROUP_ID_NOT_FOUND
+        elif holder.is_(EMPTY):
+            pass
+        elif holder.protocol_type == CONSUMER_PROTOCOL_TYPE:
+            subscribed = _classic_subscriptions(holder)
+        else:
+            code = ErrorCode.NON_EMPTY_GROUP
+        results: list[tuple[TopicPartition, ErrorCode]] = []
+        if code is ErrorCode.NONE:
+            for tp in dict.fromkeys(TopicPartition(*p) for p in partitions):
+                if tp.topic in subscribed:
+                    results.append((tp, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC))
+                    continue
+                if holder is not None and holder.offsets.pop(tp, None) is not None:
+                    out.records.append(
+                        records.offset_record(records.OffsetKey(group_id, *tp), None)
+                    )
+                results.append((tp, ErrorCode.NONE))
+        out.reply(request_id, OffsetDeleteResponse(code, tuple(results)))
+        return out.decision()
+
     def delete_groups(self, group_ids: Iterable[str], *, request_id: int, now_ms: int) -> Decision:
         out = Out()
         results: list[tuple[str, ErrorCode]] = []
@@ -534,3 +580,18 @@ class GroupCoordinator(GroupOffsets):
             )
             for gid, n in self._rebalances.items()
         }
+
+
+def _classic_subscriptions(group: GroupMetadata) -> frozenset[str]:
+    """The topics the members of a classic ``consumer`` group subscribe to, from their
+    metadata for the group's protocol (none before the first protocol is chosen, as
+    Kafka's); a member whose subscription does not decode counts as subscribed to none."""
+    if group.protocol is None:
+        return frozenset()
+    topics: set[str] = set()
+    for m in group.members.values():
+        try:
+            topics |= migration.decode_subscription(m.metadata_for(group.protocol)).topics
+        except (KeyError, ValueError):
+            continue
+    return frozenset(topics)

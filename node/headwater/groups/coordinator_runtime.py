@@ -57,6 +57,7 @@ from headwater.groups.values import (
     LeaveGroupResponse,
     OffsetCommitRequest,
     OffsetCommitResponse,
+    OffsetDeleteResponse,
     OffsetFetchResponse,
     Response,
     SyncGroupRequest,
@@ -381,6 +382,22 @@ class GroupCoordinatorRuntime:
             if not shard.loading
             for g in shard.coordinator.list_groups(wanted)
         ]
+
+    async def delete_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition]
+    ) -> OffsetDeleteResponse:
+        wanted = list(partitions)
+        if not group_id:
+            return OffsetDeleteResponse(ErrorCode.INVALID_GROUP_ID)
+        try:
+            resp = await self._call(
+                group_id,
+                lambda c, rid, now: c.delete_offsets(group_id, wanted, request_id=rid, now_ms=now),
+            )
+        except NotCoordinator as exc:
+            return OffsetDeleteResponse(exc.code)
+        assert isinstance(resp, OffsetDeleteResponse)
+        return resp
 
     async def delete_groups(self, group_ids: Iterable[str]) -> list[tuple[str, ErrorCode]]:
         out: list[tuple[str, ErrorCode]] = []

@@ -189,6 +189,14 @@ class OffsetCommitResponse:
     error_message: str = ""
 
 
+@dataclasses.dataclass(frozen=True)
+class OffsetDeleteResponse:
+    """OffsetDelete: the group's error, else each partition's (NONE: its offset is gone)."""
+
+    error_code: ErrorCode
+    partitions: tuple[tuple[TopicPartition, ErrorCode], ...] = ()
+
+
 class CommittedOffset(NamedTuple):
     """A committed offset as the coordinator holds it."""
 
@@ -284,6 +292,7 @@ Response = (
     | ConsumerGroupHeartbeatResponse
     | LeaveGroupResponse
     | OffsetCommitResponse
+    | OffsetDeleteResponse
     | tuple[tuple[str, ErrorCode], ...]
 )
 """What a reply carries (DeleteGroups replies with ``((group_id, code), ...)``)."""

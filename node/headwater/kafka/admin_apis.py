@@ -1,5 +1,10 @@
-"""The Kafka listener's topic administration: CreateTopics, DeleteTopics, CreatePartitions,
-DescribeConfigs of topics.
+"""The Kafka listener's topic and config administration: CreateTopics, DeleteTopics,
+CreatePartitions, DescribeConfigs, AlterConfigs, IncrementalAlterConfigs.
+
+Configs are :mod:`headwater.server.runtime.config_admin`'s, as for the gRPC Admin
+service: topics, and brokers' dynamic configs (the replication throttles); every
+resource of a request is checked and changed on its own, all or nothing (an invalid
+key or value answers INVALID_CONFIG or INVALID_REQUEST for it and changes nothing).
 
 They go through the broker's ZooKeeper coordinator, as the gRPC Admin servicer does (any
 broker takes them), with the same ACL checks (CREATE on the cluster or the topic; DELETE,
@@ -14,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, cast
 
 from headwater import errors
@@ -25,17 +30,14 @@ from headwater.kafka.protocol import Request, build, error_code, response_module
 from headwater.security.acls import AclOperation as Op
 from headwater.server.auth.authorization import RequestAuthorizer
 from headwater.server.convert import Context
+from headwater.server.runtime import config_admin
+from headwater.server.runtime.config_admin import AlterOp, ConfigAdmin, ConfigSource, ResourceType
 from headwater.server.runtime.metadata_cache import MetadataCache
 from headwater.server.runtime.offload import run_blocking
-from headwater.storage import LogConfig
 
 _NO_THROTTLE = datetime.timedelta(0)
 _NO_GRPC_CONTEXT = cast(Context, None)
 _POLL_S = 0.05
-TOPIC_RESOURCE = 2
-"""Kafka's ConfigResource.Type.TOPIC."""
-DYNAMIC_TOPIC_CONFIG = 1
-STATIC_BROKER_CONFIG = 4
 
 
 class KafkaAdminApis:
@@ -47,10 +49,10 @@ class KafkaAdminApis:
         coordinator: Callable[[], BrokerCoordinator | None],
         metadata: MetadataCache,
         authz: RequestAuthorizer,
-        log_defaults: Callable[[], Mapping[str, str]] = dict,
+        configs: ConfigAdmin,
     ) -> None:
-        """``log_defaults``: the broker's ``log.*`` settings as topic config defaults."""
-        self._log_defaults = log_defaults
+        """``configs``: describing and altering configs, shared with the gRPC Admin service."""
+        self._configs = configs
         self._coordinator = coordinator
         self._metadata = metadata
         self._authz = authz
@@ -60,7 +62,9 @@ class KafkaAdminApis:
             19: self.create_topics,
             20: self.delete_topics,
             32: self.describe_configs,
+            33: self.alter_configs,
             37: self.create_partitions,
+            44: self.incremental_alter_configs,
         }
 
     async def create_topics(self, request: Request) -> Any:
@@ -219,49 +223,35 @@ class KafkaAdminApis:
         )
 
     async def describe_configs(self, request: Request) -> Any:
-        """Topic configs: every topic setting, the topic's overrides as
-        DYNAMIC_TOPIC_CONFIG, the rest from the broker's settings as STATIC_BROKER_CONFIG.
-        Broker resources are not served on this listener yet (INVALID_REQUEST)."""
+        """Topic configs (overrides DYNAMIC_TOPIC_CONFIG, the rest STATIC_BROKER_CONFIG) and
+        broker configs (the dynamic replication throttles, then the static settings,
+        read-only, secrets hidden); ``broker ""`` is the cluster-wide default."""
         body, module = request.body, response_module(32, request.api_version)
-        coordinator = self._coordinator()
         results = []
         for res in body.resources:
             configs: list[Any] = []
             try:
-                if res.resource_type != TOPIC_RESOURCE:
-                    raise errors.InvalidRequestError(
-                        f"resource type {res.resource_type}: the Kafka listener describes "
-                        "topic configs only (broker configs: Headwater's Admin API)"
-                    )
-                if not self._authz.topic(_NO_GRPC_CONTEXT, Op.DESCRIBE_CONFIGS, res.resource_name):
-                    raise errors.TopicAuthorizationFailedError(
-                        f"not authorized to DESCRIBE_CONFIGS of TOPIC {res.resource_name!r}"
-                    )
-                if coordinator is None:
-                    raise errors.NotControllerError("the broker is starting")
-                name = res.resource_name
-                if name not in await run_blocking(coordinator.get_topics):
-                    raise errors.UnknownTopicOrPartitionError(f"Topic '{name}' does not exist.")
-                overrides = await run_blocking(coordinator.get_topic_config, name)
-                defaults = LogConfig.from_properties(self._log_defaults())
-                merged = LogConfig.from_properties(overrides, defaults=defaults).to_properties()
-                keys = set(res.configuration_keys or ())
+                type_ = config_admin.resource_type(res.resource_type)
+                self._configs.authorize(
+                    _NO_GRPC_CONTEXT, Op.DESCRIBE_CONFIGS, type_, res.resource_name
+                )
+                entries = await self._configs.describe(
+                    type_, res.resource_name, frozenset(res.configuration_keys or ())
+                )
                 configs = [
                     build(
                         module.DescribeConfigsResourceResult,
-                        name=key,
-                        value=value,
-                        read_only=False,
-                        config_source=DYNAMIC_TOPIC_CONFIG
-                        if key in overrides
-                        else STATIC_BROKER_CONFIG,
-                        is_sensitive=False,
+                        name=e.name,
+                        value=e.value,
+                        read_only=e.read_only,
+                        config_source=int(e.source),
+                        is_default=e.source is ConfigSource.DEFAULT_CONFIG,
+                        is_sensitive=e.is_sensitive,
                         synonyms=(),
                         config_type=0,  # UNKNOWN
                         documentation=None,
                     )
-                    for key, value in sorted(merged.items())
-                    if not keys or key in keys
+                    for e in entries
                 ]
                 code, message = ErrorCode.NONE, None
             except errors.HeadwaterError as exc:
@@ -280,6 +270,79 @@ class KafkaAdminApis:
             module.DescribeConfigsResponse, throttle_time=_NO_THROTTLE, results=tuple(results)
         )
 
+    async def alter_configs(self, request: Request) -> Any:
+        """Kafka's AlterConfigs replaces a resource's overrides: the keys it names are set
+        (a null value deletes), every other override is deleted."""
+        body, module = request.body, response_module(33, request.api_version)
+
+        async def change(type_: ResourceType, name: str, res: Any) -> None:
+            named = [(c.name, c.value) for c in res.configs]
+            ops = alter_configs_ops(
+                named,
+                await self._configs.topic_overrides(name)
+                if type_ is ResourceType.TOPIC
+                else await self._configs.broker_overrides(name),
+            )
+            set_, delete = config_admin.apply_ops({}, {}, ops)
+            await self._configs.alter(type_, name, set_, delete, validate_only=body.validate_only)
+
+        answers = await self._alter(body, module, change)
+        return build(module.AlterConfigsResponse, throttle_time=_NO_THROTTLE, responses=answers)
+
+    async def incremental_alter_configs(self, request: Request) -> Any:
+        """SET, DELETE, APPEND and SUBTRACT (list configs only) of named keys."""
+        body, module = request.body, response_module(44, request.api_version)
+
+        async def change(type_: ResourceType, name: str, res: Any) -> None:
+            ops = incremental_ops(res.configs)
+            if type_ is ResourceType.TOPIC:
+                current = await self._configs.topic_overrides(name)
+                defaults = self._configs.topic_defaults()
+            else:
+                current, defaults = await self._configs.broker_overrides(name), {}
+            set_, delete = config_admin.apply_ops(current, defaults, ops)
+            await self._configs.alter(type_, name, set_, delete, validate_only=body.validate_only)
+
+        answers = await self._alter(body, module, change)
+        return build(
+            module.IncrementalAlterConfigsResponse, throttle_time=_NO_THROTTLE, responses=answers
+        )
+
+    async def _alter(
+        self,
+        body: Any,
+        module: Any,
+        change: Callable[[ResourceType, str, Any], Awaitable[None]],
+    ) -> tuple[Any, ...]:
+        """Each resource's AlterConfigsResourceResponse: ``change`` it, or the error."""
+        answers = []
+        seen: set[tuple[int, str]] = set()
+        for res in body.resources:
+            try:
+                if (res.resource_type, res.resource_name) in seen:
+                    raise errors.InvalidRequestError(
+                        f"resource {res.resource_name!r} is named twice in one request"
+                    )
+                seen.add((res.resource_type, res.resource_name))
+                type_ = config_admin.resource_type(res.resource_type)
+                self._configs.authorize(
+                    _NO_GRPC_CONTEXT, Op.ALTER_CONFIGS, type_, res.resource_name
+                )
+                await change(type_, res.resource_name, res)
+                code, message = ErrorCode.NONE, None
+            except errors.HeadwaterError as exc:
+                code, message = exc.code, errors.message_of(exc) or None
+            answers.append(
+                build(
+                    module.AlterConfigsResourceResponse,
+                    error_code=error_code(code),
+                    error_message=message,
+                    resource_type=res.resource_type,
+                    resource_name=res.resource_name,
+                )
+            )
+        return tuple(answers)
+
     async def _wait(
         self,
         topics: dict[str, int],
@@ -295,3 +358,30 @@ class KafkaAdminApis:
                 break
             await asyncio.sleep(_POLL_S)
         return set(pending)
+
+
+def alter_configs_ops(
+    named: Sequence[tuple[str, str | None]], current: Mapping[str, str]
+) -> list[tuple[str, AlterOp, str | None]]:
+    """AlterConfigs' full set of overrides as operations on ``current``: SET each named key
+    with a value, DELETE each named with null and every current override not named."""
+    ops: list[tuple[str, AlterOp, str | None]] = [
+        (name, AlterOp.SET if value is not None else AlterOp.DELETE, value) for name, value in named
+    ]
+    given = {name for name, _ in named}
+    ops += [(key, AlterOp.DELETE, None) for key in sorted(current) if key not in given]
+    return ops
+
+
+def incremental_ops(configs: Sequence[Any]) -> list[tuple[str, AlterOp, str | None]]:
+    """IncrementalAlterConfigs' ``(name, op, value)``; an unknown op is INVALID_REQUEST."""
+    out = []
+    for c in configs:
+        try:
+            op = AlterOp(c.config_operation)
+        except ValueError:
+            raise errors.InvalidRequestError(
+                f"unknown config operation {c.config_operation} for {c.name!r}"
+            ) from None
+        out.append((c.name, op, c.value))
+    return out

@@ -27,7 +27,9 @@ from headwater.coordination import names
 from headwater.coordination.model import BrokerRegistration
 from headwater.errors import ErrorCode
 from headwater.kafka import protocol
+from headwater.kafka.acl_apis import KafkaAclApis
 from headwater.kafka.admin_apis import KafkaAdminApis
+from headwater.kafka.cluster_apis import KafkaClusterApis
 from headwater.kafka.fetch_sessions import (
     FINAL_EPOCH,
     FetchSessionCache,
@@ -103,11 +105,15 @@ class KafkaApis:
         next_producer_id: Callable[[], int],
         groups: KafkaGroupApis | None = None,
         admin: KafkaAdminApis | None = None,
+        acls: KafkaAclApis | None = None,
+        cluster: KafkaClusterApis | None = None,
     ) -> None:
         """``next_producer_id``: the broker's producer id allocator, shared with the gRPC
-        listeners so that no two producers get the same id; ``groups`` and ``admin``: the
-        group and topic administration APIs (:mod:`headwater.kafka.group_apis`,
-        :mod:`headwater.kafka.admin_apis`)."""
+        listeners so that no two producers get the same id; ``groups``, ``admin``,
+        ``acls`` and ``cluster``: the group, topic and config, ACL and replica
+        administration APIs (:mod:`headwater.kafka.group_apis`,
+        :mod:`headwater.kafka.admin_apis`, :mod:`headwater.kafka.acl_apis`,
+        :mod:`headwater.kafka.cluster_apis`)."""
         self._next_producer_id = next_producer_id
         self._fetch_sessions = FetchSessionCache(first_id=random.randrange(1, 1 << 31))
         self._listener = listener
@@ -122,11 +128,14 @@ class KafkaApis:
             3: self._metadata_answer,
             17: self._sasl_out_of_place,
             18: self._api_versions,
+            21: self._delete_records,
             36: self._sasl_out_of_place,
             22: self._init_producer_id,
             60: self._describe_cluster,
             **(groups.handlers() if groups is not None else {}),
             **(admin.handlers() if admin is not None else {}),
+            **(acls.handlers() if acls is not None else {}),
+            **(cluster.handlers() if cluster is not None else {}),
         }
 
     @property
@@ -476,6 +485,38 @@ class KafkaApis:
             )
         timer.done()
         return build(module.ListOffsetsResponse, throttle_time=_NO_THROTTLE, topics=tuple(topics))
+
+    # -- DeleteRecords ----------------------------------------------------------------------
+
+    async def _delete_records(self, request: Request) -> Any:
+        """Each partition's log start moves on its leader (DELETE on the topic)."""
+        timer = Timer(self._metrics, "DeleteRecords")
+        body = request.body
+        module = response_module(21, request.api_version)
+        refused = self._authz.topics(_NO_GRPC_CONTEXT, Op.DELETE, (t.name for t in body.topics))
+        topics = []
+        for t in body.topics:
+            partitions = []
+            for p in t.partitions:
+                if refused is not None and t.name in refused:
+                    code, low = ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1
+                else:
+                    code, low, _message = await self._replicas.delete_records(
+                        TopicPartition(t.name, p.partition_index), p.offset
+                    )
+                partitions.append(
+                    build(
+                        module.DeleteRecordsPartitionResult,
+                        partition_index=p.partition_index,
+                        low_watermark=low,
+                        error_code=error_code(code),
+                    )
+                )
+            topics.append(
+                build(module.DeleteRecordsTopicResult, name=t.name, partitions=tuple(partitions))
+            )
+        timer.done()
+        return build(module.DeleteRecordsResponse, throttle_time=_NO_THROTTLE, topics=tuple(topics))
 
 
 def _partition_data(module: Any, partition: int, code: ErrorCode, r: hosted.FetchResult) -> Any:

@@ -82,6 +82,7 @@ class KafkaGroupApis:
             15: self.describe_groups,
             16: self.list_groups,
             42: self.delete_groups,
+            47: self.offset_delete,
         }
 
     # -- FindCoordinator ----------------------------------------------------------------
@@ -360,6 +361,50 @@ class KafkaGroupApis:
         )
 
     # -- offsets ------------------------------------------------------------------------
+
+    async def offset_delete(self, request: Request) -> Any:
+        """OffsetDelete: DELETE on the group (else GROUP_AUTHORIZATION_FAILED for all),
+        READ on each topic (else TOPIC_AUTHORIZATION_FAILED for its partitions); a
+        partition the cluster does not have is UNKNOWN_TOPIC_OR_PARTITION; the rest is
+        the coordinator's (:meth:`GroupCoordinator.delete_offsets`)."""
+        body, module = request.body, response_module(47, request.api_version)
+        requested = [
+            TopicPartition(t.name, p.partition_index) for t in body.topics for p in t.partitions
+        ]
+        answers: dict[TopicPartition, ErrorCode] = {}
+        code = ErrorCode.NONE
+        if not self._authz.group(_NO_GRPC_CONTEXT, Op.DELETE, body.group_id):
+            code = ErrorCode.GROUP_AUTHORIZATION_FAILED
+        else:
+            refused = self._authz.topics(_NO_GRPC_CONTEXT, Op.READ, (tp.topic for tp in requested))
+            for tp in requested:
+                if refused is not None and tp.topic in refused:
+                    answers[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                elif tp.partition not in self._metadata.topics.get(tp.topic, {}):
+                    answers[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            result = await self._groups.delete_offsets(
+                body.group_id, [tp for tp in requested if tp not in answers]
+            )
+            code = result.error_code
+            answers.update(result.partitions)
+        by_topic: dict[str, list[Any]] = {}
+        for tp in requested if code is ErrorCode.NONE else ():
+            by_topic.setdefault(tp.topic, []).append(
+                build(
+                    module.OffsetDeleteResponsePartition,
+                    partition_index=tp.partition,
+                    error_code=error_code(answers[tp]),
+                )
+            )
+        return build(
+            module.OffsetDeleteResponse,
+            error_code=error_code(code),
+            throttle_time=_NO_THROTTLE,
+            topics=tuple(
+                build(module.OffsetDeleteResponseTopic, name=name, partitions=tuple(parts))
+                for name, parts in by_topic.items()
+            ),
+        )
 
     async def offset_commit(self, request: Request) -> Any:
         body, module = request.body, response_module(8, request.api_version)

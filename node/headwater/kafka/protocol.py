@@ -66,11 +66,22 @@ API_NAMES: Final = {
     18: "ApiVersions",
     19: "CreateTopics",
     20: "DeleteTopics",
+    21: "DeleteRecords",
     22: "InitProducerId",
+    29: "DescribeAcls",
+    30: "CreateAcls",
+    31: "DeleteAcls",
     32: "DescribeConfigs",
+    33: "AlterConfigs",
+    35: "DescribeLogDirs",
     36: "SaslAuthenticate",
     37: "CreatePartitions",
     42: "DeleteGroups",
+    43: "ElectLeaders",
+    44: "IncrementalAlterConfigs",
+    45: "AlterPartitionReassignments",
+    46: "ListPartitionReassignments",
+    47: "OffsetDelete",
     60: "DescribeCluster",
 }
 
@@ -92,11 +103,22 @@ SUPPORTED: Final[Mapping[int, tuple[int, int]]] = {
     18: (0, 3),  # ApiVersions
     19: (2, 7),  # CreateTopics
     20: (1, 5),  # DeleteTopics: v6 names topics by id as well
+    21: (0, 2),  # DeleteRecords
     22: (0, 4),  # InitProducerId: idempotent producers (no transactions yet)
-    32: (1, 4),  # DescribeConfigs: topics
+    29: (1, 3),  # DescribeAcls: v0 (no pattern types) is gone from Kafka 4 (KIP-896)
+    30: (1, 3),  # CreateAcls
+    31: (1, 3),  # DeleteAcls
+    32: (1, 4),  # DescribeConfigs: topics and brokers
+    33: (0, 2),  # AlterConfigs
+    35: (1, 4),  # DescribeLogDirs: this broker's log dirs
     36: (0, 2),  # SaslAuthenticate: v1 adds the session lifetime (KIP-368)
     37: (0, 3),  # CreatePartitions
     42: (0, 2),  # DeleteGroups
+    43: (0, 2),  # ElectLeaders: preferred elections
+    44: (0, 1),  # IncrementalAlterConfigs
+    45: (0, 0),  # AlterPartitionReassignments: v1 may change the replication factor
+    46: (0, 0),  # ListPartitionReassignments
+    47: (0, 0),  # OffsetDelete
     60: (0, 1),  # DescribeCluster: brokers (there are no KRaft controllers)
 }
 """API key -> (lowest, highest) version this listener answers; what ApiVersions lists."""

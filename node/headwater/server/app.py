@@ -50,8 +50,10 @@ from headwater.coordination.model import BrokerRegistration
 from headwater.coordination.settings import CoordinationSettings
 from headwater.groups.coordinator_runtime import GroupCoordinatorRuntime
 from headwater.kafka import server as kafka_server
+from headwater.kafka.acl_apis import KafkaAclApis
 from headwater.kafka.admin_apis import KafkaAdminApis
 from headwater.kafka.apis import KafkaApis
+from headwater.kafka.cluster_apis import KafkaClusterApis
 from headwater.kafka.group_apis import KafkaGroupApis, OffsetsTopicCreator
 from headwater.server.auth.acl_runtime import BrokerAuthorization
 from headwater.server.auth.listener_auth import SessionLookup
@@ -59,7 +61,9 @@ from headwater.server.auth.sasl import SaslAuthentication
 from headwater.server.config import BrokerConfig
 from headwater.server.metrics import BrokerMetrics
 from headwater.server.runtime import channels, listener_servers, process
+from headwater.server.runtime.acl_admin import AclAdmin
 from headwater.server.runtime.channels import inter_broker_security
+from headwater.server.runtime.config_admin import ConfigAdmin
 from headwater.server.runtime.controlled_shutdown import (
     ATTEMPT_TIMEOUT_MARGIN_S,
     ask_controller,
@@ -265,7 +269,23 @@ class BrokerServer:
                     coordinator=lambda: self.coordinator,
                     metadata=self.metadata,
                     authz=self.authorization.authz,
-                    log_defaults=config.log_config_properties,
+                    configs=ConfigAdmin(
+                        coordinator=lambda: self.coordinator,
+                        config=config,
+                        authz=self.authorization.authz,
+                    ),
+                ),
+                cluster=KafkaClusterApis(
+                    coordinator=lambda: self.coordinator,
+                    log_manager=lambda: self.log_manager,
+                    authz=self.authorization.authz,
+                ),
+                acls=KafkaAclApis(
+                    acls=AclAdmin(
+                        store=lambda: self.authorization.store,
+                        authz=self.authorization.authz,
+                        refresh=self.authorization.refresh,
+                    )
                 ),
             ),
             max_request_bytes=config.socket_request_max_bytes,

@@ -113,6 +113,13 @@ def test_alter_config_sets_and_deletes_keys() -> None:
     assert out == {"retention.ms": "2"} and zk.configs["t"] == out
 
 
+def test_alter_config_validate_only_writes_nothing() -> None:
+    a, zk = admin()
+    zk.configs["t"] = {"retention.ms": "1"}
+    out = a.alter_topic_config("t", set_={"retention.ms": "2"}, validate_only=True)
+    assert out == {"retention.ms": "2"} and zk.configs["t"] == {"retention.ms": "1"}
+
+
 def test_alter_config_of_unknown_topic() -> None:
     a, _ = admin()
     with pytest.raises(errors.UnknownTopicOrPartitionError):

@@ -3,9 +3,11 @@ and rebuilding everything from the __consumer_offsets records (coordinator failo
 
 from __future__ import annotations
 
+import struct
+
 from headwater.errors import ErrorCode
 from headwater.groups import records
-from headwater.groups.values import GroupConfig
+from headwater.groups.values import GroupConfig, OffsetDeleteResponse, Protocol
 from headwater.values import TopicPartition
 
 from tests.unit.groups.harness import Harness
@@ -161,3 +163,55 @@ def test_unknown_record_versions_refused() -> None:
         records.decode_offset_value(b"\x00\x09")
     with pytest.raises(ValueError):
         records.decode_key(b"\x00\x02\x00\x05g")  # truncated
+
+
+def _subscription(*topics: str) -> bytes:
+    """A ConsumerProtocol subscription v0: the topics, null user data."""
+    out = struct.pack(">hi", 0, len(topics))
+    for t in topics:
+        out += struct.pack(">h", len(t)) + t.encode()
+    return out + struct.pack(">i", -1)
+
+
+def test_delete_offsets_spares_the_topics_members_subscribe_to() -> None:
+    h = Harness()
+    protocols = (Protocol("range", _subscription("t")),)
+    (a,), gen = h.form_group(1, protocols=protocols)
+    h.commit({("t", 0): 5, ("u", 0): 7}, member_id=a, generation=gen)
+    d = h.coordinator.delete_offsets(
+        "g", [TopicPartition("t", 0), TopicPartition("u", 0)], request_id=99, now_ms=h.now
+    )
+    assert d.replies[0].response == OffsetDeleteResponse(
+        ErrorCode.NONE,
+        (
+            (TopicPartition("t", 0), ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC),
+            (TopicPartition("u", 0), ErrorCode.NONE),
+        ),
+    )
+    h.log.extend(d.records)
+    assert [(r.value is None) for r in d.records] == [True]
+    assert h.committed("t", 0) == 5 and h.committed("u", 0) is None
+    replayed = h.replayed().fetch_offsets("g", [TopicPartition("u", 0)]).offsets
+    assert replayed == {TopicPartition("u", 0): None}
+    assert h.state() == "Stable"  # the group stays
+
+
+def test_delete_offsets_of_an_empty_group_and_the_refusals() -> None:
+    h = Harness()
+    assert h.commit({("t", 0): 3, ("t", 1): 4}).error_code is ErrorCode.NONE  # Empty group
+    gone = h.coordinator.delete_offsets("g", [("t", 0), ("t", 9)], request_id=1, now_ms=h.now)
+    assert gone.replies[0].response == OffsetDeleteResponse(
+        ErrorCode.NONE,
+        ((TopicPartition("t", 0), ErrorCode.NONE), (TopicPartition("t", 9), ErrorCode.NONE)),
+    )
+    assert h.committed("t", 0) is None and h.committed("t", 1) == 4
+    missing = h.coordinator.delete_offsets("nope", [("t", 0)], request_id=2, now_ms=h.now)
+    assert missing.replies[0].response == OffsetDeleteResponse(ErrorCode.GROUP_ID_NOT_FOUND)
+    assert not missing.records
+
+    other = Harness()
+    (b,), gen = other.form_group(1, protocol_type="connect")
+    other.commit({("t", 0): 5}, member_id=b, generation=gen)
+    refused = other.coordinator.delete_offsets("g", [("t", 0)], request_id=3, now_ms=other.now)
+    assert refused.replies[0].response == OffsetDeleteResponse(ErrorCode.NON_EMPTY_GROUP)
+    assert other.committed("t", 0) == 5

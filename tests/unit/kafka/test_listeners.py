@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 from headwater.coordination.model import BrokerRegistration
 from headwater.kafka import protocol
+from headwater.kafka.acl_apis import KafkaAclApis
 from headwater.kafka.admin_apis import KafkaAdminApis
 from headwater.kafka.apis import KafkaApis, kafka_address
+from headwater.kafka.cluster_apis import KafkaClusterApis
 from headwater.kafka.group_apis import KafkaGroupApis
 from headwater.kafka.listeners import kafka_listeners
 from headwater.kafka.server import KafkaServer, registration_endpoints
@@ -113,6 +115,13 @@ def test_every_supported_api_has_a_handler() -> None:
         admin=KafkaAdminApis(
             coordinator=lambda: None,
             metadata=None,  # type: ignore[arg-type]
+            authz=None,  # type: ignore[arg-type]
+            configs=None,  # type: ignore[arg-type]
+        ),
+        acls=KafkaAclApis(acls=None),  # type: ignore[arg-type]
+        cluster=KafkaClusterApis(
+            coordinator=lambda: None,
+            log_manager=lambda: None,
             authz=None,  # type: ignore[arg-type]
         ),
     )

@@ -257,6 +257,20 @@ def test_every_call_to_the_leader_has_the_socket_timeout_as_deadline(harness: Ha
     asyncio.run(scenario())
 
 
+def test_a_follower_follows_the_leaders_log_start(harness: Harness) -> None:
+    async def scenario() -> None:
+        leader = FakeLeader()
+        fetchers = await follower_of_leader(harness, leader)
+        moved = empty_fetch()
+        moved.partitions[0].log_start_offset = 1  # the leader deleted record 0
+        leader.outcomes.put_nowait(moved)
+        log = harness.manager.partitions[TP].log
+        await until(lambda: log.log_start_offset == 1, "the follower's log start at 1")
+        await fetchers.shutdown()
+
+    asyncio.run(scenario())
+
+
 @pytest.mark.parametrize(
     ("failure", "reconnects", "level", "logged"),
     [

@@ -164,3 +164,40 @@ def test_log_maintenance_covers_every_log_on_disk_in_a_worker_thread(
     assert [what for _, what in seen] == [5, (["not-hosted-0", "orders-0"], 6)]
     assert all(thread.startswith("blocking-") for thread, _ in seen)
     assert m.hosted_partitions() == {TP}
+
+
+def test_delete_records_moves_the_leaders_log_start_within_the_high_watermark(
+    harness: Harness,
+) -> None:
+    async def scenario() -> None:
+        m = harness.manager
+        await m.prepare_topics([TP.topic])
+        m.become_leader_or_follower(controller_epoch=1, states=[harness.state(leader=0, isr=(0,))])
+        await m.append_records(acks=1, timeout_ms=100, entries=[(TP, batch(0, b"a", b"b", b"c"))])
+        assert m.high_watermark(TP) == 3
+        for offset in (4, -2):  # past the high watermark; not an offset
+            code, low, message = await m.delete_records(TP, offset)
+            assert (code, low) == (ErrorCode.OFFSET_OUT_OF_RANGE, -1), message
+            assert m.partitions[TP].log.log_start_offset == 0
+        assert (await m.delete_records(TP, 2))[:2] == (ErrorCode.NONE, 2)
+        assert (await m.delete_records(TP, 1))[:2] == (ErrorCode.NONE, 2)  # never back
+        assert (await m.delete_records(TP, -1))[:2] == (ErrorCode.NONE, 3)  # -1: the HW
+        other = TP._replace(partition=TP.partition + 1)
+        assert (await m.delete_records(other, 0))[0] is not ErrorCode.NONE
+
+    asyncio.run(scenario())
+
+
+def test_delete_records_needs_the_leader_and_a_follower_follows_the_log_start(
+    harness: Harness,
+) -> None:
+    follow(harness)
+    m = harness.manager
+    m.append_as_follower(TP, batch(0, b"a", b"b", b"c"), leader_high_watermark=3)
+    code, _low, _message = asyncio.run(m.delete_records(TP, 1))
+    assert code is ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert m.partitions[TP].log.log_start_offset == 0
+    m.follow_log_start(TP, 2)
+    assert m.partitions[TP].log.log_start_offset == 2
+    m.follow_log_start(TP, 9)  # capped at the follower's own log end
+    assert m.partitions[TP].log.log_start_offset == 3

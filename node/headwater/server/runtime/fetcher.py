@@ -411,6 +411,8 @@ class ReplicaFetcher:
             now_ms=monotonic_ms(),
         )
         self._apply(tp, st, decision)
+        if isinstance(decision, Append) and not st.needs_truncation:
+            self._manager.follow_log_start(tp, part.log_start_offset)
 
 
 class ReplicaFetcherManager:

@@ -32,6 +32,7 @@ from typing import Any
 
 from headwater import errors
 from headwater.clock import monotonic_ms, wall_ms
+from headwater.coordination import names
 from headwater.coordination.model import LeaderAndIsr, PartitionState
 from headwater.errors import ErrorCode
 from headwater.replication import FetchWait, IsrChange, Partition, ProduceCompletion
@@ -388,6 +389,55 @@ class ReplicaManager:
         hosted = self.partitions.get(tp)
         if hosted is not None:
             hosted.append_as_follower(records, leader_high_watermark=leader_high_watermark)
+
+    def follow_log_start(self, tp: TopicPartition, leader_log_start_offset: int) -> None:
+        """A follower's log start follows the leader's (DeleteRecords, retention), up to
+        the follower's own log end; segments below it go with the next retention pass."""
+        hosted = self.partitions.get(tp)
+        if hosted is None or hosted.state.is_leader:
+            return
+        plog = hosted.log
+        if leader_log_start_offset > plog.log_start_offset:
+            plog.maybe_increment_log_start_offset(min(leader_log_start_offset, plog.log_end_offset))
+
+    async def delete_records(self, tp: TopicPartition, offset: int) -> tuple[ErrorCode, int, str]:
+        """Kafka's DeleteRecords on the leader: ``(error, low watermark, message)``.
+
+        Moves the log start offset to ``offset`` (-1: the high watermark) and drops the
+        whole segments below it.  Refused, changing nothing: a partition not led here
+        (NOT_LEADER_OR_FOLLOWER), an internal topic (INVALID_TOPIC_EXCEPTION), a topic
+        that does not delete (``cleanup.policy`` without ``delete``: POLICY_VIOLATION),
+        an offset below -1 or above the high watermark (OFFSET_OUT_OF_RANGE).  The low
+        watermark answered is the leader's new log start; followers follow it on their
+        next fetch (Kafka waits for them, up to the request's timeout).
+        """
+        hosted, code, message = self._leader(tp, -1)
+        if hosted is None:
+            return code, -1, message
+        if names.is_internal(tp.topic):
+            return (
+                ErrorCode.INVALID_TOPIC_EXCEPTION,
+                -1,
+                f"Cannot delete records of internal topic {tp.topic}",
+            )
+        if not hosted.log.config.deletes:
+            return (
+                ErrorCode.POLICY_VIOLATION,
+                -1,
+                f"Records of partition {tp} can not be deleted due to the configured policy "
+                f"(cleanup.policy={hosted.log.config.cleanup_policy})",
+            )
+        hw = hosted.state.high_watermark
+        target = hw if offset == -1 else offset
+        if target < 0 or target > hw:
+            return (
+                ErrorCode.OFFSET_OUT_OF_RANGE,
+                -1,
+                f"Cannot delete records of {tp} before offset {offset}: it is not between "
+                f"0 and the high watermark {hw}",
+            )
+        low = await run_blocking(hosted.log.delete_records_before, target)
+        return ErrorCode.NONE, low, ""
 
     # -- offsets and local reads (ListOffsets, OffsetsForLeaderEpoch, group loading) ---------
 

@@ -20,18 +20,17 @@ from headwater.coordination import reassignment_admin
 from headwater.coordination.admin import NewTopic
 from headwater.coordination.broker import BrokerCoordinator
 from headwater.errors import ErrorCode
-from headwater.replication import quota
 from headwater.security.acls import AclOperation as Op
 from headwater.server import log_dirs
 from headwater.server.auth.authorization import ALLOW_ALL, RequestAuthorizer
 from headwater.server.auth.identity import current_identity
-from headwater.server.config import BrokerConfig, is_secret
+from headwater.server.config import BrokerConfig
 from headwater.server.convert import Context, brokers_to_proto, pb_error
 from headwater.server.metrics import BrokerMetrics, Timer
+from headwater.server.runtime import config_admin
 from headwater.server.runtime.metadata_cache import MetadataCache
 from headwater.server.runtime.offload import run_blocking
-from headwater.server.runtime.replication_quotas import DEFAULT_ENTITY
-from headwater.storage import LogConfig, LogManager
+from headwater.storage import LogManager
 from headwater.v1 import admin_pb2, admin_pb2_grpc, common_pb2
 from headwater.values import TopicPartition
 
@@ -59,6 +58,9 @@ class AdminService(admin_pb2_grpc.AdminServicer):
         self._changed = metadata_changed
         self._metrics = metrics
         self._config = config
+        self._configs = config_admin.ConfigAdmin(
+            coordinator=coordinator, config=config, authz=authz
+        )
 
     def _coord(self) -> BrokerCoordinator:
         coordinator = self._coordinator()
@@ -225,14 +227,24 @@ class AdminService(admin_pb2_grpc.AdminServicer):
         results = []
         for res in request.resources:
             try:
-                self._authorize_configs(context, Op.DESCRIBE_CONFIGS, res.type, res.name)
-                entries = await self._describe(res)
+                type_ = config_admin.resource_type(res.type)
+                self._configs.authorize(context, Op.DESCRIBE_CONFIGS, type_, res.name)
+                entries = await self._configs.describe(type_, res.name, set(res.keys))
                 results.append(
                     admin_pb2.DescribeConfigsResult(
                         error=pb_error(ErrorCode.NONE),
                         type=res.type,
                         name=res.name,
-                        entries=entries,
+                        entries=[
+                            admin_pb2.ConfigEntry(
+                                name=e.name,
+                                value=e.value or "",
+                                read_only=e.read_only,
+                                is_sensitive=e.is_sensitive,
+                                source=int(e.source),  # type: ignore[arg-type]
+                            )
+                            for e in entries
+                        ],
                     )
                 )
             except errors.HeadwaterError as exc:
@@ -247,97 +259,6 @@ class AdminService(admin_pb2_grpc.AdminServicer):
         timer.done()
         return admin_pb2.DescribeConfigsResponse(results=results)
 
-    async def _describe(self, res: admin_pb2.ConfigResource) -> list[admin_pb2.ConfigEntry]:
-        keys = set(res.keys)
-        entries = []
-        if res.type == admin_pb2.TOPIC:
-            coordinator = self._coord()
-            if res.name not in await run_blocking(coordinator.get_topics):
-                raise errors.UnknownTopicOrPartitionError(f"Topic '{res.name}' does not exist.")
-            overrides = await run_blocking(coordinator.get_topic_config, res.name)
-            defaults = LogConfig.from_properties(self._config.log_config_properties())
-            merged = LogConfig.from_properties(overrides, defaults=defaults).to_properties()
-            for key, value in sorted(merged.items()):
-                if keys and key not in keys:
-                    continue
-                source = (
-                    admin_pb2.DYNAMIC_TOPIC_CONFIG
-                    if key in overrides
-                    else admin_pb2.STATIC_BROKER_CONFIG
-                )
-                entries.append(admin_pb2.ConfigEntry(name=key, value=value, source=source))
-        elif res.type == admin_pb2.BROKER:
-            if res.name not in ("", str(self._config.broker_id)):
-                raise errors.InvalidRequestError(
-                    f"broker {res.name} is not this broker ({self._config.broker_id})"
-                )
-            entries += await self._describe_dynamic(res.name, keys)
-            if res.name == "":
-                return entries
-            for key, value in sorted(self._config.to_properties().items()):
-                if not keys or key in keys:
-                    sensitive = is_secret(key)
-                    entries.append(
-                        admin_pb2.ConfigEntry(
-                            name=key,
-                            value="" if sensitive and value else value,
-                            read_only=True,
-                            is_sensitive=sensitive,
-                            source=admin_pb2.STATIC_BROKER_CONFIG,
-                        )
-                    )
-        else:
-            raise errors.InvalidRequestError(f"unsupported resource type {res.type}")
-        return entries
-
-    async def _describe_dynamic(self, name: str, keys: set[str]) -> list[admin_pb2.ConfigEntry]:
-        """The dynamic broker configs (replication throttles) of broker ``name`` ("": default)."""
-        coordinator = self._coord()
-        default = await run_blocking(coordinator.store.get_broker_config, DEFAULT_ENTITY)
-        own = await run_blocking(coordinator.store.get_broker_config, name) if name else {}
-        entries = []
-        for key in sorted(quota.BROKER_DYNAMIC_KEYS):
-            if keys and key not in keys:
-                continue
-            if key in own:
-                value, source = own[key], admin_pb2.DYNAMIC_BROKER_CONFIG
-            elif key in default:
-                value, source = default[key], admin_pb2.DYNAMIC_DEFAULT_BROKER_CONFIG
-            elif name:
-                value, source = str(quota.UNLIMITED), admin_pb2.DEFAULT_CONFIG
-            else:
-                continue
-            entries.append(admin_pb2.ConfigEntry(name=key, value=value, source=source))
-        return entries
-
-    async def _alter_broker(
-        self, name: str, set_: dict[str, str], delete: list[str], *, validate_only: bool
-    ) -> None:
-        """Dynamic broker configs in ``/config/brokers/<id>`` or ``<default>`` (name "")."""
-        if name and not name.isdigit():
-            raise errors.InvalidRequestError(f"broker id {name!r} is not a number")
-        static = sorted(k for k in (*set_, *delete) if k not in quota.BROKER_DYNAMIC_KEYS)
-        if static:
-            raise errors.InvalidRequestError(
-                f"Cannot update these configs dynamically: {static}"
-                f" (dynamic broker configs: {sorted(quota.BROKER_DYNAMIC_KEYS)})"
-            )
-        for key, value in set_.items():
-            try:
-                quota.parse_rate(value)
-            except ValueError as exc:
-                raise errors.InvalidRequestError(
-                    f"invalid value {value!r} for {key}: {exc}"
-                ) from None
-        if not validate_only:
-            await run_blocking(
-                reassignment_admin.alter_broker_config,
-                self._coord().store,
-                name or DEFAULT_ENTITY,
-                set_=set_,
-                delete=delete,
-            )
-
     async def AlterConfigs(
         self, request: admin_pb2.AlterConfigsRequest, context: Context
     ) -> admin_pb2.AlterConfigsResponse:
@@ -347,24 +268,11 @@ class AdminService(admin_pb2_grpc.AdminServicer):
             try:
                 set_ = {c.name: c.value for c in res.configs if c.op == admin_pb2.SET}
                 delete = [c.name for c in res.configs if c.op == admin_pb2.DELETE]
-                self._authorize_configs(context, Op.ALTER_CONFIGS, res.type, res.name)
-                if res.type == admin_pb2.BROKER:
-                    await self._alter_broker(
-                        res.name, set_, delete, validate_only=request.validate_only
-                    )
-                    results.append(
-                        admin_pb2.AlterConfigsResult(
-                            error=pb_error(ErrorCode.NONE), type=res.type, name=res.name
-                        )
-                    )
-                    continue
-                if res.type != admin_pb2.TOPIC:
-                    raise errors.InvalidRequestError("only topic and broker configs can be altered")
-                coordinator = self._coord()
-                if request.validate_only:
-                    LogConfig.from_properties(set_)
-                else:
-                    await run_blocking(coordinator.alter_topic_config, res.name, set_, delete)
+                type_ = config_admin.resource_type(res.type)
+                self._configs.authorize(context, Op.ALTER_CONFIGS, type_, res.name)
+                await self._configs.alter(
+                    type_, res.name, set_, delete, validate_only=request.validate_only
+                )
                 code, message = ErrorCode.NONE, ""
             except errors.HeadwaterError as exc:
                 code, message = exc.code, errors.message_of(exc)
@@ -554,13 +462,3 @@ class AdminService(admin_pb2_grpc.AdminServicer):
             broker_id=self._config.broker_id,
             results=[log_dirs.to_proto(d) for d in dirs],
         )
-
-    def _authorize_configs(self, context: Context, op: Op, resource_type: int, name: str) -> None:
-        """DESCRIBE_CONFIGS / ALTER_CONFIGS on the topic, or on the cluster for a broker."""
-        if resource_type == admin_pb2.TOPIC:
-            if not self._authz.topic(context, op, name):
-                raise errors.TopicAuthorizationFailedError(
-                    f"not authorized to {op.name} of TOPIC {name!r}"
-                )
-        elif not self._authz.cluster(context, op):
-            raise errors.ClusterAuthorizationFailedError(f"not authorized to {op.name} of brokers")
