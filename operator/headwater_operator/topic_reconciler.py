@@ -141,6 +141,8 @@ class AdminTopics:
             self.admin.create_partitions(
                 {action.name: action.new_total}, validate_only=validate_only
             )
+            if not validate_only:
+                self._await_partitions(action.name, action.new_total)
         else:
             self.admin.alter_topic_configs(
                 action.name,
@@ -148,6 +150,26 @@ class AdminTopics:
                 delete_configs=action.delete_configs,
                 validate_only=validate_only,
             )
+
+    def _await_partitions(self, name: str, total: int) -> None:
+        """Wait until the brokers' metadata shows ``total`` partitions of ``name``.
+
+        The broker that grew the topic answers once it knows the new leaders, but the
+        broker the next metadata request reaches can lag it by a moment; a describe then
+        would see the old count and the next plan would grow the topic again, which the
+        brokers refuse (INVALID_PARTITIONS).
+        """
+        for _ in range(self.metadata_attempts):
+            try:
+                desc = self.admin.describe_topics([name])[name]
+                if len(desc.partitions) >= total:
+                    return
+            except (errors.UnknownTopicOrPartitionError, KeyError):
+                pass
+            self.sleep(0.1)
+        raise errors.LeaderNotAvailableError(
+            f"topic {name!r} was grown to {total} partitions but no broker's metadata shows it yet"
+        )
 
     def validate(self, action: Action) -> None:
         self._run(action, validate_only=True)
