@@ -32,7 +32,16 @@ def consumer(cluster: Cluster, reset: str = "earliest", **kw: int) -> headwater.
     return headwater.Consumer(bootstrap_servers=cluster.bootstrap, auto_offset_reset=reset, **kw)
 
 
-def fill(cluster: Cluster, name: str, n: int, *, ts0: int = 1_000_000) -> None:
+def fill(cluster: Cluster, name: str, n: int, *, ts0: int | None = None) -> None:
+    """``n`` records a second apart, from ``ts0`` (default: recent).
+
+    Records older than ``retention.ms`` (7 days) go as soon as a later record rolls their
+    segment (``segment.ms`` counts from the first batch's timestamp) and the next
+    retention pass runs, every 300 ms on this cluster: only a test that writes nothing
+    after them may use such timestamps.
+    """
+    if ts0 is None:
+        ts0 = time.time_ns() // 1_000_000 - n * 1000
     with headwater.Producer(cluster.bootstrap, linger_ms=0) as p:
         for i in range(n):
             p.send(name, str(i).encode(), timestamp_ms=ts0 + i * 1000)
@@ -60,7 +69,7 @@ def test_seek_rewind_and_reconsume(cluster: Cluster, topic: TopicFactory) -> Non
 
 def test_offsets_for_times_and_bounds(cluster: Cluster, topic: TopicFactory) -> None:
     name = topic()
-    fill(cluster, name, 10)
+    fill(cluster, name, 10, ts0=1_000_000)
     tp = TP(name, 0)
     with consumer(cluster) as c:
         c.assign([tp])
