@@ -16,7 +16,8 @@ Headwater's own gRPC client:
   partition's committed offset, log end and lag; ``--reset-offsets`` as a dry run
   changes nothing, with ``--execute`` moves the group to the earliest offsets, to an
   offset and by a shift (clamped to the log end), and the console consumer then reads
-  exactly the records from the reset point;
+  exactly the records from the reset point; ``--list``, ``--describe --state`` and
+  ``--delete``;
 * kafka-configs (``ConfigCommand``): alter, describe and delete a topic's configs and a
   broker's and the cluster default's dynamic configs; deleting a config that is not set,
   a bad value and a read-only broker config are refused and change nothing;
@@ -345,8 +346,10 @@ def test_console_producer_and_consumer_carry_keys_and_headers(
         ]
         for r in held
     )
-    ends = {p: 1 + max(r.offset for r in held if r.partition == p) for p in (0, 1)}
-    assert committed(cluster, group) == ends
+    # The group committed the end of each partition (offsets start at 0: the end is the count).
+    ends = {p: sum(r.partition == p for r in held) for p in (0, 1)}
+    now = committed(cluster, group)
+    assert {p: now.get(p, 0) for p in (0, 1)} == ends
 
 
 # -- kafka-consumer-groups ---------------------------------------------------------------
@@ -420,6 +423,18 @@ def test_kafka_consumer_groups_describes_lag_and_resets_offsets(
     )
     described = tools.ok(CONSUMER_GROUPS, f"{b} --describe --group {group}")
     assert {int(r["PARTITION"]): int(r["LAG"]) for r in table(described.stdout)} == {0: 0, 1: 0}
+
+    assert group in tools.ok(CONSUMER_GROUPS, f"{b} --list").stdout.split()
+    state = tools.ok(CONSUMER_GROUPS, f"{b} --describe --group {group} --state").stdout
+    shown = re.search(
+        rf"^{group}\s+127\.0\.0\.1:\d+\s+\((\d+)\)\s+\S*\s+Empty\s+0\s*$", state, re.M
+    )
+    assert shown is not None and int(shown[1]) in cluster.brokers, state
+
+    deleted = tools.ok(CONSUMER_GROUPS, f"{b} --delete --group {group}")
+    assert f"'{group}'" in deleted.stdout and "successful" in deleted.stdout
+    with Admin(cluster.bootstrap) as admin:
+        assert group not in {g.group_id for g in admin.list_groups()}
 
     nobody = unique("nobody")
     unknown = tools.run(CONSUMER_GROUPS, f"{b} --describe --group {nobody}")
