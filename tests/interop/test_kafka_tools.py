@@ -237,12 +237,21 @@ def committed(cluster: Cluster, group: str) -> dict[int, int]:
 
 
 def table(output: str) -> list[dict[str, str]]:
-    """The rows of a kafka-consumer-groups table (its header line starts with GROUP)."""
-    lines = [line.split() for line in output.splitlines() if line.strip()]
-    for i, words in enumerate(lines):
-        if words[:2] == ["GROUP", "TOPIC"]:
-            return [dict(zip(words, row, strict=True)) for row in lines[i + 1 :]]
-    raise AssertionError(f"no GROUP table in:\n{output}")
+    """The rows of a kafka-consumer-groups table: its header is the run of upper-case words
+    from GROUP TOPIC on, and each row the next header's worth of words.  Kafka 3.9 prints
+    the rows of ``--reset-offsets`` without line breaks between them, so lines are not rows."""
+    words = output.split()
+    start = next((i for i in range(len(words)) if words[i : i + 2] == ["GROUP", "TOPIC"]), None)
+    assert start is not None, f"no GROUP table in:\n{output}"
+    end = start
+    while end < len(words) and re.fullmatch(r"[A-Z-]+", words[end]):
+        end += 1
+    header, cells = words[start:end], words[end:]
+    assert cells and len(cells) % len(header) == 0, f"not a table of {header} in:\n{output}"
+    return [
+        dict(zip(header, cells[k : k + len(header)], strict=True))
+        for k in range(0, len(cells), len(header))
+    ]
 
 
 # -- kafka-topics ----------------------------------------------------------------------------
