@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/$(BIN):$(PATH)
 PYTEST_ARGS ?=
 
-.PHONY: e2e-k8s e2e-k8s-short k8s-up k8s-down k8s-images docs-check test install system-deps venv check lint typecheck layers proto proto-check up down unit e2e bench clean
+.PHONY: e2e-k8s e2e-k8s-short k8s-up k8s-down k8s-images docs-check test install system-deps venv check lint typecheck layers proto proto-check up down unit e2e interop-slow bench clean
 
 test: install check
 	$(BIN)/pytest -m "not slow and not k8s" $(PYTEST_ARGS)
@@ -18,6 +18,7 @@ install: system-deps venv
 system-deps:
 	bash scripts/install-system-deps.sh
 	bash scripts/fetch-kafka-clients.sh
+	bash scripts/fetch-kafka-tools.sh
 
 venv: $(VENV)/.installed
 
@@ -55,6 +56,10 @@ unit: venv
 
 e2e: install
 	$(BIN)/pytest tests/e2e tests/interop -m "not k8s" $(PYTEST_ARGS)
+
+# The slow interop suites: Kafka's verifiable producer and consumer across a leader kill.
+interop-slow: install
+	$(BIN)/pytest tests/interop -m slow $(PYTEST_ARGS)
 
 up: install
 	$(BIN)/headwater dev up --brokers 3 --data-dir .headwater-dev
