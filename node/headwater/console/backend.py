@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 from headwater import errors
 from headwater.client import (
     Admin,
+    ConfigEntry,
     Consumer,
     ConsumerRecord,
     PartitionMetadata,
@@ -100,6 +101,7 @@ class TopicPage(NamedTuple):
     partitions: list[PartitionRow]
     configs: list[ConfigRow]
     sizes_error: str
+    configs_error: str = ""
 
 
 class RecordRow(NamedTuple):
@@ -214,6 +216,8 @@ class ClusterView:
         tps = [TopicPartition(name, p.partition) for p in desc.partitions]
         earliest = self._offsets(tps, "earliest")
         latest = self._offsets(tps, "latest")
+        # Sizes and configs need more than DESCRIBE on the topic (DESCRIBE on the cluster,
+        # DESCRIBE_CONFIGS): a principal without them still sees the partitions.
         sizes: dict[TopicPartition, int] = {}
         sizes_error = ""
         try:
@@ -224,7 +228,12 @@ class ClusterView:
                             sizes[tp] = max(sizes.get(tp, 0), info.size)
         except errors.HeadwaterError as exc:
             sizes_error = str(exc)
-        configs = self.admin.describe_configs([name]).get(name, {})
+        configs: dict[str, ConfigEntry] = {}
+        configs_error = ""
+        try:
+            configs = self.admin.describe_configs([name]).get(name, {})
+        except errors.HeadwaterError as exc:
+            configs_error = str(exc)
         return TopicPage(
             name=name,
             internal=desc.internal,
@@ -245,6 +254,7 @@ class ClusterView:
                 for c in sorted(configs.values())
             ],
             sizes_error=sizes_error,
+            configs_error=configs_error,
         )
 
     def _offsets(self, tps: list[TopicPartition], spec: str | int) -> dict[TopicPartition, int]:

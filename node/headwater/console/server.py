@@ -4,6 +4,7 @@ bench), both through aiohttp's runner on one host and port."""
 from __future__ import annotations
 
 import asyncio
+import signal
 import threading
 from collections.abc import Callable
 
@@ -24,14 +25,16 @@ async def _start(app: web.Application, host: str, port: int) -> tuple[web.AppRun
 
 
 def run(app: web.Application, host: str, port: int, on_ready: Callable[[int], None]) -> None:
-    """Serve until interrupted; ``on_ready(port)`` once listening.  OSError if the port
-    cannot be bound."""
+    """Serve until interrupted or sent SIGTERM; ``on_ready(port)`` once listening.  OSError
+    if the port cannot be bound."""
 
     async def main() -> None:
         runner, bound = await _start(app, host, port)
+        stop = asyncio.Event()
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
         try:
             on_ready(bound)
-            await asyncio.Event().wait()
+            await stop.wait()
         finally:
             await runner.cleanup()
 
