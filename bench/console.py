@@ -68,7 +68,7 @@ def main() -> None:
             admin.alter_consumer_group_offsets(g, {TopicPartition(data, 0): args.records // 2})
         print(f"committed offsets of {args.groups} groups in {time.perf_counter() - start:.1f} s")
 
-        view = ClusterView(ClientOptions(cluster.bootstrap, {"request_timeout_ms": 30000}))
+        view = ClusterView(ClientOptions(cluster.bootstrap, request_timeout_ms=30000))
         try:
             with RunningConsole(make_app(view, Settings())) as console:
                 middle = args.records // 2

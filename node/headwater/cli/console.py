@@ -43,10 +43,7 @@ def _run(args: argparse.Namespace) -> int:
             "pip install 'headwater[console]'"
         ) from None
     security = security_for(args)
-    options = ClientOptions(
-        args.bootstrap,
-        {"security": security, "request_timeout_ms": args.request_timeout_ms},
-    )
+    options = ClientOptions(args.bootstrap, args.request_timeout_ms, security)
     try:
         view = ClusterView(options)
     except ValueError as exc:

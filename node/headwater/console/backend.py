@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from headwater import errors
@@ -39,11 +38,14 @@ BROWSE_FETCH_BYTES = 4 * 1024 * 1024
 
 
 class ClientOptions(NamedTuple):
-    """What the console's clients are made with: the brokers and the client settings
-    (``security``, timeouts) that Admin, Consumer and Producer all take."""
+    """What the console's clients are made with: the brokers, how long a call may take
+    (a page waits at most that for the cluster), and the identity: the client's
+    ``ClientSecurity`` (TLS, SASL) as the CLI's ``--command-config`` builds it, or None
+    for PLAINTEXT."""
 
     bootstrap: str
-    settings: Mapping[str, Any]
+    request_timeout_ms: int = 10000
+    security: Any = None
 
 
 class BrokerRow(NamedTuple):
@@ -161,7 +163,12 @@ class ClusterView:
 
     def __init__(self, options: ClientOptions) -> None:
         self.options = options
-        self.admin = Admin(options.bootstrap, **options.settings)
+        self.admin = Admin(
+            options.bootstrap,
+            request_timeout_ms=options.request_timeout_ms,
+            default_api_timeout_ms=options.request_timeout_ms,
+            security=options.security,
+        )
         self._producer: Producer | None = None
         self._lock = threading.Lock()
 
@@ -292,7 +299,9 @@ class ClusterView:
             max_partition_fetch_bytes=BROWSE_FETCH_BYTES,
             fetch_max_bytes=BROWSE_FETCH_BYTES,
             client_id="headwater-console",
-            **self.options.settings,
+            request_timeout_ms=self.options.request_timeout_ms,
+            default_api_timeout_ms=self.options.request_timeout_ms,
+            security=self.options.security,
         )
         try:
             consumer.assign([tp])
@@ -362,7 +371,11 @@ class ClusterView:
         with self._lock:
             if self._producer is None:
                 self._producer = Producer(
-                    self.options.bootstrap, linger_ms=0, max_block_ms=10000, **self.options.settings
+                    self.options.bootstrap,
+                    linger_ms=0,
+                    max_block_ms=self.options.request_timeout_ms,
+                    request_timeout_ms=self.options.request_timeout_ms,
+                    security=self.options.security,
                 )
             producer = self._producer
         future = producer.send(
@@ -392,13 +405,16 @@ class ClusterView:
         by_time = (
             self._offsets(tps, form.amount) if form.spec in ("to-datetime", "by-duration") else {}
         )
+        earliest = self._offsets(tps, "earliest")
+        latest = self._offsets(tps, "latest")
+        unknown = [tp.partition for tp in tps if tp not in earliest or tp not in latest]
+        if unknown:
+            raise errors.LeaderNotAvailableError(
+                f"partitions {unknown} of {form.topic!r} have no leader to ask for their "
+                "offsets; try again"
+            )
         plan = offsets.plan_reset(
-            form,
-            tps,
-            earliest=self._offsets(tps, "earliest"),
-            latest=self._offsets(tps, "latest"),
-            committed=committed,
-            by_time=by_time,
+            form, tps, earliest=earliest, latest=latest, committed=committed, by_time=by_time
         )
         if form.execute:
             self.admin.alter_consumer_group_offsets(

@@ -23,6 +23,7 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support.expected_conditions import staleness_of
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from tests.e2e.console.web import serve_console
@@ -73,8 +74,11 @@ def fill(browser: WebDriver, form: str, **fields: str) -> None:
 
 
 def submit(browser: WebDriver, form: str, button: str = "") -> None:
+    """Submit ``form`` and wait for the next page's message."""
     selector = f"#{form} button[type=submit]" + (f"[value={button}]" if button else "")
+    old = browser.find_element(By.TAG_NAME, "html")
     browser.find_element(By.CSS_SELECTOR, selector).click()
+    WebDriverWait(browser, WAIT_S).until(staleness_of(old))
     WebDriverWait(browser, WAIT_S).until(
         lambda d: d.find_elements(By.CSS_SELECTOR, "#message, #error")
     )

@@ -68,11 +68,9 @@ class WebClient:
 
 
 @contextmanager
-def serve_console(
-    bootstrap: str, *, read_only: bool = False, **settings: object
-) -> Iterator[RunningConsole]:
+def serve_console(bootstrap: str, *, read_only: bool = False) -> Iterator[RunningConsole]:
     """The console over ``bootstrap``, served on a free port of 127.0.0.1."""
-    view = ClusterView(ClientOptions(bootstrap, {"request_timeout_ms": 15000, **settings}))
+    view = ClusterView(ClientOptions(bootstrap, request_timeout_ms=15000))
     try:
         with RunningConsole(make_app(view, Settings(read_only=read_only))) as running:
             yield running
