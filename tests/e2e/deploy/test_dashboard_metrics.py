@@ -1,10 +1,11 @@
-"""Every expression of the chart's Grafana dashboards names series and labels that real
-brokers export.
+"""Every expression of the chart's Grafana dashboards and alerts names series and labels
+that real brokers export.
 
 Two real brokers serve Prometheus metrics; a topic is produced to and read, and a consumer
 group joins (a rebalance), consumes and commits, so every kind of series exists.  Each
 broker's /metrics is scraped and parsed with prometheus_client's own parser, and each
-dashboard query (panel targets, variable queries, legends) must name only series found
+dashboard query (panel targets, variable queries, legends) and alert (with the labels
+its annotations use) must name only series found
 there and labels those series carry (or that Prometheus adds: instance, job, pod, ...).
 """
 

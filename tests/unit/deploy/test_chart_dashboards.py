@@ -88,3 +88,29 @@ def test_names_are_read_from_promql() -> None:
     assert got.labels == {"le", "rpc", "outcome", "topic", "group"}
     got = dashboards.names(Query("d", "v", "label_values(headwater_log_size_bytes, topic)"))
     assert got == dashboards.Names(frozenset({"headwater_log_size_bytes"}), frozenset({"topic"}))
+
+
+def test_the_prometheus_rule_is_off_by_default_and_carries_the_alerts() -> None:
+    assert chart.find(chart.render(), "PrometheusRule") == []
+    values = {"metrics": {"prometheusRule": {"enabled": True, "labels": {"release": "kps"}}}}
+    [rule] = chart.find(chart.render(values), "PrometheusRule")
+    assert rule["apiVersion"] == "monitoring.coreos.com/v1"
+    assert rule["metadata"]["labels"]["release"] == "kps"
+    alerts = [r for g in rule["spec"]["groups"] for r in g["rules"]]
+    assert alerts == dashboards.rules()
+    assert {a["alert"] for a in alerts} >= {
+        "HeadwaterNoActiveController",
+        "HeadwaterOfflinePartitions",
+        "HeadwaterUnderReplicatedPartitions",
+        "HeadwaterIsrShrinking",
+        "HeadwaterConsumerLagGrowing",
+    }
+    for alert in alerts:
+        assert alert["labels"]["severity"] in ("warning", "critical"), alert["alert"]
+        assert alert["annotations"]["summary"] and alert["annotations"]["runbook"]
+        assert dashboards.names(dashboards.Query("", "", alert["expr"])).metrics
+
+
+def test_annotation_labels_count_as_used() -> None:
+    [lag] = [q for q in dashboards.rule_queries() if q.where == "alert HeadwaterConsumerLagGrowing"]
+    assert dashboards.names(lag).labels == {"group", "topic"}
