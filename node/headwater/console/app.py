@@ -31,7 +31,7 @@ from aiohttp import web
 from multidict import MultiDictProxy
 
 from headwater import errors
-from headwater.console import csrf, formats, inputs
+from headwater.console import charts, csrf, formats, inputs
 from headwater.console.backend import ClusterView
 
 T = TypeVar("T")
@@ -92,6 +92,7 @@ def environment() -> jinja2.Environment:
     env.filters["time"] = _time
     env.filters["size"] = _size
     env.globals["show"] = formats.show
+    env.globals["chart"] = charts.line
     env.globals["htmx"] = HTMX
     env.globals["refresh_s"] = REFRESH_S
     env.globals["max_records"] = inputs.MAX_RECORDS
@@ -327,6 +328,22 @@ async def add_partitions(request: web.Request) -> web.StreamResponse:
     return await topic(request, status, message=message, error=error)
 
 
+async def alter_configs(request: web.Request) -> web.StreamResponse:
+    form = await _form(request)
+    view = request.app[VIEW]
+
+    def act() -> str:
+        name = _topic_name(request)
+        change = inputs.config_change(form)
+        view.alter_configs(name, change)
+        done = [f"set {k}={v}" for k, v in change.set.items()]
+        done += [f"deleted {k}" for k in change.delete]
+        return f"Topic {name}: {', '.join(done)}."
+
+    status, message, error = await _change(request, act)
+    return await topic(request, status, message=message, error=error, form=form)
+
+
 async def messages(request: web.Request, status: int = 200, **extra: Any) -> web.StreamResponse:
     view = request.app[VIEW]
     params = dict(request.query)
@@ -394,6 +411,27 @@ async def reset_offsets(request: web.Request) -> web.StreamResponse:
     )
 
 
+async def delete_group(request: web.Request) -> web.StreamResponse:
+    form = await _form(request)
+    view = request.app[VIEW]
+
+    def act() -> str:
+        gid = inputs.group_id(form.get("group"))
+        if form.get("confirm") != gid:
+            raise inputs.InvalidInput("confirm", "type the group's id to delete it")
+        view.delete_group(gid)
+        return f"Deleted group {gid}."
+
+    status, message, error = await _change(request, act)
+    if status == 200:
+        return await _page(request, "groups.html", view.groups, message=message)
+    return await group(request, form.get("group", ""), status, error=error, form=form)
+
+
+async def acls(request: web.Request) -> web.StreamResponse:
+    return await _page(request, "acls.html", request.app[VIEW].security)
+
+
 async def not_found(request: web.Request) -> web.StreamResponse:
     return _render(request, "error.html", 404, error=f"No page at {request.path[:200]}.")
 
@@ -413,11 +451,14 @@ def make_app(view: ClusterView, settings: Settings) -> web.Application:
     app.router.add_get("/topics/{name}", topic)
     app.router.add_post("/topics/{name}/delete", delete_topic)
     app.router.add_post("/topics/{name}/partitions", add_partitions)
+    app.router.add_post("/topics/{name}/configs", alter_configs)
     app.router.add_get("/topics/{name}/messages", messages)
     app.router.add_post("/topics/{name}/messages", produce)
     app.router.add_get("/groups", groups)
     app.router.add_get("/group", group)
     app.router.add_post("/group/reset", reset_offsets)
+    app.router.add_post("/group/delete", delete_group)
+    app.router.add_get("/acls", acls)
     app.router.add_static("/static/", _package_dir("static"), show_index=False)
     app.router.add_route("*", "/{tail:.*}", not_found)
     return app

@@ -15,6 +15,7 @@ fetch sizes bounded), so a browse never loads a whole topic.
 
 from __future__ import annotations
 
+import collections
 import threading
 import time
 from typing import Any, NamedTuple
@@ -30,11 +31,18 @@ from headwater.client import (
     TopicPartition,
 )
 from headwater.console import inputs, offsets
+from headwater.security.acls import AclBindingFilter
 
 BROWSE_WAIT_S = 3.0
 """How long a browse waits for records it knows are there before showing what it has."""
 
 BROWSE_FETCH_BYTES = 4 * 1024 * 1024
+
+LAG_SAMPLES = 200
+"""How many samples of a group's lag the console keeps (one every few seconds while the
+group's page is open)."""
+
+LAG_SAMPLE_EVERY_MS = 1000
 
 
 class ClientOptions(NamedTuple):
@@ -65,6 +73,22 @@ class TopicRow(NamedTuple):
     offline: int
 
 
+class MoveRow(NamedTuple):
+    """A partition being reassigned; ``caught_up`` of its ``adding`` replicas are in sync."""
+
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    adding: tuple[int, ...]
+    removing: tuple[int, ...]
+    caught_up: int
+
+    @property
+    def progress(self) -> int:
+        """Percent of the new replicas that have caught up."""
+        return 100 * self.caught_up // len(self.adding) if self.adding else 100
+
+
 class ClusterPage(NamedTuple):
     cluster_id: str
     controller_id: int
@@ -74,6 +98,30 @@ class ClusterPage(NamedTuple):
     partitions: int
     under_replicated: list[PartitionMetadata]
     offline: list[PartitionMetadata]
+    moves: list[MoveRow] = []
+    moves_error: str = ""
+
+
+class AclRow(NamedTuple):
+    resource_type: str
+    name: str
+    pattern_type: str
+    principal: str
+    host: str
+    operation: str
+    permission: str
+
+
+class UserRow(NamedTuple):
+    user: str
+    mechanisms: str
+
+
+class SecurityPage(NamedTuple):
+    acls: list[AclRow]
+    acls_error: str
+    users: list[UserRow]
+    users_error: str
 
 
 class PartitionRow(NamedTuple):
@@ -147,6 +195,8 @@ class GroupPage(NamedTuple):
     coordinator: str
     members: list[MemberRow]
     lag: list[offsets.LagRow]
+    history: list[tuple[int, int]] = []
+    """(time in ms, total lag) samples, oldest first."""
 
     @property
     def total_lag(self) -> int:
@@ -171,6 +221,7 @@ class ClusterView:
         )
         self._producer: Producer | None = None
         self._lock = threading.Lock()
+        self._lag: dict[str, collections.deque[tuple[int, int]]] = {}
 
     def close(self) -> None:
         with self._lock:
@@ -189,6 +240,24 @@ class ClusterView:
             BrokerRow(b.broker_id, b.address, b.rack, b.version, b.broker_id == desc.controller_id)
             for b in sorted(desc.brokers)
         ]
+        isr = {TopicPartition(p.topic, p.partition): p.isr for p in parts}
+        moves: list[MoveRow] = []
+        moves_error = ""
+        try:
+            for tp, move in sorted(self.admin.list_partition_reassignments().items()):
+                in_sync = isr.get(tp, ())
+                moves.append(
+                    MoveRow(
+                        tp.topic,
+                        tp.partition,
+                        move.replicas,
+                        move.adding_replicas,
+                        move.removing_replicas,
+                        sum(1 for b in move.adding_replicas if b in in_sync),
+                    )
+                )
+        except errors.HeadwaterError as exc:
+            moves_error = str(exc)
         return ClusterPage(
             cluster_id=desc.cluster_id,
             controller_id=desc.controller_id,
@@ -198,6 +267,8 @@ class ClusterView:
             partitions=len(parts),
             under_replicated=[p for p in parts if p.leader >= 0 and len(p.isr) < len(p.replicas)],
             offline=[p for p in parts if p.leader < 0],
+            moves=moves,
+            moves_error=moves_error,
         )
 
     def topics(self) -> list[TopicRow]:
@@ -341,6 +412,8 @@ class ClusterView:
         }
         log_end = self._offsets(list(committed), "latest")
         owner = {tp: m.member_id for m in g.members for tp in m.assignment}
+        lag = offsets.lag_rows(committed, log_end, owner)
+        history = self._sample_lag(gid, sum(r.lag or 0 for r in lag))
         return GroupPage(
             group_id=gid,
             state=g.state,
@@ -352,8 +425,57 @@ class ClusterView:
                 MemberRow(m.member_id, m.client_id, m.host, m.group_instance_id, list(m.assignment))
                 for m in g.members
             ],
-            lag=offsets.lag_rows(committed, log_end, owner),
+            lag=lag,
+            history=history,
         )
+
+    def _sample_lag(self, gid: str, total: int) -> list[tuple[int, int]]:
+        """Record ``gid``'s total lag now (at most one sample a second); its samples."""
+        now = int(time.time() * 1000)
+        with self._lock:
+            samples = self._lag.get(gid)
+            if samples is None:
+                if len(self._lag) >= 1000:  # forget the group seen longest ago
+                    self._lag.pop(next(iter(self._lag)))
+                samples = self._lag[gid] = collections.deque(maxlen=LAG_SAMPLES)
+            if not samples or now - samples[-1][0] >= LAG_SAMPLE_EVERY_MS:
+                samples.append((now, total))
+            return list(samples)
+
+    def security(self) -> SecurityPage:
+        """The ACLs and SCRAM users this principal may describe (DESCRIBE on the cluster)."""
+        acls: list[AclRow] = []
+        acls_error = users_error = ""
+        try:
+            for b in sorted(self.admin.describe_acls(AclBindingFilter.any()), key=str):
+                p, e = b.pattern, b.entry
+                acls.append(
+                    AclRow(
+                        p.resource_type.name,
+                        p.name,
+                        p.pattern_type.name,
+                        e.principal,
+                        e.host,
+                        e.operation.name,
+                        e.permission_type.name,
+                    )
+                )
+        except errors.HeadwaterError as exc:
+            acls_error = str(exc)
+        users: list[UserRow] = []
+        try:
+            described = self.admin.describe_user_scram_credentials(raise_on_error=False)
+            for user, d in sorted(described.items()):
+                if isinstance(d, errors.HeadwaterError):
+                    users.append(UserRow(user, str(d)))
+                else:
+                    mechs = ", ".join(
+                        f"{c.mechanism} ({c.iterations} iterations)" for c in d.credential_infos
+                    )
+                    users.append(UserRow(user, mechs))
+        except errors.HeadwaterError as exc:
+            users_error = str(exc)
+        return SecurityPage(acls, acls_error, users, users_error)
 
     # -- changing ----------------------------------------------------------------------
 
@@ -362,6 +484,12 @@ class ClusterView:
 
     def delete_topic(self, name: str) -> None:
         self.admin.delete_topics([name])
+
+    def alter_configs(self, name: str, change: inputs.ConfigChange) -> None:
+        self.admin.alter_topic_configs(name, set_configs=change.set, delete_configs=change.delete)
+
+    def delete_group(self, gid: str) -> None:
+        self.admin.delete_groups([gid])
 
     def add_partitions(self, name: str, total: int) -> None:
         self.admin.create_partitions({name: total})

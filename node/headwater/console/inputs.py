@@ -218,6 +218,31 @@ def new_topic(form: Mapping[str, str]) -> NewTopicForm:
     return NewTopicForm(name, parts, rf, config_pairs(form.get("configs")))
 
 
+class ConfigChange(NamedTuple):
+    """Topic configs to set and to delete (back to the broker's default)."""
+
+    set: dict[str, str]
+    delete: list[str]
+
+
+def config_change(form: Mapping[str, str]) -> ConfigChange:
+    """The alter-configs form: ``name=value`` lines to set, names (one a line) to delete."""
+    to_set = config_pairs(form.get("set"), field="set")
+    to_delete = []
+    for n, line in enumerate((form.get("delete") or "").splitlines(), 1):
+        name = line.strip()
+        if not name:
+            continue
+        if not _CONFIG_NAME.match(name):
+            raise InvalidInput("delete", f"line {n}: {_shown(name)} is not a config name")
+        if name in to_set:
+            raise InvalidInput("delete", f"line {n}: {name} is both set and deleted")
+        to_delete.append(name)
+    if not to_set and not to_delete:
+        raise InvalidInput("set", "nothing to change: give configs to set or to delete")
+    return ConfigChange(to_set, to_delete)
+
+
 def new_partition_count(form: Mapping[str, str], current: int) -> int:
     """The add-partitions form: a new total, larger than the topic's ``current`` count."""
     total = integer("partitions", form.get("partitions"), low=1, high=MAX_PARTITIONS)

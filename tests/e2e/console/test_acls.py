@@ -87,3 +87,11 @@ def test_the_console_sees_and_changes_only_what_its_acls_allow(
     assert page.has("0 records from offset 0")
     with Admin(cluster.bootstrap) as admin:
         assert visible in admin.list_topics()
+
+    page = web.get("/acls")
+    assert page.status == 200
+    assert page.has(
+        "<tr><td>TOPIC</td><td>visible-</td><td>PREFIXED</td><td>User:ANONYMOUS</td>"
+        "<td>*</td><td>READ</td><td>ALLOW</td></tr>"
+    )
+    assert page.has("No SCRAM users.")

@@ -52,6 +52,7 @@ def test_the_cluster_page(web: WebClient, cluster: Cluster) -> None:
         assert page.has(broker.address)
     assert 'id="under-replicated-count">0<' in page.text
     assert 'id="offline-count">0<' in page.text
+    assert 'id="moves-count">0<' in page.text
     assert "Content-Security-Policy" in page.headers
     assert web.get("/").status == 200  # redirected to the cluster page
 
@@ -69,6 +70,20 @@ def test_create_describe_grow_and_delete_a_topic(web: WebClient, cluster: Cluste
             isr = ",".join(map(str, p.isr))
             assert page.has(f"<td>{p.partition}</td><td>{p.leader}</td>"), p
             assert page.has(f"<td>{isr}</td>")
+
+    page = web.post(
+        f"/topics/{name}/configs", {"set": "retention.ms=654321", "delete": "cleanup.policy"}
+    )
+    assert page.message() == (f"Topic {name}: set retention.ms=654321, deleted cleanup.policy."), (
+        page.message()
+    )
+    with Admin(cluster.bootstrap) as admin:
+        configs = admin.describe_configs([name])[name]
+    assert configs["retention.ms"].value == "654321"
+    assert configs["cleanup.policy"].source != "DYNAMIC_TOPIC_CONFIG"
+    page = web.post(f"/topics/{name}/configs", {"set": "retention.ms=soon"})
+    assert page.status == 409
+    assert "INVALID_CONFIG" in page.message()
 
     page = web.post(f"/topics/{name}/partitions", {"partitions": "2"})
     assert page.status == 400
@@ -239,6 +254,15 @@ def test_groups_lag_and_reset_offsets(web: WebClient, cluster: Cluster) -> None:
     page = web.post("/group/reset", {"group": group, "topic": name, "spec": "to-offset"})
     assert page.status == 400
     assert "value: '' is not a whole number" in page.message()
+
+    time.sleep(1.1)  # the console samples a group's lag at most once a second
+    page = web.get("/group", id=group)
+    assert '<polyline class="lag"' in page.text
+
+    page = web.post("/group/delete", {"group": group, "confirm": group})
+    assert page.message() == f"Deleted group {group}."
+    with Admin(cluster.bootstrap) as admin:
+        assert group not in [g.group_id for g in admin.list_groups()]
 
 
 def test_read_only_refuses_changes(cluster: Cluster) -> None:

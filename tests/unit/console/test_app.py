@@ -59,7 +59,17 @@ class StandIn(backend.ClusterView):
 
     def group(self, gid: str) -> backend.GroupPage:
         lag = offsets.lag_rows({TopicPartition("orders", 0): 1}, {}, {})
-        return backend.GroupPage(gid, "Empty", "classic", "", 1, "1", [], lag)
+        return backend.GroupPage(gid, "Empty", "classic", "", 1, "1", [], lag, [(0, 1), (9, 4)])
+
+    def security(self) -> backend.SecurityPage:
+        row = backend.AclRow("TOPIC", EVIL, "LITERAL", "User:" + EVIL, "*", "READ", "ALLOW")
+        return backend.SecurityPage([row], "", [backend.UserRow(EVIL, "SCRAM-SHA-256")], "")
+
+    def alter_configs(self, name: str, change: inputs.ConfigChange) -> None:
+        self.changes.append(("configs", change))
+
+    def delete_group(self, gid: str) -> None:
+        self.changes.append(("delete-group", gid))
 
     def create_topic(self, form: inputs.NewTopicForm) -> None:
         self.changes.append(("create", form))
@@ -95,7 +105,7 @@ def changes(client: TestClient[Any, Any]) -> list[tuple[str, Any]]:
 
 @pytest.mark.parametrize(
     "path",
-    ["/topics/orders", "/topics/orders/messages", "/groups", "/group?id=" + EVIL],
+    ["/topics/orders", "/topics/orders/messages", "/groups", "/group?id=" + EVIL, "/acls"],
 )
 async def test_hostile_text_is_escaped_on_every_page(
     client: TestClient[Any, Any], path: str
@@ -211,8 +221,36 @@ async def test_read_only_refuses_every_change() -> None:
             ("/topics/orders/partitions", {"partitions": "9"}),
             ("/topics/orders/messages", {"value": "v"}),
             ("/group/reset", {"group": "g", "topic": "orders", "spec": "to-earliest"}),
+            ("/group/delete", {"group": "g", "confirm": "g"}),
+            ("/topics/orders/configs", {"set": "retention.ms=1"}),
         ]:
             resp = await c.post(path, data={"csrf_token": token, **data})
             assert resp.status == 403, path
             assert "The console is read-only" in await resp.text()
     assert view.changes == []
+
+
+async def test_the_group_page_draws_its_lag_as_svg(client: TestClient[Any, Any]) -> None:
+    body = await (await client.get("/group?id=g")).text()
+    assert '<polyline class="lag" points="0.0,90.0 600.0,0.0"/>' in body
+
+
+async def test_config_changes_and_group_deletion(client: TestClient[Any, Any]) -> None:
+    token = await token_of(client)
+    resp = await client.post(
+        "/topics/orders/configs",
+        data={"csrf_token": token, "set": "retention.ms=1000", "delete": "cleanup.policy"},
+    )
+    assert resp.status == 200
+    assert "Topic orders: set retention.ms=1000, deleted cleanup.policy." in await resp.text()
+    resp = await client.post("/group/delete", data={"csrf_token": token, "group": "g"})
+    assert resp.status == 400
+    assert "type the group&#39;s id to delete it" in await resp.text()
+    resp = await client.post(
+        "/group/delete", data={"csrf_token": token, "group": "g", "confirm": "g"}
+    )
+    assert "Deleted group g." in await resp.text()
+    assert changes(client) == [
+        ("configs", inputs.ConfigChange({"retention.ms": "1000"}, ["cleanup.policy"])),
+        ("delete-group", "g"),
+    ]

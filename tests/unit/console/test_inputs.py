@@ -159,3 +159,14 @@ def test_reset_forms() -> None:
         ({"topic": "a b", "spec": "to-latest"}, "topic"),
     ]:
         assert refused(inputs.reset_form, form, now).field == field
+
+
+def test_config_changes() -> None:
+    got = inputs.config_change({"set": "retention.ms=5\n", "delete": "cleanup.policy\n\n"})
+    assert got == inputs.ConfigChange({"retention.ms": "5"}, ["cleanup.policy"])
+    assert "nothing to change" in refused(inputs.config_change, {}).message
+    assert (
+        "both set and deleted"
+        in refused(inputs.config_change, {"set": "a=1", "delete": "a"}).message
+    )
+    assert "not a config name" in refused(inputs.config_change, {"delete": "A B"}).message
