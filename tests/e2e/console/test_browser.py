@@ -20,6 +20,7 @@ from headwater.client import Admin, Consumer, Producer, TopicPartition
 from headwater.console.server import RunningConsole
 from headwater.testing import Cluster
 from selenium import webdriver
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
@@ -92,6 +93,13 @@ def text_of(browser: WebDriver, css: str) -> str:
     return str(browser.find_element(By.CSS_SELECTOR, css).text)
 
 
+def wait_text(browser: WebDriver, css: str, expected: str) -> None:
+    """Wait until ``css`` shows ``expected`` (htmx swaps the live section meanwhile)."""
+    WebDriverWait(
+        browser, WAIT_S, ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)
+    ).until(lambda d: text_of(d, css) == expected)
+
+
 def script_errors(browser: WebDriver) -> list[str]:
     return [
         str(entry["message"])
@@ -158,7 +166,7 @@ def test_a_user_in_the_browser(
         for i in range(5):
             producer.send(topic, f"late{i}".encode(), partition=0)
         producer.flush()
-    WebDriverWait(browser, WAIT_S).until(lambda d: text_of(d, "#total-lag") == "5")
+    wait_text(browser, "#total-lag", "5")
     assert browser.execute_script("return window.notReloaded") is True  # type: ignore[no-untyped-call]
     shot("group-lag")
 
@@ -173,7 +181,7 @@ def test_a_user_in_the_browser(
         submit(browser, "reset-offsets", "execute")
         assert message(browser) == f"Committed new offsets of group {group} on {topic}."
         assert admin.list_consumer_group_offsets(group)[tp].offset == 3
-    WebDriverWait(browser, WAIT_S).until(lambda d: text_of(d, "#total-lag") == "12")
+    wait_text(browser, "#total-lag", "12")
     shot("reset-executed")
     assert script_errors(browser) == []
 
