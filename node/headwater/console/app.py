@@ -92,7 +92,7 @@ def environment() -> jinja2.Environment:
     env.filters["time"] = _time
     env.filters["size"] = _size
     env.globals["show"] = formats.show
-    env.globals["chart"] = charts.line
+    env.globals["lag_chart"] = charts.lag_chart
     env.globals["htmx"] = HTMX
     env.globals["refresh_s"] = REFRESH_S
     env.globals["max_records"] = inputs.MAX_RECORDS

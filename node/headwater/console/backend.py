@@ -30,7 +30,7 @@ from headwater.client import (
     Producer,
     TopicPartition,
 )
-from headwater.console import inputs, offsets
+from headwater.console import charts, inputs, offsets
 from headwater.security.acls import AclBindingFilter
 
 BROWSE_WAIT_S = 3.0
@@ -195,8 +195,8 @@ class GroupPage(NamedTuple):
     coordinator: str
     members: list[MemberRow]
     lag: list[offsets.LagRow]
-    history: list[tuple[int, int]] = []
-    """(time in ms, total lag) samples, oldest first."""
+    history: list[charts.LagSample] = []
+    """Samples of the lag (total and per partition), oldest first."""
 
     @property
     def total_lag(self) -> int:
@@ -221,7 +221,7 @@ class ClusterView:
         )
         self._producer: Producer | None = None
         self._lock = threading.Lock()
-        self._lag: dict[str, collections.deque[tuple[int, int]]] = {}
+        self._lag: dict[str, collections.deque[charts.LagSample]] = {}
 
     def close(self) -> None:
         with self._lock:
@@ -413,7 +413,7 @@ class ClusterView:
         log_end = self._offsets(list(committed), "latest")
         owner = {tp: m.member_id for m in g.members for tp in m.assignment}
         lag = offsets.lag_rows(committed, log_end, owner)
-        history = self._sample_lag(gid, sum(r.lag or 0 for r in lag))
+        history = self._sample_lag(gid, lag)
         return GroupPage(
             group_id=gid,
             state=g.state,
@@ -429,9 +429,12 @@ class ClusterView:
             history=history,
         )
 
-    def _sample_lag(self, gid: str, total: int) -> list[tuple[int, int]]:
-        """Record ``gid``'s total lag now (at most one sample a second); its samples."""
+    def _sample_lag(self, gid: str, rows: list[offsets.LagRow]) -> list[charts.LagSample]:
+        """Record ``gid``'s lag now, total and per partition (at most one sample a
+        second); its samples."""
         now = int(time.time() * 1000)
+        by = {f"{r.topic}-{r.partition}": r.lag for r in rows if r.lag is not None}
+        by[charts.TOTAL] = sum(by.values())
         with self._lock:
             samples = self._lag.get(gid)
             if samples is None:
@@ -439,7 +442,7 @@ class ClusterView:
                     self._lag.pop(next(iter(self._lag)))
                 samples = self._lag[gid] = collections.deque(maxlen=LAG_SAMPLES)
             if not samples or now - samples[-1][0] >= LAG_SAMPLE_EVERY_MS:
-                samples.append((now, total))
+                samples.append((now, by))
             return list(samples)
 
     def security(self) -> SecurityPage:

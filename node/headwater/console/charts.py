@@ -1,36 +1,59 @@
 """Small charts drawn on the server as SVG (no script, nothing inline for the CSP to refuse).
 
-:func:`line` scales ``(time, value)`` samples into an SVG polyline's points; the template
-draws it.  No I/O.
+:func:`lag_chart` scales a group's lag samples into SVG polylines' points, on one scale;
+the template draws them.  No I/O.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
+TOTAL = "total"
 
-class Line(NamedTuple):
-    """An SVG polyline's ``points`` in a ``width`` x ``height`` box, and the axis ends."""
+LagSample = tuple[int, Mapping[str, int]]
+"""(time in ms, lag by series): ``"total"`` and ``"<topic>-<partition>"``."""
 
+
+class Series(NamedTuple):
+    name: str
     points: str
+    """An SVG polyline's ``points``."""
+    latest: int
+
+
+class Chart(NamedTuple):
+    """Lines in a ``width`` x ``height`` box from 0 (bottom) to ``high`` (top), over
+    ``start_ms`` to ``end_ms``."""
+
+    series: list[Series]
     width: int
     height: int
-    low: int
     high: int
     start_ms: int
     end_ms: int
 
 
-def line(samples: Sequence[tuple[int, int]], width: int = 600, height: int = 120) -> Line | None:
-    """``samples`` (time in ms, value; oldest first) as a line from 0 up to the highest
-    value; None with fewer than two samples (nothing to draw yet)."""
+def lag_chart(
+    samples: Sequence[LagSample], *, width: int = 600, height: int = 160, partitions: int = 5
+) -> Chart | None:
+    """The total lag and the ``partitions`` partitions lagging most in the latest sample;
+    None with fewer than two samples (nothing to draw yet).  A series missing from a
+    sample (a partition not committed then) has no point there."""
     if len(samples) < 2:
         return None
+    latest = samples[-1][1]
+    names = [TOTAL] if TOTAL in latest else []
+    names += sorted((n for n in latest if n != TOTAL), key=lambda n: (-latest[n], n))[:partitions]
     start, end = samples[0][0], samples[-1][0]
-    high = max(max(v for _, v in samples), 1)
     span = max(end - start, 1)
-    points = " ".join(
-        f"{(t - start) * width / span:.1f},{height - v * height / high:.1f}" for t, v in samples
-    )
-    return Line(points, width, height, 0, high, start, end)
+    high = max([v for _, by in samples for n, v in by.items() if n in names] + [1])
+    series = []
+    for name in names:
+        points = " ".join(
+            f"{(t - start) * width / span:.1f},{height - by[name] * height / high:.1f}"
+            for t, by in samples
+            if name in by
+        )
+        series.append(Series(name, points, latest[name]))
+    return Chart(series, width, height, high, start, end)

@@ -257,7 +257,8 @@ def test_groups_lag_and_reset_offsets(web: WebClient, cluster: Cluster) -> None:
 
     time.sleep(1.1)  # the console samples a group's lag at most once a second
     page = web.get("/group", id=group)
-    assert '<polyline class="lag"' in page.text
+    assert '<polyline class="lag series-0"' in page.text
+    assert page.has(f"{name}-0 (")  # a partition's own line
 
     page = web.post("/group/delete", {"group": group, "confirm": group})
     assert page.message() == f"Deleted group {group}."

@@ -59,7 +59,8 @@ class StandIn(backend.ClusterView):
 
     def group(self, gid: str) -> backend.GroupPage:
         lag = offsets.lag_rows({TopicPartition("orders", 0): 1}, {}, {})
-        return backend.GroupPage(gid, "Empty", "classic", "", 1, "1", [], lag, [(0, 1), (9, 4)])
+        history = [(0, {"total": 1}), (9, {"total": 4, EVIL: 4})]
+        return backend.GroupPage(gid, "Empty", "classic", "", 1, "1", [], lag, history)
 
     def security(self) -> backend.SecurityPage:
         row = backend.AclRow("TOPIC", EVIL, "LITERAL", "User:" + EVIL, "*", "READ", "ALLOW")
@@ -232,7 +233,8 @@ async def test_read_only_refuses_every_change() -> None:
 
 async def test_the_group_page_draws_its_lag_as_svg(client: TestClient[Any, Any]) -> None:
     body = await (await client.get("/group?id=g")).text()
-    assert '<polyline class="lag" points="0.0,90.0 600.0,0.0"/>' in body
+    assert '<polyline class="lag series-0" points="0.0,120.0 600.0,0.0"/>' in body
+    assert '<polyline class="lag series-1" points="600.0,0.0"/>' in body
 
 
 async def test_config_changes_and_group_deletion(client: TestClient[Any, Any]) -> None:
