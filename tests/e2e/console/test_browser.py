@@ -1,10 +1,11 @@
 """The console in a real browser: Debian's Chromium, headless, driven by selenium.
 
 A user creates a topic, produces from the message page and browses it, watches a group's
-lag rise on its page without reloading (htmx polling under the Content-Security-Policy),
-resets the group's offsets with a dry run first, and is refused a change by a read-only
-console.  The browser's console must log no CSP violation or script error.  Screenshots
-of each page are kept in ``test-artifacts/console/`` (gitignored).
+lag rise and fall (while a consumer runs) on its page without reloading (htmx polling under
+the Content-Security-Policy), resets the group's offsets with a dry run first, and is
+refused a change by a read-only console.  The browser's console must log no CSP
+violation or script error.  Screenshots of each page are kept in
+``test-artifacts/console/`` (gitignored).
 """
 
 from __future__ import annotations
@@ -168,15 +169,32 @@ def test_a_user_in_the_browser(
         producer.flush()
     wait_text(browser, "#total-lag", "5")
     assert browser.execute_script("return window.notReloaded") is True  # type: ignore[no-untyped-call]
-    shot("group-lag")
+    shot("group-lag-rising")
+
+    with Consumer(
+        topic,
+        bootstrap_servers=cluster.bootstrap,
+        group_id=group,
+        enable_auto_commit=False,
+    ) as consumer:
+        seen = 0
+        deadline = time.monotonic() + 60
+        while seen < 5 and time.monotonic() < deadline:
+            seen += len(consumer.poll(1000))
+        consumer.commit()
+        wait_text(browser, "#total-lag", "0")  # the lag falls as the consumer commits
+        WebDriverWait(browser, WAIT_S).until(lambda d: "No members." not in text_of(d, "#members"))
+        assert len(browser.find_elements(By.CSS_SELECTOR, "#lag-chart polyline")) == 2
+        shot("group-lag-falling")
+    WebDriverWait(browser, WAIT_S).until(lambda d: "State Empty" in text_of(d, "#group-state"))
 
     fill(browser, "reset-offsets", topic=topic, spec="to-offset", value="3")
     submit(browser, "reset-offsets", "dry-run")
     assert message(browser).startswith(f"Dry run: group {group} would move")
-    assert "0 10 3" in text_of(browser, "#plan")
+    assert "0 15 3" in text_of(browser, "#plan")
     with Admin(cluster.bootstrap) as admin:
         tp = TopicPartition(topic, 0)
-        assert admin.list_consumer_group_offsets(group)[tp].offset == 10
+        assert admin.list_consumer_group_offsets(group)[tp].offset == 15
         shot("reset-dry-run")
         submit(browser, "reset-offsets", "execute")
         assert message(browser) == f"Committed new offsets of group {group} on {topic}."
