@@ -94,11 +94,15 @@ def text_of(browser: WebDriver, css: str) -> str:
     return str(browser.find_element(By.CSS_SELECTOR, css).text)
 
 
-def wait_text(browser: WebDriver, css: str, expected: str) -> None:
-    """Wait until ``css`` shows ``expected`` (htmx swaps the live section meanwhile)."""
+def wait_until(browser: WebDriver, done: Callable[[WebDriver], bool]) -> None:
+    """Wait for ``done`` (htmx may swap the live section between a find and a read)."""
     WebDriverWait(
         browser, WAIT_S, ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)
-    ).until(lambda d: text_of(d, css) == expected)
+    ).until(done)
+
+
+def wait_text(browser: WebDriver, css: str, expected: str) -> None:
+    wait_until(browser, lambda d: text_of(d, css) == expected)
 
 
 def script_errors(browser: WebDriver) -> list[str]:
@@ -127,7 +131,7 @@ def test_a_user_in_the_browser(
     shot("topics")
 
     browser.get(f"{base}/topics/{topic}")
-    WebDriverWait(browser, WAIT_S).until(lambda d: "offline" not in text_of(d, "#partitions"))
+    wait_until(browser, lambda d: "offline" not in text_of(d, "#partitions"))
     shot("topic")
     browser.find_element(By.ID, "browse").click()
     fill(browser, "produce", key="user-1", value='{"hello": "browser"}', headers="source: web")
@@ -159,7 +163,7 @@ def test_a_user_in_the_browser(
         consumer.commit()
 
     browser.get(base + "/groups")
-    WebDriverWait(browser, WAIT_S).until(lambda d: group in text_of(d, "#groups"))
+    wait_until(browser, lambda d: group in text_of(d, "#groups"))
     browser.find_element(By.LINK_TEXT, group).click()
     assert text_of(browser, "#total-lag") == "0"
     browser.execute_script("window.notReloaded = true")  # type: ignore[no-untyped-call]
@@ -183,10 +187,10 @@ def test_a_user_in_the_browser(
             seen += len(consumer.poll(1000))
         consumer.commit()
         wait_text(browser, "#total-lag", "0")  # the lag falls as the consumer commits
-        WebDriverWait(browser, WAIT_S).until(lambda d: "No members." not in text_of(d, "#members"))
+        wait_until(browser, lambda d: "No members." not in text_of(d, "#members"))
         assert len(browser.find_elements(By.CSS_SELECTOR, "#lag-chart polyline")) == 2
         shot("group-lag-falling")
-    WebDriverWait(browser, WAIT_S).until(lambda d: "State Empty" in text_of(d, "#group-state"))
+    wait_until(browser, lambda d: "State Empty" in text_of(d, "#group-state"))
 
     fill(browser, "reset-offsets", topic=topic, spec="to-offset", value="3")
     submit(browser, "reset-offsets", "dry-run")
