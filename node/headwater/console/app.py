@@ -126,6 +126,8 @@ def status_of(exc: BaseException) -> tuple[int, str]:
         return 403, f"Refused by the cluster's ACLs: {exc}"
     if isinstance(exc, errors.UnknownTopicOrPartitionError | errors.GroupIdNotFoundError):
         return 404, str(exc)
+    if isinstance(exc, errors.HeadwaterError) and exc.retriable:
+        return 503, f"The cluster did not answer in time; try again: {exc}"
     if isinstance(exc, errors.HeadwaterError):
         return 409, f"The cluster refused: {exc}"
     raise exc

@@ -76,6 +76,8 @@ class StandIn(backend.ClusterView):
         self.changes.append(("create", form))
         if form.name == "secret":
             raise errors.TopicAuthorizationFailedError("topic 'secret'")
+        if form.name == "slow":
+            raise errors.RequestTimedOutError("no answer in 10000 ms")
 
     def delete_topic(self, name: str) -> None:
         self.changes.append(("delete", name))
@@ -209,6 +211,13 @@ async def test_an_acl_refusal_is_shown_as_such(client: TestClient[Any, Any]) -> 
     resp = await client.post("/topics", data={"csrf_token": token, "name": "secret"})
     assert resp.status == 403
     assert "Refused by the cluster&#39;s ACLs: TOPIC_AUTHORIZATION_FAILED" in await resp.text()
+
+
+async def test_a_cluster_that_does_not_answer_is_said_so(client: TestClient[Any, Any]) -> None:
+    token = await token_of(client)
+    resp = await client.post("/topics", data={"csrf_token": token, "name": "slow"})
+    assert resp.status == 503
+    assert "The cluster did not answer in time; try again: REQUEST_TIMED_OUT" in (await resp.text())
 
 
 async def test_read_only_refuses_every_change() -> None:
