@@ -512,7 +512,13 @@ class ClusterView:
         future = producer.send(
             name, form.value, key=form.key, headers=form.headers or None, partition=form.partition
         )
-        meta = future.result(timeout=30)
+        wait_s = self.options.request_timeout_ms / 1000
+        try:
+            meta = future.result(timeout=wait_s)
+        except TimeoutError:
+            raise errors.RequestTimedOutError(
+                f"the record was not acknowledged within {wait_s:g} s (it may still be written)"
+            ) from None
         return meta.partition, meta.offset
 
     def reset_offsets(self, gid: str, form: inputs.ResetForm) -> list[offsets.ResetRow]:
