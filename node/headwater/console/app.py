@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from importlib import resources
@@ -35,6 +36,7 @@ from headwater.console import charts, csrf, formats, inputs
 from headwater.console.backend import ClusterView
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 HTMX = "htmx-2.0.11.min.js"
 REFRESH_S = 3
@@ -244,6 +246,11 @@ async def security_middleware(
         if exc.status < 400:
             raise
         response = _render(request, "error.html", exc.status, error=f"{exc.reason}.")
+    except Exception as exc:  # a bug: say so on the page, the traceback goes to the log
+        log.exception("console: %s %s failed", request.method, request.path)
+        response = _render(
+            request, "error.html", 500, error=f"The console failed: {type(exc).__name__}: {exc}"
+        )
     for name, value in SECURITY_HEADERS.items():
         response.headers[name] = value
     if fresh:

@@ -80,6 +80,8 @@ class StandIn(backend.ClusterView):
             raise errors.RequestTimedOutError("no answer in 10000 ms")
 
     def delete_topic(self, name: str) -> None:
+        if name == "buggy":
+            raise KeyError("a bug")
         self.changes.append(("delete", name))
 
     def produce(self, name: str, form: inputs.ProduceForm) -> tuple[int, int]:
@@ -218,6 +220,17 @@ async def test_a_cluster_that_does_not_answer_is_said_so(client: TestClient[Any,
     resp = await client.post("/topics", data={"csrf_token": token, "name": "slow"})
     assert resp.status == 503
     assert "The cluster did not answer in time; try again: REQUEST_TIMED_OUT" in (await resp.text())
+
+
+async def test_a_bug_is_a_page_with_the_security_headers(
+    client: TestClient[Any, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    token = await token_of(client)
+    resp = await client.post("/topics/buggy/delete", data={"csrf_token": token, "confirm": "buggy"})
+    assert resp.status == 500
+    assert "The console failed: KeyError: &#39;a bug&#39;" in await resp.text()
+    assert "script-src 'self'" in resp.headers["Content-Security-Policy"]
+    assert "console: POST /topics/buggy/delete failed" in caplog.text
 
 
 async def test_read_only_refuses_every_change() -> None:
