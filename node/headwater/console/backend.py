@@ -61,6 +61,7 @@ class BrokerRow(NamedTuple):
     address: str
     rack: str | None
     version: str
+    protocol_version: str
     controller: bool
 
 
@@ -237,7 +238,14 @@ class ClusterView:
         topics = self.admin.describe_topics()
         parts = [p for t in topics.values() for p in t.partitions]
         brokers = [
-            BrokerRow(b.broker_id, b.address, b.rack, b.version, b.broker_id == desc.controller_id)
+            BrokerRow(
+                b.broker_id,
+                b.address,
+                b.rack,
+                b.version,
+                b.protocol_version,
+                b.broker_id == desc.controller_id,
+            )
             for b in sorted(desc.brokers)
         ]
         isr = {TopicPartition(p.topic, p.partition): p.isr for p in parts}
