@@ -61,7 +61,7 @@ class WebClient:
 
     def post(self, path: str, form: Mapping[str, str], *, token: str | None = None) -> Page:
         if not self.token:
-            self.get("/cluster")
+            self.get("/topics")  # a page with a form, so with the token
         data = {"csrf_token": self.token if token is None else token, **form}
         body = urllib.parse.urlencode(data).encode()
         return self._open(urllib.request.Request(self.base + path, data=body, method="POST"))
