@@ -509,8 +509,12 @@ class ClusterView:
         """Send one record and wait for it: (partition, offset)."""
         with self._lock:
             if self._producer is None:
+                # Not idempotent: records sent one by one by hand need no sequence numbers,
+                # and a principal allowed to write only some topics may not be allowed an
+                # idempotent producer id (IDEMPOTENT_WRITE), which would stall every send.
                 self._producer = Producer(
                     self.options.bootstrap,
+                    enable_idempotence=False,
                     linger_ms=0,
                     max_block_ms=self.options.request_timeout_ms,
                     request_timeout_ms=self.options.request_timeout_ms,

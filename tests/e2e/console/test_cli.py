@@ -83,3 +83,6 @@ def test_serves_the_cluster(cluster: Cluster) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait(timeout=30)
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
