@@ -49,7 +49,9 @@ SECURITY_HEADERS = {
     "Content-Security-Policy": CSP,
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
-    "Referrer-Policy": "no-referrer",
+    # same-origin, not no-referrer: with no-referrer browsers send `Origin: null` on the
+    # console's own form posts, which the CSRF check must then refuse.
+    "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
 }
 MAX_FORM_BYTES = 2 * 1024 * 1024
