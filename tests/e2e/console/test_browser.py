@@ -30,7 +30,9 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from tests.e2e.console.web import serve_console
 
-pytestmark = pytest.mark.e2e
+# About a minute on 2 idle cores (a two-broker cluster, Chromium, several live refreshes):
+# over make test's budget for one test, so `make console-browser` runs it.
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 ARTIFACTS = Path(__file__).resolve().parents[3] / "test-artifacts" / "console"
 CHROMIUM = "/usr/bin/chromium"
