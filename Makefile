@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/$(BIN):$(PATH)
 PYTEST_ARGS ?=
 
-.PHONY: e2e-k8s e2e-k8s-short k8s-up k8s-down k8s-images docs-check test install system-deps venv check lint typecheck layers proto proto-check up down unit e2e interop-slow bench clean
+.PHONY: console-browser e2e-k8s e2e-k8s-short k8s-up k8s-down k8s-images docs-check test install system-deps venv check lint typecheck layers proto proto-check up down unit e2e interop-slow bench clean
 
 test: install check
 	$(BIN)/pytest -m "not slow and not k8s" $(PYTEST_ARGS)
@@ -60,6 +60,11 @@ e2e: install
 # The slow interop suites: Kafka's verifiable producer and consumer across a leader kill.
 interop-slow: install
 	$(BIN)/pytest tests/interop -m slow $(PYTEST_ARGS)
+
+# Headwater Console in a real browser (Debian's Chromium, headless; about a minute);
+# screenshots of each page in test-artifacts/console/.
+console-browser: install
+	$(BIN)/pytest tests/e2e/console/test_browser.py -m slow $(PYTEST_ARGS)
 
 up: install
 	$(BIN)/headwater dev up --brokers 3 --data-dir .headwater-dev

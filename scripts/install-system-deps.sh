@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the system packages the tests need, from nothing, idempotently:
-# Debian's zookeeper, a Java runtime (ZooKeeper and Spark need one), and helm.
+# Debian's zookeeper, a Java runtime (ZooKeeper and Spark need one), Chromium and its
+# driver (the console's browser test), and helm.
 # helm is built with `go install` into .tools/bin (the only way to get it here).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,6 +14,9 @@ need_apt=()
 command -v javac >/dev/null 2>&1 || need_apt+=(default-jdk-headless)  # interop test runs `java File.java`
 command -v mvn >/dev/null 2>&1 || need_apt+=(maven)  # fetches kafka-clients for the interop tests
 command -v kcat >/dev/null 2>&1 || need_apt+=(kcat)  # the Kafka listener's interop tests (librdkafka's CLI)
+# The console's browser test: Debian's Chromium, headless, driven by selenium.
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || need_apt+=(chromium-driver)
 if [ "${#need_apt[@]}" -gt 0 ]; then
     echo "==> apt-get install ${need_apt[*]}"
     $SUDO apt-get update -qq

@@ -31,6 +31,7 @@ COMMAND_MODULES = (
     "headwater.cli.users",
     "headwater.cli.acls",
     "headwater.cli.perf",
+    "headwater.cli.console",
     "headwater.cli.operator",
 )
 

@@ -226,3 +226,21 @@ def test_dev_add_broker_refuses_an_id_in_use(
     assert "broker 1 is already in this dev cluster" in err
     err = refused(capsys, "dev", "add-broker", "--id", "-1", "--data-dir", str(tmp_path), code=2)
     assert "--id must be >= 0" in err
+
+
+def test_the_console_without_its_extra_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in ("headwater.console.app", "headwater.console.server"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    monkeypatch.setitem(sys.modules, "aiohttp", None)  # as if not installed
+    err = refused(capsys, "console", *REFUSING, code=1)
+    assert "the console needs the [console] extra (aiohttp is missing)" in err
+    assert "pip install 'headwater[console]'" in err
+
+
+def test_the_console_refuses_what_it_cannot_serve(capsys: pytest.CaptureFixture[str]) -> None:
+    err = refused(capsys, "console", *REFUSING, code=1)
+    assert err.startswith("headwater: error: cannot describe the cluster at 127.0.0.1:1: ")
+    err = refused(capsys, "console", "--port", "-1", code=2)
+    assert err == "headwater: error: --port -1: expected 0 to 65535\n"
