@@ -101,6 +101,56 @@ def test_the_kafka_listeners_protocol(
     assert p.get("listener.name.kafka.sasl.enabled.mechanisms") == mechanisms
 
 
+@pytest.mark.parametrize(
+    ("values", "protocol", "client_auth", "mechanisms"),
+    [
+        ({}, "SSL", "required", ()),
+        (
+            {"tls": {"clientAuthentication": "scram-sha-512"}},
+            "SASL_SSL",
+            "none",
+            ("SCRAM-SHA-512",),
+        ),
+        ({"tls": {"enabled": False}}, "PLAINTEXT", None, ()),
+    ],
+    ids=["tls", "scram", "plaintext"],
+)
+def test_the_broker_accepts_the_rendered_kafka_listener(
+    values: dict[str, Any],
+    protocol: str,
+    client_auth: str | None,
+    mechanisms: tuple[str, ...],
+    tmp_path: Path,
+) -> None:
+    """The broker's own config loader, given the rendered server.properties and the pod's
+    environment, yields the Kafka listener the chart means."""
+    from headwater.server.config.loading import load_config
+
+    objs = chart.render(values)
+    config_file = tmp_path / "server.properties"
+    config_file.write_text(chart.broker_properties(objs))
+    hostname = "hw-headwater-broker-2"
+    config = load_config(
+        config_file=config_file,
+        environ=chart.broker_env(objs, hostname=hostname),
+        broker_id_from_hostname=True,
+    )
+    assert config.broker_id == 2
+    (kafka,) = config.kafka_listener_configs
+    assert kafka.name == "KAFKA"
+    assert (kafka.endpoint.host, kafka.endpoint.port) == ("0.0.0.0", 9093)
+    assert kafka.endpoint.protocol.value == protocol
+    assert (kafka.advertised.host, kafka.advertised.port) == (
+        f"{hostname}.{HEADLESS}.{DOMAIN}",
+        9093,
+    )
+    assert (kafka.ssl.client_auth if kafka.ssl else None) == client_auth
+    if kafka.ssl is not None:
+        assert kafka.ssl.keystore_location == "/etc/headwater/tls/tls-combined.pem"
+        assert kafka.ssl.truststore_location == "/etc/headwater/tls/ca.crt"
+    assert kafka.sasl_mechanisms == mechanisms
+
+
 def test_kafka_disabled_renders_no_kafka_listener() -> None:
     values = {"kafka": {"enabled": False}}
     objs = chart.render(values)
