@@ -54,8 +54,9 @@ RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
  && headwater --version
 USER 10001:10001
 WORKDIR /var/lib/headwater
-# 9092 gRPC (CLIENT) listener, 9091 INTERNAL listener (the chart's TLS), 9404 broker
-# metrics, 9405 operator metrics, 8080 operator liveness.
-EXPOSE 9091 9092 9404 9405 8080
+# 9092 gRPC (CLIENT) listener, 9091 INTERNAL listener (the chart's TLS), 9093 Kafka's
+# protocol (the chart's kafka.port), 9404 broker metrics, 9405 operator metrics, 8080
+# operator liveness.
+EXPOSE 9091 9092 9093 9404 9405 8080
 ENTRYPOINT ["headwater"]
 CMD ["--help"]

@@ -227,13 +227,11 @@ class KafkaApis:
             for p in sorted(parts):
                 ps = parts[p]
                 lai = ps.leader_and_isr
-                leader = lai.leader if lai.leader in cache.brokers else -1
+                leader, leader_code = self._leader_here(lai.leader, version)
                 partitions.append(
                     build(
                         module.MetadataResponsePartition,
-                        error_code=error_code(
-                            ErrorCode.NONE if leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE
-                        ),
+                        error_code=error_code(leader_code),
                         partition_index=p,
                         leader_id=leader,
                         leader_epoch=lai.leader_epoch,
@@ -265,6 +263,20 @@ class KafkaApis:
             controller_id=cache.controller_id,
             topics=tuple(topics),
         )
+
+    def _leader_here(self, leader: int, version: int) -> tuple[int, ErrorCode]:
+        """The leader Metadata names to a client of this listener, and the partition's
+        error: a leader that is not live, or (during a roll that adds this listener) has
+        no endpoint on it, is none, as in Kafka: LEADER_NOT_AVAILABLE, and from v6 on
+        LISTENER_NOT_FOUND for the missing endpoint."""
+        reg = self._metadata.brokers.get(leader)
+        if reg is None:
+            return -1, ErrorCode.LEADER_NOT_AVAILABLE
+        if kafka_address(reg, self._listener) is None:
+            return -1, (
+                ErrorCode.LISTENER_NOT_FOUND if version >= 6 else ErrorCode.LEADER_NOT_AVAILABLE
+            )
+        return leader, ErrorCode.NONE
 
     def _brokers(self) -> list[tuple[int, str, int, str | None]]:
         """``(id, host, port, rack)`` of every live broker with this Kafka listener."""

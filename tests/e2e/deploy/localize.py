@@ -8,7 +8,8 @@ nothing else is touched:
 * host names become ``127.0.0.1`` and ports become free local ports (three brokers share
   one host, so each gets its own listener and metrics port): :func:`localize_listener`,
   :func:`localize_address`, :func:`localize_url` and, for server.properties,
-  :func:`localize_properties`, which rewrites the values of :data:`ADDRESS_KEYS` only;
+  :func:`localize_properties`, which rewrites the values of :data:`ADDRESS_KEYS` (and
+  :data:`KAFKA_ADDRESS_KEYS`, the Kafka listener's) only;
 * ``log.dirs`` points at a temporary directory instead of the pod's volume
   (:data:`PATH_KEYS`), and ``--config`` at the rewritten file instead of the ConfigMap's
   mount point (:func:`localize_args`);
@@ -31,6 +32,10 @@ LOCALHOST = "127.0.0.1"
 
 ADDRESS_KEYS = frozenset({"listeners", "advertised.listeners", "metrics.port"})
 """server.properties keys whose host names and ports are rewritten."""
+
+KAFKA_ADDRESS_KEYS = frozenset({"kafka.listeners", "kafka.advertised.listeners"})
+"""With the chart's Kafka listener (``kafka.enabled``): its bound and advertised addresses,
+rewritten like the gRPC listeners'."""
 
 PATH_KEYS = frozenset({"log.dirs"})
 """server.properties keys whose paths are remapped to temporary directories."""
@@ -90,13 +95,16 @@ def localize_properties(
     log_dir: Path,
     listener_ports: Mapping[str, int] | None = None,
     tls_files: Mapping[str, Path] | None = None,
+    kafka_port: int | None = None,
 ) -> str:
     """server.properties with only :data:`ADDRESS_KEYS` and :data:`PATH_KEYS` rewritten
-    (and :data:`TLS_PATH_KEYS` to ``tls_files[key]``).
+    (and :data:`TLS_PATH_KEYS` to ``tls_files[key]``, :data:`KAFKA_ADDRESS_KEYS` to
+    ``kafka_port``).
 
     ``listener_port`` for the chart's single listener, ``listener_ports`` (by listener
-    name) for its named ones.  Works line by line on the rendered text, so comments, order
-    and every other line stay byte for byte as rendered.
+    name) for its named ones.  A rendered Kafka listener without ``kafka_port`` is an
+    error: three local brokers cannot share its port.  Works line by line on the rendered
+    text, so comments, order and every other line stay byte for byte as rendered.
     """
     out: list[str] = []
     for line in text.splitlines():
@@ -107,6 +115,10 @@ def localize_properties(
                 line = f"{key}={localize_listeners(value, ports=listener_ports)}"
             elif key in ("listeners", "advertised.listeners"):
                 line = f"{key}={localize_listener(value, port=listener_port)}"
+            elif key in KAFKA_ADDRESS_KEYS:
+                if kafka_port is None:
+                    raise ValueError(f"{key} is rendered: pass kafka_port")
+                line = f"{key}={localize_listener(value, port=kafka_port)}"
             elif key in TLS_PATH_KEYS and tls_files is not None:
                 line = f"{key}={tls_files[key]}"
             elif key == "metrics.port":

@@ -69,6 +69,7 @@ def rendered_brokers(values: dict[str, Any]) -> list[RenderedBroker]:
 class Running(NamedTuple):
     pods: list[LocalPod]
     bootstrap: str
+    kafka_bootstrap: str
     metrics_ports: list[int]
     chroot: str
     zk_password: str
@@ -86,8 +87,9 @@ def brokers(zookeeper: ZooKeeperServer, tmp_path: Path) -> Iterator[Running]:
         }
     )
     pods: list[LocalPod] = []
-    distinct = free_ports(2 * BROKERS)
-    ports, metrics_ports = distinct[:BROKERS], distinct[BROKERS:]
+    distinct = free_ports(3 * BROKERS)
+    ports, metrics_ports = distinct[:BROKERS], distinct[BROKERS : 2 * BROKERS]
+    kafka_ports = distinct[2 * BROKERS :]
     for i, broker in enumerate(rendered):
         home = tmp_path / broker.hostname
         (home / "data").mkdir(parents=True)
@@ -98,6 +100,7 @@ def brokers(zookeeper: ZooKeeperServer, tmp_path: Path) -> Iterator[Running]:
                 listener_port=ports[i],
                 metrics_port=metrics_ports[i],
                 log_dir=home / "data",
+                kafka_port=kafka_ports[i],
             ),
             encoding="utf-8",
         )
@@ -118,6 +121,7 @@ def brokers(zookeeper: ZooKeeperServer, tmp_path: Path) -> Iterator[Running]:
         yield Running(
             pods,
             ",".join(f"127.0.0.1:{p}" for p in ports),
+            ",".join(f"127.0.0.1:{p}" for p in kafka_ports),
             metrics_ports,
             chroot,
             rendered[0].env[ZK_PASSWORD_ENV],
@@ -135,11 +139,22 @@ def test_only_addresses_and_paths_are_rewritten(zookeeper: ZooKeeperServer) -> N
     before = chart.parse_properties(broker.properties)
     after = chart.parse_properties(
         localize.localize_properties(
-            broker.properties, listener_port=1111, metrics_port=2222, log_dir=Path("/tmp/x")
+            broker.properties,
+            listener_port=1111,
+            metrics_port=2222,
+            log_dir=Path("/tmp/x"),
+            kafka_port=3333,
         )
     )
-    assert localize.changed_keys(before, after) == localize.ADDRESS_KEYS | localize.PATH_KEYS
+    assert localize.changed_keys(before, after) == (
+        localize.ADDRESS_KEYS | localize.KAFKA_ADDRESS_KEYS | localize.PATH_KEYS
+    )
     assert after["listeners"] == after["advertised.listeners"] == "PLAINTEXT://127.0.0.1:1111"
+    assert (
+        after["kafka.listeners"]
+        == after["kafka.advertised.listeners"]
+        == ("KAFKA://127.0.0.1:3333")
+    )
     assert (after["metrics.port"], after["log.dirs"]) == ("2222", "/tmp/x")
     assert broker.args[: broker.args.index("--config")] == ["broker"]
     assert "--broker-id-from-hostname" in broker.args
@@ -148,6 +163,12 @@ def test_only_addresses_and_paths_are_rewritten(zookeeper: ZooKeeperServer) -> N
         f"PLAINTEXT://{broker.hostname}.hw-headwater-broker-headless."
         f"{chart.NAMESPACE}.svc.cluster.local:9092"
     )
+    # And its Kafka listener the same name on the Kafka port (what Metadata advertises).
+    assert chart.expand_env(before["kafka.advertised.listeners"], broker.env) == (
+        f"KAFKA://{broker.hostname}.hw-headwater-broker-headless."
+        f"{chart.NAMESPACE}.svc.cluster.local:9093"
+    )
+    assert before["listener.security.protocol.map"] == "PLAINTEXT:PLAINTEXT,KAFKA:PLAINTEXT"
     # The one HEADWATER_* variable: the ZooKeeper digest password, from its Secret.
     assert {n for n in broker.env if n.startswith("HEADWATER_")} == {ZK_PASSWORD_ENV}
     assert before["zookeeper.set.acl"] == "true"
@@ -240,6 +261,32 @@ def test_rendered_brokers_form_a_cluster_and_serve_clients(
             if len(got) >= RECORDS:
                 break
     assert sorted(got) == sorted(sent)
+
+    # The rendered Kafka listener serves the same records to Kafka's own client.
+    kafka = pytest.importorskip("kafka")
+    consumer = kafka.KafkaConsumer(
+        bootstrap_servers=brokers.kafka_bootstrap,
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=20000,
+    )
+    try:
+        consumer.assign([kafka.TopicPartition(topic, p) for p in range(3)])
+        over_kafka = []
+        for record in consumer:
+            over_kafka.append(record.value)
+            if len(over_kafka) >= RECORDS:
+                break
+    finally:
+        consumer.close()
+    assert sorted(over_kafka) == sorted(sent)
+    admin = kafka.KafkaAdminClient(bootstrap_servers=brokers.kafka_bootstrap)
+    try:
+        described = admin.describe_cluster()
+    finally:
+        admin.close()
+    assert {(b["broker_id"], f"{b['host']}:{b['port']}") for b in described["brokers"]} == set(
+        enumerate(brokers.kafka_bootstrap.split(","))
+    )
 
     for pod in brokers.pods:
         assert brokers.zk_password not in pod.log_path.read_text(errors="replace"), pod.name

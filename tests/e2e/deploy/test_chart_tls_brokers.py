@@ -16,8 +16,10 @@ the INTERNAL listener (SSL, client certificates required), elect a controller an
 * the operator's User reconciler, with the real Admin and the test CA as clients CA,
   creates a User (tls: a certificate signed by the clients CA; scram-sha-512: a SCRAM
   credential whose password is in the Secret) with ACLs; a client using exactly what the
-  Secret holds produces and consumes on the CLIENT listener; a client with a certificate
-  of the same CA but no ACLs, or with a wrong password, is refused;
+  Secret holds produces and consumes on the CLIENT listener, and Kafka's own client
+  (kafka-python) with the same Secret on the KAFKA listener (SSL with client
+  certificates, or SASL_SSL with SCRAM-SHA-512, as rendered); a client with a certificate
+  of the same CA but no ACLs, or with a wrong password, is refused on both;
 * deleting the User removes its ACLs and credential: the same client is refused again.
 """
 
@@ -55,6 +57,7 @@ class Running(NamedTuple):
     pods: list[LocalPod]
     internal: str
     client: str
+    kafka: str
     tls: Path
     ca: CertificateAuthority
     operator_env: dict[str, str]
@@ -119,8 +122,9 @@ def brokers(
         "ssl.keystore.location": tls / "tls-combined.pem",
         "ssl.truststore.location": tls / "ca.crt",
     }
-    distinct = iter(free_ports(len(LISTENERS) * BROKERS))
+    distinct = iter(free_ports((len(LISTENERS) + 1) * BROKERS))
     ports = [{name: next(distinct) for name in LISTENERS} for _ in range(BROKERS)]
+    kafka_ports = [next(distinct) for _ in range(BROKERS)]
     pods: list[LocalPod] = []
     for i in range(BROKERS):
         hostname = f"{sts}-{i}"
@@ -134,6 +138,7 @@ def brokers(
                 metrics_port=free_port(),
                 log_dir=home / "data",
                 tls_files=tls_files,
+                kafka_port=kafka_ports[i],
             ),
             encoding="utf-8",
         )
@@ -146,6 +151,7 @@ def brokers(
         )
     internal = ",".join(f"127.0.0.1:{p['INTERNAL']}" for p in ports)
     client = ",".join(f"127.0.0.1:{p['CLIENT']}" for p in ports)
+    kafka = ",".join(f"127.0.0.1:{p}" for p in kafka_ports)
     try:
         for pod in pods:
             pod.start(tmp_path)
@@ -153,6 +159,7 @@ def brokers(
             pods,
             internal,
             client,
+            kafka,
             tls,
             ca,
             operator_environment(objs, tls, internal),
@@ -176,12 +183,17 @@ def test_rendered_tls_config_is_what_the_tests_start(zookeeper: ZooKeeperServer)
             metrics_port=3333,
             log_dir=Path("/tmp/x"),
             tls_files={k: Path("/tmp/tls") / k for k in localize.TLS_PATH_KEYS},
+            kafka_port=4444,
         )
     )
     assert localize.changed_keys(before, after) == (
-        localize.ADDRESS_KEYS | localize.PATH_KEYS | localize.TLS_PATH_KEYS
+        localize.ADDRESS_KEYS
+        | localize.KAFKA_ADDRESS_KEYS
+        | localize.PATH_KEYS
+        | localize.TLS_PATH_KEYS
     )
     assert after["listeners"] == "INTERNAL://127.0.0.1:1111,CLIENT://127.0.0.1:2222"
+    assert after["kafka.listeners"] == "KAFKA://127.0.0.1:4444"
     assert after["listener.security.protocol.map"] == before["listener.security.protocol.map"]
 
 
@@ -225,6 +237,24 @@ def produce_one(bootstrap: str, topic: str, options: dict[str, Any]) -> None:
         bootstrap, acks="all", delivery_timeout_ms=20000, request_timeout_ms=5000, **options
     ) as producer:
         producer.send(topic, b"hello", key=b"k").result(30)
+
+
+def kafka_produce_error(bootstrap: str, topic: str, options: dict[str, Any]) -> Exception | None:
+    """A produce with Kafka's own client (kafka-python) on the KAFKA listener; its error."""
+    kafka = pytest.importorskip("kafka")
+    try:
+        producer = kafka.KafkaProducer(
+            bootstrap_servers=bootstrap, acks="all", request_timeout_ms=5000, **options
+        )
+    except kafka.errors.KafkaError as exc:  # authentication fails while bootstrapping
+        return exc
+    try:
+        producer.send(topic, b"over-kafka", key=b"k").get(timeout=30)
+    except kafka.errors.KafkaError as exc:
+        return exc
+    finally:
+        producer.close(5)
+    return None
 
 
 def produce_error(bootstrap: str, topic: str, options: dict[str, Any]) -> Exception | None:
@@ -304,6 +334,14 @@ def test_operator_and_users_over_the_rendered_tls_config(brokers: Running, tmp_p
             pods=brokers.pods,
         )
 
+        # The same Secret on the KAFKA listener, with Kafka's own client.
+        eventually(
+            lambda: kafka_produce_error(brokers.kafka, topic, options),
+            allowed=True,
+            what="User:app to produce over the Kafka listener",
+            pods=brokers.pods,
+        )
+
         # Same CA, no ACLs (tls) / a wrong password (scram): refused.
         stranger = UserResource("headwater", "stranger", "uid-s", 1, {"authentication": {
             "type": auth}}, {})  # fmt: skip
@@ -314,6 +352,8 @@ def test_operator_and_users_over_the_rendered_tls_config(brokers: Running, tmp_p
         # (no ACL was ever created for it: refused at once, no waiting needed)
         with pytest.raises(errors.TopicAuthorizationFailedError):
             produce_one(brokers.client, topic, bad)
+        refused = kafka_produce_error(brokers.kafka, topic, bad)
+        assert type(refused).__name__ == "TopicAuthorizationFailedError", refused
         if scram:
             wrong = {**options, "sasl_plain_password": "not-the-password"}
             with pytest.raises(errors.SaslAuthenticationFailedError):

@@ -6,7 +6,9 @@
    the brokers' digest ACL (checked again after the upgrades of 3: the Secret is kept).
 2. A Topic applied with kubectl becomes Ready, serves a producer and a consumer pod through
    the bootstrap Service, takes a config and a partition change, refuses a partition
-   decrease with its condition, and is deleted.
+   decrease with its condition, and is deleted.  Kafka's own client, in a pod of another
+   namespace, bootstraps from the bootstrap Service on the Kafka port over TLS with a
+   User's certificate and follows Metadata to each broker's headless name.
 3. `helm upgrade` to a new image tag and a config change (phase 1, protocol pinned): the
    operator rolls the brokers one at a time, the controller last, while an acks=all
    producer, a consumer group and an ISR watcher run in pods: nothing acknowledged is
@@ -24,7 +26,9 @@ unless HEADWATER_K8S_KEEP=1.
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import io
 import json
 import os
 import re
@@ -32,7 +36,9 @@ import signal
 import subprocess
 import sys
 import time
+import zipfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -283,6 +289,111 @@ def test_topic_config_and_partition_changes_and_refusal_and_delete(release: None
         lambda: name not in kube.cli(f"list-{int(time.time())}", "topics", "list"),
         what=f"topic {name} gone from the cluster", timeout_s=60, every_s=3,
     )  # fmt: skip
+
+
+# -- 2b. Kafka's protocol from another namespace -------------------------------------------------
+
+KAFKA_CLIENT_NAMESPACE = "headwater-kafka-client"
+KAFKA_BOOTSTRAP = f"{kube.RELEASE}-headwater-bootstrap.{kube.NAMESPACE}.svc.cluster.local:9093"
+KAFKA_RECORDS = 30
+
+
+def kafka_python_zip() -> bytes:
+    """kafka-python (pure Python) as a zip for ``PYTHONPATH``: the Headwater image does not
+    ship Kafka's client, and the tier never pulls or installs anything in a pod."""
+    kafka = pytest.importorskip("kafka")
+    package = Path(kafka.__file__).parent
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
+        for path in sorted(package.rglob("*.py")):
+            zf.write(path, str(path.relative_to(package.parent)))
+    return out.getvalue()
+
+
+def kafka_client_objects(topic_name: str) -> list[dict[str, Any]]:
+    """The client namespace's Secret (copied from the User's, as an application team
+    would), the client's code and the pod that runs it."""
+    ns = KAFKA_CLIENT_NAMESPACE
+    user_secret = kube.kubectl_json("get", "secret", kube.CLIENT_USER)["data"]
+    secret = {
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "kafka-client-cert", "namespace": ns},
+        "data": {k: user_secret[k] for k in ("ca.crt", "user.crt", "user.key")},
+    }  # fmt: skip
+    code = {
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "kafka-client-code", "namespace": ns},
+        "data": {"kafka_client.py": (kube.HERE / "kafka_client.py").read_text()},
+        "binaryData": {"kafka-python.zip": base64.b64encode(kafka_python_zip()).decode()},
+    }  # fmt: skip
+    pod = {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "kafka-client", "namespace": ns},
+        "spec": {
+            "restartPolicy": "Never",
+            "securityContext": {"runAsNonRoot": True, "runAsUser": 10001},
+            "containers": [{
+                "name": "main", "image": kube.IMAGE_1, "imagePullPolicy": "Never",
+                "command": ["python", "/opt/kafka-client/kafka_client.py",
+                            "--bootstrap", KAFKA_BOOTSTRAP, "--topic", topic_name,
+                            "--records", str(KAFKA_RECORDS), "--certs", "/etc/kafka-client"],
+                "env": [{"name": "PYTHONPATH", "value": "/opt/kafka-client/kafka-python.zip"}],
+                "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}},
+                "volumeMounts": [
+                    {"name": "code", "mountPath": "/opt/kafka-client", "readOnly": True},
+                    {"name": "cert", "mountPath": "/etc/kafka-client", "readOnly": True},
+                ],
+            }],
+            "volumes": [
+                {"name": "code", "configMap": {"name": "kafka-client-code"}},
+                {"name": "cert", "secret": {"secretName": "kafka-client-cert"}},
+            ],
+        },
+    }  # fmt: skip
+    return [secret, code, pod]
+
+
+def test_kafka_client_in_another_namespace_produces_and_consumes_over_tls(release: None) -> None:
+    """Kafka's own client (kafka-python), in a namespace of its own, bootstraps from the
+    bootstrap Service's name on the Kafka port over TLS with a User's client certificate
+    (hostnames checked), then follows Metadata to each broker's headless name: it creates a
+    topic, produces with acks=all, consumes in a group that commits, deletes the topic."""
+    assert kube.TLS, "the chart's default is TLS; this test is about the TLS door"
+    kubectl = str(kube.tool("kubectl"))
+    ns = KAFKA_CLIENT_NAMESPACE
+    kube.run([kubectl, "delete", "namespace", ns, "--ignore-not-found", "--wait=true"],
+             timeout_s=300)  # fmt: skip
+    kube.run([kubectl, "create", "namespace", ns])
+    try:
+        for obj in kafka_client_objects("kafka-door"):
+            # create, not apply: the zip is too big for apply's last-applied annotation.
+            kube.run([kubectl, "create", "-f", "-"], stdin=yaml.safe_dump(obj))
+
+        def phase() -> str:
+            return kube.run([kubectl, "-n", ns, "get", "pod", "kafka-client", "-o",
+                             "jsonpath={.status.phase}"]).stdout  # fmt: skip
+
+        final = kube.wait_until(
+            lambda: phase() in ("Succeeded", "Failed") and phase(),
+            what="the Kafka client pod to finish", timeout_s=300, every_s=2,
+        )  # fmt: skip
+        log = kube.run([kubectl, "-n", ns, "logs", "kafka-client"]).stdout
+        assert final == "Succeeded", log[-4000:]
+        summary = parse_summary(log)
+    finally:
+        kube.run([kubectl, "delete", "namespace", ns, "--ignore-not-found", "--wait=false"],
+                 check=False)  # fmt: skip
+    headless = f"{kube.BROKERS}-headless.{kube.NAMESPACE}.svc.cluster.local"
+    assert summary["brokers"] == [[i, f"{kube.BROKERS}-{i}.{headless}", 9093] for i in range(3)], (
+        summary["brokers"]
+    )
+    assert summary["controller_id"] in (0, 1, 2)
+    values = sorted(f"v{i}" for i in range(KAFKA_RECORDS))
+    assert sorted(summary["sent"]) == sorted(summary["received"]) == values
+    assert summary["received"] == summary["sent"], "each record read at its produced offset"
+    assert {p for p, _ in summary["sent"].values()} == {0, 1, 2}, "records in every partition"
+    ends = {str(p): 1 + max(o for q, o in summary["sent"].values() if q == p) for p in range(3)}
+    assert summary["committed"] == ends
 
 
 # -- 3. rolling upgrade -------------------------------------------------------------------------

@@ -55,6 +55,8 @@ def test_tls_off_renders_one_plaintext_listener() -> None:
     objs = chart.render({"tls": {"enabled": False}})
     p = chart.parse_properties(chart.broker_properties(objs))
     assert p["listeners"] == "PLAINTEXT://0.0.0.0:9092"
+    # The Kafka listener (test_chart_kafka.py) is PLAINTEXT too: only its name is mapped.
+    assert p.pop("listener.security.protocol.map") == "PLAINTEXT:PLAINTEXT,KAFKA:PLAINTEXT"
     assert not any(k.startswith(("ssl.", "listener.", "super.users", "authorizer")) for k in p)
     assert tls_secrets(objs) == []
     container = chart.broker_container(objs)
@@ -72,7 +74,8 @@ def test_tls_listeners_use_kafkas_keys() -> None:
     assert chart.expand_env(p["advertised.listeners"], env) == (
         f"INTERNAL://{host}:9091,CLIENT://{host}:9092"
     )
-    assert p["listener.security.protocol.map"] == "INTERNAL:SSL,CLIENT:SSL"
+    # (and KAFKA, the Kafka-protocol listener: test_chart_kafka.py)
+    assert p["listener.security.protocol.map"] == "INTERNAL:SSL,CLIENT:SSL,KAFKA:SSL"
     assert p["inter.broker.listener.name"] == "INTERNAL"
     # The controller uses the inter-broker listener (Kafka refuses the same name twice).
     assert "control.plane.listener.name" not in p
@@ -110,7 +113,7 @@ def test_tls_listeners_use_kafkas_keys() -> None:
 )
 def test_client_listener_authentication(auth: str, protocol: str, client_auth: str) -> None:
     p = props({"tls": {"enabled": True, "clientAuthentication": auth}})
-    assert p["listener.security.protocol.map"] == f"INTERNAL:SSL,CLIENT:{protocol}"
+    assert p["listener.security.protocol.map"] == f"INTERNAL:SSL,CLIENT:{protocol},KAFKA:{protocol}"
     assert p["listener.name.client.ssl.client.auth"] == client_auth
     assert p["listener.name.internal.ssl.client.auth"] == "required"
     mechanisms = p.get("listener.name.client.sasl.enabled.mechanisms")

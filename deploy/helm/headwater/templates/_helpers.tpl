@@ -115,6 +115,10 @@ broker will ever report.
 {{- if .Values.tls.enabled -}}
 {{- $computed = merge (include "headwater.tls.configDict" . | fromYaml) $computed -}}
 {{- end -}}
+{{- if .Values.kafka.enabled -}}
+{{- $map := get $computed "listener.security.protocol.map" | default "" -}}
+{{- $computed = merge (include "headwater.kafka.configDict" (dict "root" . "map" $map) | fromYaml) $computed -}}
+{{- end -}}
 {{- $computed = merge (include "headwater.zkAcl.configDict" . | fromYaml) $computed -}}
 {{- merge (deepCopy .Values.brokers.config) $computed | toYaml -}}
 {{- end -}}
@@ -145,6 +149,7 @@ broker will ever report.
 {{- fail (printf "brokers.config.min.insync.replicas (%v) is larger than brokers.config.default.replication.factor (%v)" (get $cfg "min.insync.replicas") (get $cfg "default.replication.factor")) -}}
 {{- end -}}
 {{- end -}}
+{{- include "headwater.kafka.validate" . -}}
 {{- if hasKey $cfg "broker.id" -}}
 {{- fail "brokers.config.broker.id must not be set: each broker's id is its StatefulSet ordinal" -}}
 {{- end -}}
