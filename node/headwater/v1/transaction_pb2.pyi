@@ -35,9 +35,14 @@ class AddPartitionsToTxnRequest(_message.Message):
     PRODUCER_ID_FIELD_NUMBER: _builtins.int
     PRODUCER_EPOCH_FIELD_NUMBER: _builtins.int
     PARTITIONS_FIELD_NUMBER: _builtins.int
+    VERIFY_ONLY_FIELD_NUMBER: _builtins.int
     transactional_id: _builtins.str
     producer_id: _builtins.int
     producer_epoch: _builtins.int
+    verify_only: _builtins.bool
+    """Broker to broker (KIP-890): a partition leader asks, before a transaction's first
+    write to a partition, whether the coordinator added it; nothing is changed.
+    """
     @_builtins.property
     def partitions(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.TopicPartition]: ...
     def __init__(
@@ -47,10 +52,11 @@ class AddPartitionsToTxnRequest(_message.Message):
         producer_id: _builtins.int = ...,
         producer_epoch: _builtins.int = ...,
         partitions: _abc.Iterable[_common_pb2.TopicPartition] | None = ...,
+        verify_only: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["partitions", b"partitions", "producer_epoch", b"producer_epoch", "producer_id", b"producer_id", "transactional_id", b"transactional_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["partitions", b"partitions", "producer_epoch", b"producer_epoch", "producer_id", b"producer_id", "transactional_id", b"transactional_id", "verify_only", b"verify_only"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

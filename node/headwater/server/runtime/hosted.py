@@ -22,6 +22,7 @@ from headwater.replication.follower import LocalLog, StartAt, TruncateTo
 from headwater.replication.producer_state import ProducerStateManager
 from headwater.server.metrics import PartitionSnapshot
 from headwater.storage import Log
+from headwater.storage.transactions import PartitionTransactions, TransactionIndex
 from headwater.values import TopicPartition
 
 _log = logging.getLogger(__name__)
@@ -51,6 +52,10 @@ class FetchResult(NamedTuple):
     log_start_offset: int = -1
     log_end_offset: int = -1
     records: bytes = b""
+    last_stable_offset: int = -1
+    """-1: the high watermark (no transaction is open, or the result is an error)."""
+    aborted: tuple[tuple[int, int], ...] = ()
+    """READ_COMMITTED: ``(producer id, first offset)`` of the aborts the range overlaps."""
 
 
 class OffsetLookup(NamedTuple):
@@ -99,6 +104,10 @@ class HostedPartition:
     watchers: set[asyncio.Event] = dataclasses.field(default_factory=set)
     producers: ProducerStateManager = dataclasses.field(default_factory=ProducerStateManager)
     """Idempotent producers' state; rebuilt from the log on becoming leader."""
+    transactions: PartitionTransactions = dataclasses.field(default_factory=PartitionTransactions)
+    """Open transactions and transactional producers' epochs; rebuilt on becoming leader."""
+    aborted: TransactionIndex = dataclasses.field(default_factory=TransactionIndex)
+    """The transactions aborted in this partition (the in-memory ``.txnindex``)."""
 
     def snapshot(self) -> PartitionSnapshot:
         """This partition's figures for the metrics scrape."""
