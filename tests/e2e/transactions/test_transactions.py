@@ -1,0 +1,228 @@
+"""Transactions end to end on a real 3-broker cluster (gRPC path).
+
+A committed transaction over two partitions becomes visible to ``read_committed``
+consumers at once; an aborted one never does (``read_uncommitted`` sees it); a second
+producer with the same ``transactional_id`` fences the first (PRODUCER_FENCED); killing
+the transaction coordinator's broker mid-transaction leaves nothing aborted readable and
+lets the producer go on after the failover; a late write of an ended transaction is
+refused by the partition leader (KIP-890).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import headwater
+import pytest
+from headwater import errors
+from headwater.testing import Cluster
+from headwater.testing.zookeeper import ZooKeeperServer
+from headwater.transactions.placement import TRANSACTION_STATE_TOPIC, partition_for
+
+from tests.e2e.groups.conftest import wait_until
+
+TP = headwater.TopicPartition
+
+BROKER_OVERRIDES = {
+    "transaction.state.log.num.partitions": "3",
+    "transaction.state.log.replication.factor": "3",
+    "transaction.state.log.min.isr": "2",
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "500",
+    "offsets.topic.num.partitions": "3",
+    "group.initial.rebalance.delay.ms": "0",
+}
+
+
+@pytest.fixture(scope="module")
+def cluster(
+    zookeeper: ZooKeeperServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Cluster]:
+    data_dir: Path = tmp_path_factory.mktemp("txn-cluster")
+    with Cluster(
+        brokers=3, data_dir=data_dir, zookeeper=zookeeper.connect_string, overrides=BROKER_OVERRIDES
+    ) as c:
+        yield c
+
+
+@pytest.fixture
+def topic(cluster: Cluster) -> Callable[..., str]:
+    def make(partitions: int = 2) -> str:
+        name = f"t-{uuid.uuid4().hex[:10]}"
+        with headwater.Admin(cluster.bootstrap, default_api_timeout_ms=30000) as admin:
+            admin.create_topic(name, partitions, 3)
+
+            def ready() -> bool:
+                desc = admin.describe_topics([name]).get(name)
+                return desc is not None and all(p.leader >= 0 for p in desc.partitions)
+
+            wait_until(ready, timeout_s=30, what=f"leaders of {name}")
+        return name
+
+    return make
+
+
+def producer(cluster: Cluster, tid: str, **settings: object) -> headwater.Producer:
+    return headwater.Producer(
+        cluster.bootstrap,
+        transactional_id=tid,
+        max_block_ms=60000,
+        request_timeout_ms=15000,
+        **settings,  # type: ignore[arg-type]
+    )
+
+
+def read_all(
+    cluster: Cluster, topic: str, partitions: int, *, committed: bool, expect: int | None = None
+) -> list[bytes | None]:
+    """Every record a fresh consumer reads from the start (until ``expect`` arrive, or
+    3 s pass with nothing new)."""
+    with headwater.Consumer(
+        bootstrap_servers=cluster.bootstrap,
+        auto_offset_reset="earliest",
+        isolation_level="read_committed" if committed else "read_uncommitted",
+        fetch_max_wait_ms=200,
+    ) as c:
+        c.assign([TP(topic, p) for p in range(partitions)])
+        values: list[bytes | None] = []
+        idle = 0
+        while idle < 15 and (expect is None or len(values) < expect):
+            got = c.poll(200)
+            idle = 0 if got else idle + 1
+            values += [r.value for r in got]
+        return values
+
+
+def test_commit_across_two_partitions_is_visible_to_read_committed(
+    cluster: Cluster, topic: Callable[..., str]
+) -> None:
+    name = topic(2)
+    with producer(cluster, f"tx-{uuid.uuid4().hex[:8]}") as p:
+        p.init_transactions()
+        p.begin_transaction()
+        futures = [p.send(name, f"c{i}".encode(), partition=i % 2) for i in range(10)]
+        p.flush(30)
+        # Open: written and replicated, but not visible to read_committed.
+        assert read_all(cluster, name, 2, committed=True) == []
+        assert len(read_all(cluster, name, 2, committed=False, expect=10)) == 10
+        p.commit_transaction()
+        for f in futures:
+            f.result(0)
+        # The next transaction works with the bumped epoch.
+        p.begin_transaction()
+        p.send(name, b"second", partition=0)
+        p.commit_transaction()
+    seen = read_all(cluster, name, 2, committed=True, expect=11)
+    assert sorted(v or b"" for v in seen) == sorted(
+        [f"c{i}".encode() for i in range(10)] + [b"second"]
+    )
+
+
+def test_abort_is_never_visible_to_read_committed(
+    cluster: Cluster, topic: Callable[..., str]
+) -> None:
+    name = topic(2)
+    with producer(cluster, f"tx-{uuid.uuid4().hex[:8]}") as p:
+        p.init_transactions()
+        p.begin_transaction()
+        for i in range(6):
+            p.send(name, f"a{i}".encode(), partition=i % 2)
+        p.flush(30)
+        p.abort_transaction()
+        p.begin_transaction()
+        p.send(name, b"kept", partition=1)
+        p.commit_transaction()
+    assert read_all(cluster, name, 2, committed=True, expect=1) == [b"kept"]
+    uncommitted = read_all(cluster, name, 2, committed=False, expect=7)
+    assert sorted(v or b"" for v in uncommitted) == sorted(
+        [f"a{i}".encode() for i in range(6)] + [b"kept"]
+    )
+
+
+def test_a_second_producer_with_the_same_id_fences_the_first(
+    cluster: Cluster, topic: Callable[..., str]
+) -> None:
+    name = topic(1)
+    tid = f"tx-{uuid.uuid4().hex[:8]}"
+    with producer(cluster, tid) as zombie, producer(cluster, tid) as successor:
+        zombie.init_transactions()
+        zombie.begin_transaction()
+        zombie.send(name, b"zombie", partition=0)
+        zombie.flush(30)
+        # The successor's InitProducerId aborts the zombie's open transaction.
+        successor.init_transactions()
+        with pytest.raises((errors.ProducerFencedError, errors.InvalidProducerEpochError)):
+            zombie.commit_transaction()
+        with pytest.raises((errors.ProducerFencedError, errors.InvalidProducerEpochError)):
+            zombie.begin_transaction()
+        successor.begin_transaction()
+        successor.send(name, b"successor", partition=0)
+        successor.commit_transaction()
+    assert read_all(cluster, name, 1, committed=True, expect=1) == [b"successor"]
+
+
+def test_coordinator_failover_mid_transaction(cluster: Cluster, topic: Callable[..., str]) -> None:
+    name = topic(2)
+    tid = f"tx-{uuid.uuid4().hex[:8]}"
+    with producer(cluster, tid) as p:
+        p.init_transactions()
+        p.begin_transaction()
+        for i in range(4):
+            p.send(name, f"lost{i}".encode(), partition=i % 2)
+        p.flush(30)
+        coordinator = cluster.leader_for(TRANSACTION_STATE_TOPIC, partition_for(tid, 3))
+        assert coordinator is not None
+        cluster.kill(coordinator)
+        try:
+            # The new coordinator loads the id from the replicated log; the transaction
+            # either commits whole or is aborted -- never half.
+            try:
+                p.commit_transaction()
+                committed = True
+            except errors.HeadwaterError:
+                p.abort_transaction()
+                committed = False
+            p.begin_transaction()
+            p.send(name, b"after", partition=0)
+            p.commit_transaction()
+        finally:
+            cluster.start_broker(coordinator)
+    seen = read_all(cluster, name, 2, committed=True, expect=5 if committed else 1)
+    expected = [b"after"] + ([f"lost{i}".encode() for i in range(4)] if committed else [])
+    assert sorted(v or b"" for v in seen) == sorted(expected)
+
+
+def test_an_expired_transaction_is_aborted_by_the_coordinator(
+    cluster: Cluster, topic: Callable[..., str]
+) -> None:
+    name = topic(1)
+    with producer(cluster, f"tx-{uuid.uuid4().hex[:8]}", transaction_timeout_ms=1500) as p:
+        p.init_transactions()
+        p.begin_transaction()
+        p.send(name, b"expired", partition=0)
+        p.flush(30)
+        time.sleep(4)  # the timeout, plus the coordinator's 500 ms abort pass, passes
+        # The coordinator bumped the epoch when it aborted: this producer is fenced.
+        with pytest.raises(errors.ProducerFencedError):
+            p.commit_transaction()
+    assert read_all(cluster, name, 1, committed=True) == []
+    assert read_all(cluster, name, 1, committed=False, expect=1) == [b"expired"]
+
+
+def test_bad_inputs_are_refused(cluster: Cluster, topic: Callable[..., str]) -> None:
+    with (
+        pytest.raises(errors.InvalidTransactionTimeoutError),
+        producer(cluster, f"tx-{uuid.uuid4().hex[:8]}", transaction_timeout_ms=10**9) as p,
+    ):
+        p.init_transactions()
+    with producer(cluster, f"tx-{uuid.uuid4().hex[:8]}") as p:
+        with pytest.raises(errors.InvalidTxnStateError):
+            p.send("anything", b"x")  # not in a transaction
+        p.init_transactions()
+        with pytest.raises(errors.InvalidTxnStateError):
+            p.commit_transaction()  # nothing open
+        p.begin_transaction()
+        p.abort_transaction()  # nothing sent: nothing to end on the coordinator
+        p.begin_transaction()
