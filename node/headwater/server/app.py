@@ -56,6 +56,7 @@ from headwater.kafka.admin_apis import KafkaAdminApis
 from headwater.kafka.apis import KafkaApis
 from headwater.kafka.cluster_apis import KafkaClusterApis
 from headwater.kafka.group_apis import KafkaGroupApis, OffsetsTopicCreator
+from headwater.records.control import ControlRecordType
 from headwater.server.auth.acl_runtime import BrokerAuthorization
 from headwater.server.auth.listener_auth import SessionLookup
 from headwater.server.auth.sasl import SaslAuthentication
@@ -250,6 +251,15 @@ class BrokerServer:
         replicas.verify_transaction = TransactionVerifier(
             broker_id=config.broker_id, runtime=transactions, metadata=self.metadata
         )
+        replicas.on_marker_written = lambda tp, marker: (
+            groups.complete_transaction(
+                tp.partition,
+                marker.producer_id,
+                commit=marker.type is ControlRecordType.COMMIT,
+            )
+            if tp.topic == OFFSETS_TOPIC
+            else None
+        )
         offsets_leadership = OffsetsLeadership(groups).on_leadership
         txn_leadership = TransactionStateLeadership(transactions).on_leadership
 
@@ -443,6 +453,7 @@ class BrokerServer:
         transaction_pb2_grpc.add_TransactionServicer_to_server(
             TransactionService(
                 runtime=transactions,
+                groups=groups,
                 replicas=replicas,
                 is_known_partition=self.metadata.contains,
                 offsets_partition=lambda group_id: TopicPartition(

@@ -226,3 +226,55 @@ def test_bad_inputs_are_refused(cluster: Cluster, topic: Callable[..., str]) -> 
         p.begin_transaction()
         p.abort_transaction()  # nothing sent: nothing to end on the coordinator
         p.begin_transaction()
+
+
+def test_consume_transform_produce_commits_output_and_offsets_together(
+    cluster: Cluster, topic: Callable[..., str]
+) -> None:
+    source, sink = topic(1), topic(1)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    with headwater.Producer(cluster.bootstrap) as plain:
+        for i in range(10):
+            plain.send(source, f"in{i}".encode(), partition=0)
+        plain.flush(30)
+
+    def run_once(*, commit: bool, batch: int) -> None:
+        with (
+            headwater.Consumer(
+                bootstrap_servers=cluster.bootstrap,
+                group_id=group,
+                enable_auto_commit=False,
+                auto_offset_reset="earliest",
+                isolation_level="read_committed",
+                session_timeout_ms=6000,
+                heartbeat_interval_ms=500,
+            ) as consumer,
+            producer(cluster, f"ctp-{group}") as p,
+        ):
+            consumer.subscribe([source])
+            p.init_transactions()
+            got: list[headwater.ConsumerRecord] = []
+            deadline = time.monotonic() + 30
+            while len(got) < batch and time.monotonic() < deadline:
+                got += consumer.poll(200, max_records=batch - len(got))
+            assert len(got) == batch
+            p.begin_transaction()
+            for r in got:
+                p.send(sink, (r.value or b"").replace(b"in", b"out"), partition=0)
+            p.send_offsets_to_transaction(
+                {TP(source, 0): got[-1].offset + 1}, consumer.group_metadata()
+            )
+            if commit:
+                p.commit_transaction()
+            else:
+                p.abort_transaction()
+
+    run_once(commit=False, batch=4)  # aborted: neither the output nor the offsets count
+    run_once(commit=True, batch=4)  # starts again from offset 0
+    run_once(commit=True, batch=6)  # continues after the committed offsets
+    out = read_all(cluster, sink, 1, committed=True, expect=10)
+    assert out == [f"out{i}".encode() for i in range(4)] + [
+        f"out{i}".encode() for i in range(4, 10)
+    ]
+    with headwater.Consumer(bootstrap_servers=cluster.bootstrap, group_id=group) as c:
+        assert c.committed(TP(source, 0)) == 10

@@ -116,6 +116,11 @@ class ReplicaManager:
         """Replication throttles (KIP-73); the fetcher uses the follower half."""
         self.verify_transaction: VerifyTransaction = _unverified
         """Set by the broker once its transaction coordinator exists."""
+        self.on_marker_written: Callable[[TopicPartition, EndTransactionMarker], None] = (
+            lambda _tp, _marker: None
+        )
+        """Told of every marker written and acknowledged by the ISR (the group
+        coordinator completes a transaction's offsets in ``__consumer_offsets``)."""
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -160,13 +165,17 @@ class ReplicaManager:
         entries: Sequence[tuple[TopicPartition, bytes]],
         transactional_id: str = "",
         markers: Mapping[TopicPartition, EndTransactionMarker] | None = None,
+        from_coordinator: bool = False,
     ) -> list[ProduceResult]:
         """Validate, append and (for acks=-1) wait for the ISR; one result per entry.
 
         ``markers``: the transaction coordinator's WriteTxnMarkers; each entry's bytes are
         then the control batch of its marker (see :meth:`write_txn_markers`).  A client's
         transactional batch that opens a transaction in a partition is first verified
-        with the coordinator of ``transactional_id`` (KIP-890).
+        with the coordinator of ``transactional_id`` (KIP-890).  ``from_coordinator``:
+        the group coordinator's own appends to ``__consumer_offsets`` (a TxnOffsetCommit
+        is a transactional batch the transaction coordinator already knows of; Kafka's
+        ``AppendOrigin.COORDINATOR``): no verification, no sequence numbers.
         """
         if acks not in (0, 1, -1):
             return [
@@ -185,7 +194,12 @@ class ReplicaManager:
                 results.append(refused)
                 continue
             result, produce_id = self._append_one(
-                tp, records, acks=acks, marker=marker, verified=verified
+                tp,
+                records,
+                acks=acks,
+                marker=marker,
+                verified=verified,
+                from_coordinator=from_coordinator,
             )
             if produce_id is not None:
                 future: asyncio.Future[ErrorCode] = loop.create_future()
@@ -247,12 +261,17 @@ class ReplicaManager:
     ) -> list[ProduceResult]:
         """Append each marker's control batch as leader and wait for the ISR (acks=all)."""
         now = wall_ms()
-        return await self.append_records(
+        results = await self.append_records(
             acks=-1,
             timeout_ms=timeout_ms,
             entries=[(tp, txn_log.marker_batch(m, timestamp_ms=now)) for tp, m in markers],
             markers=dict(markers),
         )
+        written = dict(markers)
+        for r in results:
+            if r.error is ErrorCode.NONE:
+                self.on_marker_written(r.topic_partition, written[r.topic_partition])
+        return results
 
     def _append_one(
         self,
@@ -262,6 +281,7 @@ class ReplicaManager:
         acks: int,
         marker: EndTransactionMarker | None = None,
         verified: bool = False,
+        from_coordinator: bool = False,
     ) -> tuple[ProduceResult, int | None]:
         hosted = self.partitions.get(tp)
         if hosted is None:
@@ -285,6 +305,11 @@ class ReplicaManager:
         found = txn_log.inspect(hosted.transactions, records)
         if found.error is not ErrorCode.NONE:
             return ProduceResult(tp, found.error, found.message), None
+        if from_coordinator:
+            header = (
+                found.header if found.header is not None and found.header.is_transactional else None
+            )
+            return self._append_checked(tp, hosted, records, acks, None, None, header)
         check, producer_batch = idempotence.check_produce(hosted.producers, records)
         if check.verdict is Verdict.REFUSE:
             return ProduceResult(tp, check.error, check.message), None

@@ -7,8 +7,10 @@ servicers").  ACLs are Kafka's: TRANSACTIONAL_ID WRITE for AddPartitionsToTxn,
 AddOffsetsToTxn and EndTxn (plus TOPIC WRITE on each added partition, GROUP READ on the
 group of AddOffsetsToTxn), TRANSACTIONAL_ID DESCRIBE for DescribeTransactions and
 ListTransactions, CLUSTER_ACTION for the broker-to-broker calls (WriteTxnMarkers,
-AddPartitionsToTxn with ``verify_only``).  TxnOffsetCommit is not served yet: the group
-coordinator keeps no pending transactional offsets (it answers UNSUPPORTED_VERSION).
+AddPartitionsToTxn with ``verify_only``).  TxnOffsetCommit goes to the group
+coordinator (this broker must coordinate the group): the offsets are written as the
+producer's transactional batch and count once the transaction's COMMIT marker reaches
+the group's ``__consumer_offsets`` partition.
 
 FindCoordinator for transactions is served by the Group service, and InitProducerId
 with a transactional id by the Broker service; both reach the same runtime.
@@ -19,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from headwater.errors import ErrorCode
+from headwater.groups import values as gv
+from headwater.groups.coordinator_runtime import GroupCoordinatorRuntime
 from headwater.records.control import ControlRecordType, EndTransactionMarker
 from headwater.security.acls import AclOperation as Op
 from headwater.security.acls import ResourceType
@@ -57,6 +61,7 @@ class TransactionService(transaction_pb2_grpc.TransactionServicer):
         self,
         *,
         runtime: TransactionCoordinatorRuntime,
+        groups: GroupCoordinatorRuntime,
         replicas: ReplicaManager,
         is_known_partition: Callable[[TopicPartition], bool],
         offsets_partition: Callable[[str], TopicPartition],
@@ -64,6 +69,7 @@ class TransactionService(transaction_pb2_grpc.TransactionServicer):
     ) -> None:
         """``offsets_partition(group_id)``: the group's ``__consumer_offsets`` partition."""
         self._runtime = runtime
+        self._groups = groups
         self._replicas = replicas
         self._is_known = is_known_partition
         self._offsets_partition = offsets_partition
@@ -166,11 +172,49 @@ class TransactionService(transaction_pb2_grpc.TransactionServicer):
         self, request: transaction_pb2.TxnOffsetCommitRequest, context: Context
     ) -> transaction_pb2.TxnOffsetCommitResponse:
         tps = [TopicPartition(p.topic, p.partition) for p in request.partitions]
-        why = "transactional offset commits are not supported by this broker yet"
+
+        def whole(code: ErrorCode, message: str) -> transaction_pb2.TxnOffsetCommitResponse:
+            return transaction_pb2.TxnOffsetCommitResponse(
+                error=pb_error(code),
+                error_message=message,
+                partitions=_partition_errors(tps, code, message),
+            )
+
+        if self._tid_denied(context, Op.WRITE, request.transactional_id):
+            return whole(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "no WRITE on the id")
+        if not self._authz.group(context, Op.READ, request.group_id):
+            return whole(ErrorCode.GROUP_AUTHORIZATION_FAILED, "no READ on the group")
+        if request.producer_id < 0 or request.producer_epoch < 0:
+            return whole(ErrorCode.INVALID_REQUEST, "a producer id and epoch are required")
+        r = await self._groups.commit_offsets(
+            gv.OffsetCommitRequest(
+                group_id=request.group_id,
+                partitions=tuple(
+                    gv.OffsetCommit(
+                        p.topic,
+                        p.partition,
+                        p.committed_offset,
+                        p.committed_leader_epoch,
+                        p.committed_metadata,
+                    )
+                    for p in request.partitions
+                ),
+                generation_id=request.generation_id,
+                member_id=request.member_id,
+                group_instance_id=request.group_instance_id or None,
+                producer_id=request.producer_id,
+                producer_epoch=request.producer_epoch,
+            )
+        )
         return transaction_pb2.TxnOffsetCommitResponse(
-            error=pb_error(ErrorCode.UNSUPPORTED_VERSION),
-            error_message=why,
-            partitions=_partition_errors(tps, ErrorCode.UNSUPPORTED_VERSION, why),
+            error=pb_error(r.error_code),
+            error_message=r.error_message,
+            partitions=[
+                common_pb2.PartitionError(
+                    topic=tp.topic, partition=tp.partition, error=pb_error(code)
+                )
+                for tp, code in r.partitions
+            ],
         )
 
     async def EndTxn(
