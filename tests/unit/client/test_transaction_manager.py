@@ -184,3 +184,13 @@ def test_bad_settings_are_refused() -> None:
             request_timeout_ms=1,
             max_block_ms=1,
         )
+
+
+def test_partitions_are_still_added_during_the_flush_before_end_txn() -> None:
+    m = ready({"AddPartitionsToTxn": [add_answer()], "EndTxn": [end_ok(7, 1)]})
+    m.begin_transaction()
+    added: list[ErrorCode] = []
+    # A record sent just before commit: its partition is added while commit flushes.
+    m.end_transaction(commit=True, flush=lambda: added.append(m.maybe_add_partitions([T0])))
+    assert added == [ErrorCode.NONE]
+    assert [c for c, _ in m.calls] == ["InitProducerId", "AddPartitionsToTxn", "EndTxn"]

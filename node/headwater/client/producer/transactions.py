@@ -94,6 +94,16 @@ class TransactionState(enum.Enum):
     FATAL_ERROR = "FATAL_ERROR"
 
 
+_SENDING = frozenset(
+    {
+        TransactionState.IN_TRANSACTION,
+        TransactionState.COMMITTING_TRANSACTION,  # the flush before EndTxn
+        TransactionState.ABORTING_TRANSACTION,
+    }
+)
+"""States in which the sender still sends the transaction's batches."""
+
+
 class TransactionManager:
     """See the module docstring."""
 
@@ -145,7 +155,7 @@ class TransactionManager:
         """Sender thread: AddPartitionsToTxn for ``tps``.  NONE: added; a retriable code:
         try again later; anything else: the transaction (or producer) is failed."""
         with self._lock:
-            if self._state is not TransactionState.IN_TRANSACTION:
+            if self._state not in _SENDING:
                 return ErrorCode.INVALID_TXN_STATE
             producer = self._producer
         request = transaction_pb2.AddPartitionsToTxnRequest(
