@@ -191,3 +191,27 @@ def test_a_new_leader_rebuilds_open_and_aborted_transactions_from_the_log(
         assert [(e.producer_id, e.first_offset, e.last_offset) for e in before[1]] == [(PID, 0, 1)]
 
     asyncio.run(scenario())
+
+
+def test_read_committed_list_offsets_latest_is_the_lso(harness: Harness) -> None:
+    async def scenario() -> None:
+        m = await lead(harness)
+        coordinator = Coordinator()
+        m.verify_transaction = coordinator
+        [plain] = await m.append_records(
+            acks=1, timeout_ms=100, entries=[(TP, build_batch([Record(None, b"p")]))]
+        )
+        assert plain.error is ErrorCode.NONE
+        coordinator.added.add((PID, 0, TP))
+        assert await produce(m, txn_batch(b"a")) is ErrorCode.NONE
+        await follow_to_end(m)
+
+        def latest(level: int) -> int:
+            return m.list_offset(
+                TP, timestamp=-1, current_leader_epoch=-1, replica_id=-1, isolation_level=level
+            ).offset
+
+        assert latest(0) == 2  # the high watermark
+        assert latest(READ_COMMITTED) == 1  # stops at the open transaction
+
+    asyncio.run(scenario())

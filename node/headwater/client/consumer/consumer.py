@@ -504,6 +504,7 @@ class Consumer:
             retry=self.settings.retry,
             request_timeout_ms=request_timeout_ms or self.settings.request_timeout_ms,
             timeout_ms=timeout_ms,
+            read_committed=self.settings.read_committed,
         )
 
     def offsets_for_times(

@@ -44,6 +44,8 @@ from headwater.replication.producer_state import ProducerBatch, Verdict
 from headwater.server.metrics import BrokerMetrics, PartitionSnapshot
 from headwater.server.runtime import idempotence, txn_log
 from headwater.server.runtime.hosted import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
     FetchResult,
     FetchSpec,
     HostedPartition,
@@ -617,13 +619,33 @@ class ReplicaManager:
         return hosted, ErrorCode.NONE, ""
 
     def list_offset(
-        self, tp: TopicPartition, *, timestamp: int, current_leader_epoch: int, replica_id: int
+        self,
+        tp: TopicPartition,
+        *,
+        timestamp: int,
+        current_leader_epoch: int,
+        replica_id: int,
+        isolation_level: int = 0,
     ) -> OffsetLookup:
-        """Kafka's ListOffsets for one partition (consumers see only below the HW)."""
+        """Kafka's ListOffsets for one partition (consumers see only below the HW; a
+        READ_COMMITTED consumer's latest offset is the last stable offset)."""
         hosted, code, message = self._leader(tp, current_leader_epoch)
         if hosted is None:
             return OffsetLookup(tp, code, message)
-        return hosted.list_offset(timestamp=timestamp, replica_id=replica_id)
+        found = hosted.list_offset(timestamp=timestamp, replica_id=replica_id)
+        if (
+            isolation_level == READ_COMMITTED
+            and replica_id < 0
+            and timestamp == LATEST_TIMESTAMP
+            and found.error is ErrorCode.NONE
+        ):
+            lso = hosted.transactions.last_stable_offset(hosted.state.high_watermark)
+            return found._replace(offset=lso)
+        if isolation_level == READ_COMMITTED and replica_id < 0 and found.offset >= 0:
+            lso = hosted.transactions.last_stable_offset(hosted.state.high_watermark)
+            if found.offset >= lso and timestamp != EARLIEST_TIMESTAMP:
+                return OffsetLookup(tp, ErrorCode.NONE, "", -1, -1, -1)
+        return found
 
     def offset_for_leader_epoch(
         self, tp: TopicPartition, *, current_leader_epoch: int, leader_epoch: int

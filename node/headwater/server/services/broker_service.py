@@ -277,6 +277,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 timestamp=p.timestamp,
                 current_leader_epoch=p.current_leader_epoch,
                 replica_id=request.replica_id,
+                isolation_level=request.isolation_level,
             )
             out.append(
                 broker_pb2.ListOffsetsPartitionResponse(
