@@ -260,3 +260,35 @@ async def test_bad_inputs_are_refused_and_change_nothing() -> None:
     listed, unknown = rt.list_transactions(state_filters=["Empty", "Nope"])
     assert [t.transactional_id for t in listed] == ["x"] and unknown == ["Nope"]
     await rt.close()
+
+
+@pytest.mark.asyncio
+async def test_delayed_messages_of_an_ended_transaction_change_nothing_later() -> None:
+    """Jepsen's 2024 holes: a delayed EndTxn, AddPartitionsToTxn or produce of
+    transaction N arriving while N+1 is open must neither end N+1 nor write into it."""
+    log, markers, now = FakeLog(), FakeMarkers(), [1_000]
+    rt = runtime(log, markers, now)
+    await rt.on_become_leader(0, 1)
+    init = await rt.init_producer_id("x", transaction_timeout_ms=10_000)
+    pid = init.producer_id
+    await rt.add_partitions("x", producer_id=pid, producer_epoch=0, partitions=[T0])
+    first = await rt.end_transaction("x", producer_id=pid, producer_epoch=0, commit=True)
+    await settle(rt, "x", "CompleteCommit")
+    # Transaction N+1 at the bumped epoch.
+    await rt.add_partitions(
+        "x", producer_id=pid, producer_epoch=first.producer_epoch, partitions=[T1]
+    )
+    written = len(log.batches)
+    late_abort = await rt.end_transaction("x", producer_id=pid, producer_epoch=0, commit=False)
+    assert late_abort.error is ErrorCode.PRODUCER_FENCED
+    late_commit = await rt.end_transaction("x", producer_id=pid, producer_epoch=0, commit=True)
+    assert late_commit.error is ErrorCode.PRODUCER_FENCED
+    late_add = await rt.add_partitions("x", producer_id=pid, producer_epoch=0, partitions=[T0])
+    assert late_add.error is ErrorCode.PRODUCER_FENCED
+    assert rt.verify_partition("x", producer_id=pid, producer_epoch=0, partition=T1) is (
+        ErrorCode.PRODUCER_FENCED
+    )
+    assert len(log.batches) == written  # nothing written for any of them
+    description = rt.describe("x")
+    assert description.state == "Ongoing" and description.partitions == (T1,)
+    await rt.close()
