@@ -10,6 +10,8 @@ refused by the partition leader (KIP-890).
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -278,3 +280,30 @@ def test_consume_transform_produce_commits_output_and_offsets_together(
     ]
     with headwater.Consumer(bootstrap_servers=cluster.bootstrap, group_id=group) as c:
         assert c.committed(TP(source, 0)) == 10
+
+
+def test_admin_and_cli_describe_and_list_transactions(
+    cluster: Cluster, topic: Callable[..., str]
+) -> None:
+    name = topic(1)
+    tid = f"tx-{uuid.uuid4().hex[:8]}"
+    with producer(cluster, tid) as p, headwater.Admin(cluster.bootstrap) as admin:
+        p.init_transactions()
+        p.begin_transaction()
+        p.send(name, b"open", partition=0)
+        p.flush(30)
+        d = admin.describe_transactions([tid])[tid]
+        assert d.state == "Ongoing" and d.partitions == (TP(name, 0),)
+        listed = admin.list_transactions(states=["Ongoing"])
+        assert tid in {t.transactional_id for t in listed}
+        out = subprocess.run(
+            [sys.executable, "-m", "headwater.cli.main", "transactions", "describe", tid,
+             "--bootstrap-server", cluster.bootstrap],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr
+        assert "Ongoing" in out.stdout and tid in out.stdout
+        p.commit_transaction()
+        assert admin.describe_transactions([tid])[tid].state in ("PrepareCommit", "CompleteCommit")
+        with pytest.raises(errors.TransactionalIdNotFoundError):
+            admin.describe_transactions([f"unknown-{tid}"])
