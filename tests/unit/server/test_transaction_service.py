@@ -12,6 +12,16 @@ from typing import Any
 from headwater.errors import ErrorCode
 from headwater.groups.coordinator_runtime import GroupCoordinatorRuntime
 from headwater.records import read_batches
+from headwater.security.acls import (
+    AclBinding,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+    binding,
+)
+from headwater.security.acls import AclOperation as Op
+from headwater.security.authorizer import AclAuthorizer, AclSnapshot, AuthorizerSettings
+from headwater.server.auth.authorization import RequestAuthorizer
 from headwater.server.services.transaction import TransactionService
 from headwater.transactions.coordinator_runtime import MarkerRequest, TransactionCoordinatorRuntime
 from headwater.v1 import common_pb2, transaction_pb2
@@ -148,6 +158,84 @@ def test_write_txn_markers_appends_a_control_batch(harness: Harness) -> None:
         assert [ErrorCode(p.error) for p in result.partitions] == [ErrorCode.NONE]
         [batch] = list(read_batches(m.read_local(TP, 0, 1 << 20)))
         assert batch.is_control and batch.producer_id == 5
+        await runtime.close()
+
+    asyncio.run(scenario())
+
+
+class _Peer:
+    def peer(self) -> str:
+        return "ipv4:127.0.0.1:5555"
+
+
+def _secured(svc: TransactionService, *bindings: AclBinding) -> None:
+    snapshot = AclSnapshot.of(list(bindings))
+    svc._authz = RequestAuthorizer(AclAuthorizer(AuthorizerSettings(), snapshot))
+
+
+def _allow(name: str, op: Op, rtype: ResourceType) -> AclBinding:
+    return binding(
+        resource_type=rtype,
+        name=name,
+        principal="User:ANONYMOUS",
+        operation=op,
+        permission_type=AclPermissionType.ALLOW,
+        host="*",
+        pattern_type=PatternType.LITERAL,
+    )
+
+
+def test_acls_are_kafkas(harness: Harness) -> None:
+    """TRANSACTIONAL_ID WRITE for the producer's calls, TOPIC WRITE on each added
+    partition, GROUP READ for offsets, CLUSTER_ACTION for the broker-to-broker calls."""
+
+    async def scenario() -> None:
+        svc, runtime = await service(harness)
+        init = await runtime.init_producer_id("x", transaction_timeout_ms=10_000)
+        _secured(svc, _allow("x", Op.WRITE, ResourceType.TRANSACTIONAL_ID))
+        ctx: Any = _Peer()
+        add = transaction_pb2.AddPartitionsToTxnRequest(
+            transactional_id="x",
+            producer_id=init.producer_id,
+            producer_epoch=init.producer_epoch,
+            partitions=[tp_pb(TP)],
+        )
+        resp = await svc.AddPartitionsToTxn(add, ctx)
+        assert [ErrorCode(p.error) for p in resp.partitions] == [
+            ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        ]
+        other = transaction_pb2.AddPartitionsToTxnRequest(
+            transactional_id="y", producer_id=1, producer_epoch=0, partitions=[tp_pb(TP)]
+        )
+        denied = await svc.AddPartitionsToTxn(other, ctx)
+        assert ErrorCode(denied.error) is ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        offsets = await svc.AddOffsetsToTxn(
+            transaction_pb2.AddOffsetsToTxnRequest(
+                transactional_id="x",
+                producer_id=init.producer_id,
+                producer_epoch=init.producer_epoch,
+                group_id="g",
+            ),
+            ctx,
+        )
+        assert ErrorCode(offsets.error) is ErrorCode.GROUP_AUTHORIZATION_FAILED
+        verify = await svc.AddPartitionsToTxn(
+            transaction_pb2.AddPartitionsToTxnRequest(
+                transactional_id="x", partitions=[tp_pb(TP)], verify_only=True
+            ),
+            ctx,
+        )
+        assert ErrorCode(verify.error) is ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        markers = await svc.WriteTxnMarkers(
+            transaction_pb2.WriteTxnMarkersRequest(
+                markers=[transaction_pb2.WritableTxnMarker(producer_id=1, partitions=[tp_pb(TP)])]
+            ),
+            ctx,
+        )
+        assert [ErrorCode(p.error) for p in markers.markers[0].partitions] == [
+            ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        ]
+        assert runtime.describe("x").state == "Empty"  # nothing changed
         await runtime.close()
 
     asyncio.run(scenario())
