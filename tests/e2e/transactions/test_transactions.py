@@ -20,10 +20,15 @@ from pathlib import Path
 import headwater
 import pytest
 from headwater import errors
+from headwater.errors import ErrorCode
+from headwater.records import Record, build_batch
+from headwater.records.control import set_batch_flags
 from headwater.testing import Cluster
 from headwater.testing.zookeeper import ZooKeeperServer
 from headwater.transactions.placement import TRANSACTION_STATE_TOPIC, partition_for
+from headwater.v1 import broker_pb2
 
+from tests.e2e.client.raw import stub_for, wait_leader
 from tests.e2e.groups.conftest import wait_until
 
 TP = headwater.TopicPartition
@@ -307,3 +312,54 @@ def test_admin_and_cli_describe_and_list_transactions(
         assert admin.describe_transactions([tid])[tid].state in ("PrepareCommit", "CompleteCommit")
         with pytest.raises(errors.TransactionalIdNotFoundError):
             admin.describe_transactions([f"unknown-{tid}"])
+
+
+def test_a_late_produce_of_an_ended_transaction_is_refused_by_the_leader(
+    cluster: Cluster, topic: Callable[..., str]
+) -> None:
+    """KIP-890 on real brokers: after the commit (epoch bumped by the markers), a
+    delayed or replayed produce of the ended transaction cannot reopen it, and one for
+    a partition the coordinator never added is refused too."""
+    name = topic(2)
+    tid = f"tx-{uuid.uuid4().hex[:8]}"
+    with producer(cluster, tid) as p, headwater.Admin(cluster.bootstrap) as admin:
+        p.init_transactions()
+        p.begin_transaction()
+        p.send(name, b"on-time", partition=0)
+        p.flush(30)
+        d = admin.describe_transactions([tid])[tid]
+        pid, epoch = d.producer_id, d.producer_epoch
+        p.commit_transaction()
+
+        def late(partition: int, value: bytes, seq: int) -> int:
+            batch = set_batch_flags(
+                build_batch(
+                    [Record(None, value)], producer_id=pid, producer_epoch=epoch, base_sequence=seq
+                ),
+                transactional=True,
+            )
+            leader = wait_leader(cluster, name, partition)
+            with stub_for(cluster, leader) as stub:
+                resp = stub.Produce(
+                    broker_pb2.ProduceRequest(
+                        acks=-1,
+                        timeout_ms=10000,
+                        transactional_id=tid,
+                        partitions=[
+                            broker_pb2.ProducePartitionData(
+                                topic=name, partition=partition, records=batch
+                            )
+                        ],
+                    ),
+                    timeout=20,
+                )
+            return int(resp.partitions[0].error)
+
+        assert late(0, b"late-replay", 1) == ErrorCode.INVALID_PRODUCER_EPOCH
+        # Partition 1 was never added: the coordinator says no to the leader.
+        assert late(1, b"never-added", 0) in (
+            ErrorCode.INVALID_PRODUCER_EPOCH,
+            ErrorCode.INVALID_TXN_STATE,
+        )
+    assert read_all(cluster, name, 2, committed=True, expect=1) == [b"on-time"]
+    assert sorted(read_all(cluster, name, 2, committed=False, expect=1)) == [b"on-time"]
