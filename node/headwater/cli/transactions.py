@@ -4,7 +4,9 @@
 ``list`` asks every broker for the ids of the ``__transaction_state`` partitions it leads
 (``--state``, ``--producer-id`` and ``--duration-ms`` filter them, Kafka's KIP-664 and
 KIP-994 filters); ``describe`` asks an id's coordinator for its state, producer id and
-epoch, timeout, start time and the partitions of its open transaction.
+epoch, timeout, start time and the partitions of its open transaction;
+``describe-producers`` asks a partition's leader for its active producers and the start
+offset of the transaction each has open there.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from headwater.cli._common import (
     client_errors,
     print_json,
 )
+from headwater.client import TopicPartition
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -60,6 +63,22 @@ def cmd_describe(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_describe_producers(args: argparse.Namespace) -> int:
+    with client_errors(), admin_for(args) as admin:
+        tp = TopicPartition(args.topic, args.partition)
+        producers = admin.describe_producers([tp])[tp]
+    if args.output == "json":
+        print_json([p._asdict() for p in producers])
+        return 0
+    print("PRODUCER-ID\tPRODUCER-EPOCH\tLAST-SEQUENCE\tCURRENT-TRANSACTION-START-OFFSET")
+    for p in producers:
+        print(
+            f"{p.producer_id}\t{p.producer_epoch}\t{p.last_sequence}\t"
+            f"{p.current_transaction_start_offset}"
+        )
+    return 0
+
+
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("transactions", help="list and describe transactional ids")
     sub = parser.add_subparsers(dest="transactions_command", metavar="ACTION", required=True)
@@ -75,6 +94,12 @@ def register(subparsers: Any) -> None:
     add_bootstrap_option(p)
     add_output_option(p)
     p.set_defaults(func=cmd_list)
+    p = sub.add_parser("describe-producers", help="the active producers of one partition")
+    p.add_argument("--topic", required=True)
+    p.add_argument("--partition", type=int, required=True)
+    add_bootstrap_option(p)
+    add_output_option(p)
+    p.set_defaults(func=cmd_describe_producers)
     p = sub.add_parser("describe", help="one id's state, producer and open partitions")
     p.add_argument("transactional_id")
     add_bootstrap_option(p)

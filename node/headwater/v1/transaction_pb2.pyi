@@ -566,3 +566,113 @@ class ListTransactionsResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ListTransactionsResponse: _TypeAlias = ListTransactionsResponse  # noqa: Y015
+
+@_typing.final
+class DescribeProducersRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PARTITIONS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def partitions(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.TopicPartition]: ...
+    def __init__(
+        self,
+        *,
+        partitions: _abc.Iterable[_common_pb2.TopicPartition] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["partitions", b"partitions"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DescribeProducersRequest: _TypeAlias = DescribeProducersRequest  # noqa: Y015
+
+@_typing.final
+class ProducerState(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PRODUCER_ID_FIELD_NUMBER: _builtins.int
+    PRODUCER_EPOCH_FIELD_NUMBER: _builtins.int
+    LAST_SEQUENCE_FIELD_NUMBER: _builtins.int
+    LAST_TIMESTAMP_FIELD_NUMBER: _builtins.int
+    COORDINATOR_EPOCH_FIELD_NUMBER: _builtins.int
+    CURRENT_TXN_START_OFFSET_FIELD_NUMBER: _builtins.int
+    producer_id: _builtins.int
+    producer_epoch: _builtins.int
+    last_sequence: _builtins.int
+    """-1: none (transactional markers only)"""
+    last_timestamp: _builtins.int
+    """-1: not tracked"""
+    coordinator_epoch: _builtins.int
+    """-1: not tracked"""
+    current_txn_start_offset: _builtins.int
+    """-1: no transaction open in this partition"""
+    def __init__(
+        self,
+        *,
+        producer_id: _builtins.int = ...,
+        producer_epoch: _builtins.int = ...,
+        last_sequence: _builtins.int = ...,
+        last_timestamp: _builtins.int = ...,
+        coordinator_epoch: _builtins.int = ...,
+        current_txn_start_offset: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["coordinator_epoch", b"coordinator_epoch", "current_txn_start_offset", b"current_txn_start_offset", "last_sequence", b"last_sequence", "last_timestamp", b"last_timestamp", "producer_epoch", b"producer_epoch", "producer_id", b"producer_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ProducerState: _TypeAlias = ProducerState  # noqa: Y015
+
+@_typing.final
+class DescribedPartitionProducers(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TOPIC_FIELD_NUMBER: _builtins.int
+    PARTITION_FIELD_NUMBER: _builtins.int
+    ERROR_FIELD_NUMBER: _builtins.int
+    ERROR_MESSAGE_FIELD_NUMBER: _builtins.int
+    ACTIVE_PRODUCERS_FIELD_NUMBER: _builtins.int
+    topic: _builtins.str
+    partition: _builtins.int
+    error: _common_pb2.ErrorCode.ValueType
+    error_message: _builtins.str
+    @_builtins.property
+    def active_producers(self) -> _containers.RepeatedCompositeFieldContainer[Global___ProducerState]: ...
+    def __init__(
+        self,
+        *,
+        topic: _builtins.str = ...,
+        partition: _builtins.int = ...,
+        error: _common_pb2.ErrorCode.ValueType = ...,
+        error_message: _builtins.str = ...,
+        active_producers: _abc.Iterable[Global___ProducerState] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["active_producers", b"active_producers", "error", b"error", "error_message", b"error_message", "partition", b"partition", "topic", b"topic"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DescribedPartitionProducers: _TypeAlias = DescribedPartitionProducers  # noqa: Y015
+
+@_typing.final
+class DescribeProducersResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PARTITIONS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def partitions(self) -> _containers.RepeatedCompositeFieldContainer[Global___DescribedPartitionProducers]: ...
+    def __init__(
+        self,
+        *,
+        partitions: _abc.Iterable[Global___DescribedPartitionProducers] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["partitions", b"partitions"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DescribeProducersResponse: _TypeAlias = DescribeProducersResponse  # noqa: Y015

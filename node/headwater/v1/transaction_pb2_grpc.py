@@ -69,6 +69,11 @@ class TransactionStub:
                 request_serializer=headwater_dot_v1_dot_transaction__pb2.ListTransactionsRequest.SerializeToString,
                 response_deserializer=headwater_dot_v1_dot_transaction__pb2.ListTransactionsResponse.FromString,
                 _registered_method=True)
+        self.DescribeProducers = channel.unary_unary(
+                '/headwater.v1.Transaction/DescribeProducers',
+                request_serializer=headwater_dot_v1_dot_transaction__pb2.DescribeProducersRequest.SerializeToString,
+                response_deserializer=headwater_dot_v1_dot_transaction__pb2.DescribeProducersResponse.FromString,
+                _registered_method=True)
 
 
 class TransactionServicer:
@@ -116,6 +121,13 @@ class TransactionServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DescribeProducers(self, request, context):
+        """Sent to partition leaders: the active producers of each partition (KIP-664).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_TransactionServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -153,6 +165,11 @@ def add_TransactionServicer_to_server(servicer, server):
                     servicer.ListTransactions,
                     request_deserializer=headwater_dot_v1_dot_transaction__pb2.ListTransactionsRequest.FromString,
                     response_serializer=headwater_dot_v1_dot_transaction__pb2.ListTransactionsResponse.SerializeToString,
+            ),
+            'DescribeProducers': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeProducers,
+                    request_deserializer=headwater_dot_v1_dot_transaction__pb2.DescribeProducersRequest.FromString,
+                    response_serializer=headwater_dot_v1_dot_transaction__pb2.DescribeProducersResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -344,6 +361,33 @@ class Transaction:
             '/headwater.v1.Transaction/ListTransactions',
             headwater_dot_v1_dot_transaction__pb2.ListTransactionsRequest.SerializeToString,
             headwater_dot_v1_dot_transaction__pb2.ListTransactionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeProducers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/headwater.v1.Transaction/DescribeProducers',
+            headwater_dot_v1_dot_transaction__pb2.DescribeProducersRequest.SerializeToString,
+            headwater_dot_v1_dot_transaction__pb2.DescribeProducersResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -46,6 +46,8 @@ class TransactionStub:
     WriteTxnMarkers: _grpc.UnaryUnaryMultiCallable[_transaction_pb2.WriteTxnMarkersRequest, _transaction_pb2.WriteTxnMarkersResponse]
     DescribeTransactions: _grpc.UnaryUnaryMultiCallable[_transaction_pb2.DescribeTransactionsRequest, _transaction_pb2.DescribeTransactionsResponse]
     ListTransactions: _grpc.UnaryUnaryMultiCallable[_transaction_pb2.ListTransactionsRequest, _transaction_pb2.ListTransactionsResponse]
+    DescribeProducers: _grpc.UnaryUnaryMultiCallable[_transaction_pb2.DescribeProducersRequest, _transaction_pb2.DescribeProducersResponse]
+    """Sent to partition leaders: the active producers of each partition (KIP-664)."""
 
 @_typing.type_check_only
 class TransactionAsyncStub(TransactionStub):
@@ -57,6 +59,8 @@ class TransactionAsyncStub(TransactionStub):
     WriteTxnMarkers: _aio.UnaryUnaryMultiCallable[_transaction_pb2.WriteTxnMarkersRequest, _transaction_pb2.WriteTxnMarkersResponse]  # type: ignore[assignment]
     DescribeTransactions: _aio.UnaryUnaryMultiCallable[_transaction_pb2.DescribeTransactionsRequest, _transaction_pb2.DescribeTransactionsResponse]  # type: ignore[assignment]
     ListTransactions: _aio.UnaryUnaryMultiCallable[_transaction_pb2.ListTransactionsRequest, _transaction_pb2.ListTransactionsResponse]  # type: ignore[assignment]
+    DescribeProducers: _aio.UnaryUnaryMultiCallable[_transaction_pb2.DescribeProducersRequest, _transaction_pb2.DescribeProducersResponse]  # type: ignore[assignment]
+    """Sent to partition leaders: the active producers of each partition (KIP-664)."""
 
 class TransactionServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -107,5 +111,13 @@ class TransactionServicer(metaclass=_abc_1.ABCMeta):
         request: _transaction_pb2.ListTransactionsRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_transaction_pb2.ListTransactionsResponse, _abc.Awaitable[_transaction_pb2.ListTransactionsResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def DescribeProducers(
+        self,
+        request: _transaction_pb2.DescribeProducersRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_transaction_pb2.DescribeProducersResponse, _abc.Awaitable[_transaction_pb2.DescribeProducersResponse]]:
+        """Sent to partition leaders: the active producers of each partition (KIP-664)."""
 
 def add_TransactionServicer_to_server(servicer: TransactionServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

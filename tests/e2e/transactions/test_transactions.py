@@ -308,6 +308,8 @@ def test_admin_and_cli_describe_and_list_transactions(
         )  # fmt: skip
         assert out.returncode == 0, out.stderr
         assert "Ongoing" in out.stdout and tid in out.stdout
+        [active] = admin.describe_producers([TP(name, 0)])[TP(name, 0)]
+        assert active.producer_id == d.producer_id and active.current_transaction_start_offset == 0
         p.commit_transaction()
         assert admin.describe_transactions([tid])[tid].state in ("PrepareCommit", "CompleteCommit")
         with pytest.raises(errors.TransactionalIdNotFoundError):

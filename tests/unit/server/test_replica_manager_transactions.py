@@ -215,3 +215,23 @@ def test_read_committed_list_offsets_latest_is_the_lso(harness: Harness) -> None
         assert latest(READ_COMMITTED) == 1  # stops at the open transaction
 
     asyncio.run(scenario())
+
+
+def test_active_producers_name_the_open_transaction(harness: Harness) -> None:
+    async def scenario() -> None:
+        m = await lead(harness)
+        coordinator = Coordinator()
+        m.verify_transaction = coordinator
+        coordinator.added.add((PID, 0, TP))
+        assert await produce(m, txn_batch(b"a", b"b")) is ErrorCode.NONE
+        code, _, producers = m.active_producers(TP)
+        assert code is ErrorCode.NONE
+        assert [(p.producer_id, p.producer_epoch, p.last_sequence, p.current_txn_start_offset)
+                for p in producers] == [(PID, 0, 1, 0)]  # fmt: skip
+        assert await marker(m, ControlRecordType.COMMIT, 1) is ErrorCode.NONE
+        [after] = m.active_producers(TP)[2]
+        assert (after.producer_epoch, after.current_txn_start_offset) == (1, -1)
+        missing = m.active_producers(TopicPartition("nope", 0))
+        assert missing[0] is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+    asyncio.run(scenario())

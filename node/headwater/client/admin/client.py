@@ -25,6 +25,7 @@ from headwater.client.admin.reassignments import ReassignmentsAdmin
 from headwater.client.admin.rebalance import RebalanceAdmin
 from headwater.client.admin.scram import ScramAdmin
 from headwater.client.admin.transactions import (
+    ProducerState,
     TransactionDescription,
     TransactionListing,
     TransactionsAdmin,
@@ -618,6 +619,13 @@ class Admin:
         return self._transactions.list_transactions(
             states=states, producer_ids=producer_ids, duration_ms=duration_ms
         )
+
+    def describe_producers(
+        self, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, list[ProducerState]]:
+        """The active (idempotent and transactional) producers of each partition, with
+        the start offset of the transaction each has open there."""
+        return self._transactions.describe_producers(partitions)
 
     # -- lifecycle ------------------------------------------------------------------
 

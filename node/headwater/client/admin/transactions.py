@@ -16,7 +16,13 @@ from headwater import errors
 from headwater.client.transport import connection
 from headwater.client.transport.metadata import MetadataManager
 from headwater.client.types import TopicPartition
-from headwater.v1 import group_pb2, group_pb2_grpc, transaction_pb2, transaction_pb2_grpc
+from headwater.v1 import (
+    common_pb2,
+    group_pb2,
+    group_pb2_grpc,
+    transaction_pb2,
+    transaction_pb2_grpc,
+)
 
 TRANSACTION_KEY_TYPE = 1
 
@@ -39,6 +45,16 @@ class TransactionListing(NamedTuple):
     transactional_id: str
     producer_id: int
     state: str
+
+
+class ProducerState(NamedTuple):
+    """One active producer of a partition (Kafka's ``ProducerState``)."""
+
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    current_transaction_start_offset: int
+    """-1: no transaction of this producer is open in the partition."""
 
 
 class TransactionsAdmin:
@@ -143,3 +159,36 @@ class TransactionsAdmin:
                     t.transactional_id, t.producer_id, t.transaction_state
                 )
         return sorted(found.values())
+
+    def describe_producers(
+        self, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, list[ProducerState]]:
+        """The active producers of each partition, asked of its leader (KIP-664)."""
+        wanted = list(partitions)
+        self._metadata.add_topics({tp.topic for tp in wanted})
+        self._metadata.fetch(sorted({tp.topic for tp in wanted}))
+        meta = self._metadata.current
+        out: dict[TopicPartition, list[ProducerState]] = {}
+        for tp in wanted:
+            leader = meta.leader(tp)
+            if leader is None:
+                raise errors.LeaderNotAvailableError(f"no leader for {tp}")
+            stub = transaction_pb2_grpc.TransactionStub(self._channels.channel(leader.address))
+            resp = connection.call(
+                stub.DescribeProducers,
+                transaction_pb2.DescribeProducersRequest(
+                    partitions=[common_pb2.TopicPartition(topic=tp.topic, partition=tp.partition)]
+                ),
+                address=leader.address,
+                timeout_ms=self._request_timeout_ms,
+            )
+            (answer,) = resp.partitions
+            if answer.error:
+                raise errors.for_code(answer.error, answer.error_message or f"producers of {tp}")
+            out[tp] = [
+                ProducerState(
+                    a.producer_id, a.producer_epoch, a.last_sequence, a.current_txn_start_offset
+                )
+                for a in answer.active_producers
+            ]
+        return out

@@ -58,6 +58,16 @@ class FetchResult(NamedTuple):
     """READ_COMMITTED: ``(producer id, first offset)`` of the aborts the range overlaps."""
 
 
+class ActiveProducer(NamedTuple):
+    """One producer of a partition, as DescribeProducers answers (Kafka's fields)."""
+
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    current_txn_start_offset: int
+    """-1: no transaction of this producer is open in the partition."""
+
+
 class OffsetLookup(NamedTuple):
     topic_partition: TopicPartition
     error: ErrorCode
@@ -148,6 +158,18 @@ class HostedPartition:
         return OffsetLookup(
             tp, ErrorCode.NONE, "", found.timestamp, found.offset, found.leader_epoch
         )
+
+    def active_producers(self) -> list[ActiveProducer]:
+        """The idempotent and transactional producers this leader knows, by producer id."""
+        txns = self.transactions
+        out: dict[int, ActiveProducer] = {
+            pid: ActiveProducer(pid, epoch, -1, txns.open.get(pid, -1))
+            for pid, epoch in txns.epochs.items()
+        }
+        for pid, entry in self.producers.entries():
+            epoch = max(entry.producer_epoch, txns.epochs.get(pid, entry.producer_epoch))
+            out[pid] = ActiveProducer(pid, epoch, entry.last_sequence, txns.open.get(pid, -1))
+        return [out[pid] for pid in sorted(out)]
 
     def refuse_fetch(self, spec: FetchSpec, *, broker_id: int) -> FetchResult | None:
         """The answer to ``spec`` if this replica cannot serve it as leader, else None."""

@@ -46,6 +46,7 @@ from headwater.server.runtime import idempotence, txn_log
 from headwater.server.runtime.hosted import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
+    ActiveProducer,
     FetchResult,
     FetchSpec,
     HostedPartition,
@@ -646,6 +647,13 @@ class ReplicaManager:
             if found.offset >= lso and timestamp != EARLIEST_TIMESTAMP:
                 return OffsetLookup(tp, ErrorCode.NONE, "", -1, -1, -1)
         return found
+
+    def active_producers(self, tp: TopicPartition) -> tuple[ErrorCode, str, list[ActiveProducer]]:
+        """DescribeProducers for one partition led here (Kafka's KIP-664)."""
+        hosted, code, message = self._leader(tp, -1)
+        if hosted is None:
+            return code, message, []
+        return ErrorCode.NONE, "", hosted.active_producers()
 
     def offset_for_leader_epoch(
         self, tp: TopicPartition, *, current_leader_epoch: int, leader_epoch: int

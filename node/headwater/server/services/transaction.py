@@ -321,3 +321,41 @@ class TransactionService(transaction_pb2_grpc.TransactionServicer):
                 if not self._tid_denied(context, Op.DESCRIBE, t.transactional_id)
             ],
         )
+
+    async def DescribeProducers(
+        self, request: transaction_pb2.DescribeProducersRequest, context: Context
+    ) -> transaction_pb2.DescribeProducersResponse:
+        refused = self._authz.topics(context, Op.READ, (p.topic for p in request.partitions))
+        out = []
+        for p in request.partitions:
+            tp = _tp(p)
+            if refused is not None and tp.topic in refused:
+                out.append(
+                    transaction_pb2.DescribedPartitionProducers(
+                        topic=tp.topic,
+                        partition=tp.partition,
+                        error=pb_error(ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+                    )
+                )
+                continue
+            code, message, producers = self._replicas.active_producers(tp)
+            out.append(
+                transaction_pb2.DescribedPartitionProducers(
+                    topic=tp.topic,
+                    partition=tp.partition,
+                    error=pb_error(code),
+                    error_message=message,
+                    active_producers=[
+                        transaction_pb2.ProducerState(
+                            producer_id=a.producer_id,
+                            producer_epoch=a.producer_epoch,
+                            last_sequence=a.last_sequence,
+                            last_timestamp=-1,
+                            coordinator_epoch=-1,
+                            current_txn_start_offset=a.current_txn_start_offset,
+                        )
+                        for a in producers
+                    ],
+                )
+            )
+        return transaction_pb2.DescribeProducersResponse(partitions=out)
