@@ -6,7 +6,8 @@
 KIP-994 filters); ``describe`` asks an id's coordinator for its state, producer id and
 epoch, timeout, start time and the partitions of its open transaction;
 ``describe-producers`` asks a partition's leader for its active producers and the start
-offset of the transaction each has open there.
+offset of the transaction each has open there; ``abort`` writes an ABORT marker for the
+transaction that starts at ``--start-offset`` of a partition (a hanging transaction).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import argparse
 from typing import Any
 
 from headwater.cli._common import (
+    CliError,
     add_bootstrap_option,
     add_output_option,
     admin_for,
@@ -79,6 +81,19 @@ def cmd_describe_producers(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_abort(args: argparse.Namespace) -> int:
+    tp = TopicPartition(args.topic, args.partition)
+    with client_errors(), admin_for(args) as admin:
+        producers = admin.describe_producers([tp])[tp]
+        hanging = [p for p in producers if p.current_transaction_start_offset == args.start_offset]
+        if not hanging:
+            raise CliError(f"no transaction of {tp} starts at offset {args.start_offset}")
+        (p,) = hanging
+        admin.abort_transaction(tp, producer_id=p.producer_id, producer_epoch=p.producer_epoch)
+    print(f"aborted the transaction of producer {p.producer_id} in {tp} at {args.start_offset}")
+    return 0
+
+
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("transactions", help="list and describe transactional ids")
     sub = parser.add_subparsers(dest="transactions_command", metavar="ACTION", required=True)
@@ -100,6 +115,13 @@ def register(subparsers: Any) -> None:
     add_bootstrap_option(p)
     add_output_option(p)
     p.set_defaults(func=cmd_describe_producers)
+    p = sub.add_parser("abort", help="abort a hanging transaction in one partition")
+    p.add_argument("--topic", required=True)
+    p.add_argument("--partition", type=int, required=True)
+    p.add_argument("--start-offset", type=int, required=True, help="where the transaction starts")
+    add_bootstrap_option(p)
+    add_output_option(p)
+    p.set_defaults(func=cmd_abort)
     p = sub.add_parser("describe", help="one id's state, producer and open partitions")
     p.add_argument("transactional_id")
     add_bootstrap_option(p)

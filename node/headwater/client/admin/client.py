@@ -627,6 +627,14 @@ class Admin:
         the start offset of the transaction each has open there."""
         return self._transactions.describe_producers(partitions)
 
+    def abort_transaction(
+        self, partition: TopicPartition, *, producer_id: int, producer_epoch: int
+    ) -> None:
+        """Abort a hanging transaction in one partition (Kafka's ``abortTransaction``)."""
+        self._transactions.abort_transaction(
+            partition, producer_id=producer_id, producer_epoch=producer_epoch
+        )
+
     # -- lifecycle ------------------------------------------------------------------
 
     def close(self) -> None:

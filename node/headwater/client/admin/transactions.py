@@ -192,3 +192,37 @@ class TransactionsAdmin:
                 for a in answer.active_producers
             ]
         return out
+
+    def abort_transaction(
+        self, tp: TopicPartition, *, producer_id: int, producer_epoch: int
+    ) -> None:
+        """Write an ABORT marker for the producer's open transaction in ``tp`` (a hanging
+        transaction, KIP-664): WriteTxnMarkers to the leader, ALTER on the cluster."""
+        self._metadata.add_topics({tp.topic})
+        self._metadata.fetch([tp.topic])
+        leader = self._metadata.current.leader(tp)
+        if leader is None:
+            raise errors.LeaderNotAvailableError(f"no leader for {tp}")
+        stub = transaction_pb2_grpc.TransactionStub(self._channels.channel(leader.address))
+        resp = connection.call(
+            stub.WriteTxnMarkers,
+            transaction_pb2.WriteTxnMarkersRequest(
+                markers=[
+                    transaction_pb2.WritableTxnMarker(
+                        producer_id=producer_id,
+                        producer_epoch=producer_epoch,
+                        committed=False,
+                        partitions=[
+                            common_pb2.TopicPartition(topic=tp.topic, partition=tp.partition)
+                        ],
+                        coordinator_epoch=-1,
+                    )
+                ]
+            ),
+            address=leader.address,
+            timeout_ms=self._request_timeout_ms,
+        )
+        for marker in resp.markers:
+            for p in marker.partitions:
+                if p.error:
+                    raise errors.for_code(p.error, p.error_message or f"aborting in {tp}")

@@ -6,9 +6,10 @@ for WriteTxnMarkers, the ReplicaManager) and converts back (docs/style.md, "Thin
 servicers").  ACLs are Kafka's: TRANSACTIONAL_ID WRITE for AddPartitionsToTxn,
 AddOffsetsToTxn and EndTxn (plus TOPIC WRITE on each added partition, GROUP READ on the
 group of AddOffsetsToTxn), TRANSACTIONAL_ID DESCRIBE for DescribeTransactions and
-ListTransactions, CLUSTER_ACTION for the broker-to-broker calls (WriteTxnMarkers,
-AddPartitionsToTxn with ``verify_only``).  TxnOffsetCommit goes to the group
-coordinator (this broker must coordinate the group): the offsets are written as the
+ListTransactions, CLUSTER_ACTION for the broker-to-broker calls (WriteTxnMarkers --
+also ALTER on the cluster, an administrator aborting a hanging transaction, KIP-1037 --
+and AddPartitionsToTxn with ``verify_only``), READ on the topic for DescribeProducers.
+TxnOffsetCommit goes to the group coordinator (this broker must coordinate the group): the offsets are written as the
 producer's transactional batch and count once the transaction's COMMIT marker reaches
 the group's ``__consumer_offsets`` partition.
 
@@ -242,7 +243,11 @@ class TransactionService(transaction_pb2_grpc.TransactionServicer):
     async def WriteTxnMarkers(
         self, request: transaction_pb2.WriteTxnMarkersRequest, context: Context
     ) -> transaction_pb2.WriteTxnMarkersResponse:
-        allowed = self._authz.cluster(context, Op.CLUSTER_ACTION)
+        # Brokers (CLUSTER_ACTION), and an administrator aborting a hanging transaction
+        # (ALTER on the cluster, KIP-664 / KIP-1037).
+        allowed = self._authz.cluster(context, Op.CLUSTER_ACTION) or self._authz.cluster(
+            context, Op.ALTER
+        )
         out = []
         for m in request.markers:
             tps = [_tp(p) for p in m.partitions]
