@@ -365,3 +365,36 @@ def test_a_late_produce_of_an_ended_transaction_is_refused_by_the_leader(
         )
     assert read_all(cluster, name, 2, committed=True, expect=1) == [b"on-time"]
     assert sorted(read_all(cluster, name, 2, committed=False, expect=1)) == [b"on-time"]
+
+
+def test_a_hanging_transaction_is_aborted_by_the_cli(
+    cluster: Cluster, topic: Callable[..., str]
+) -> None:
+    """A producer that goes away without ending its transaction holds the partition's
+    LSO (until its 60 s timeout here); 'headwater transactions abort' writes the ABORT
+    marker at once, found by the start offset DescribeProducers shows."""
+    name = topic(1)
+    with headwater.Producer(cluster.bootstrap) as plain:
+        plain.send(name, b"before", partition=0).result(30)
+    with producer(cluster, f"tx-{uuid.uuid4().hex[:8]}") as p:
+        p.init_transactions()
+        p.begin_transaction()
+        p.send(name, b"hanging", partition=0)
+        p.flush(30)
+    with headwater.Admin(cluster.bootstrap) as admin:
+        [hanging] = [
+            s
+            for s in admin.describe_producers([TP(name, 0)])[TP(name, 0)]
+            if s.current_transaction_start_offset >= 0
+        ]
+        assert hanging.current_transaction_start_offset == 1
+    with headwater.Producer(cluster.bootstrap) as plain:
+        plain.send(name, b"after", partition=0).result(30)
+    assert read_all(cluster, name, 1, committed=True, expect=1) == [b"before"]  # LSO held
+    out = subprocess.run(
+        [sys.executable, "-m", "headwater.cli.main", "transactions", "abort", "--topic", name,
+         "--partition", "0", "--start-offset", "1", "--bootstrap-server", cluster.bootstrap],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert read_all(cluster, name, 1, committed=True, expect=2) == [b"before", b"after"]

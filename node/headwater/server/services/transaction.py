@@ -9,9 +9,9 @@ group of AddOffsetsToTxn), TRANSACTIONAL_ID DESCRIBE for DescribeTransactions an
 ListTransactions, CLUSTER_ACTION for the broker-to-broker calls (WriteTxnMarkers --
 also ALTER on the cluster, an administrator aborting a hanging transaction, KIP-1037 --
 and AddPartitionsToTxn with ``verify_only``), READ on the topic for DescribeProducers.
-TxnOffsetCommit goes to the group coordinator (this broker must coordinate the group): the offsets are written as the
-producer's transactional batch and count once the transaction's COMMIT marker reaches
-the group's ``__consumer_offsets`` partition.
+TxnOffsetCommit goes to the group coordinator (this broker must coordinate the group):
+the offsets are written as the producer's transactional batch and count once the
+transaction's COMMIT marker reaches the group's ``__consumer_offsets`` partition.
 
 FindCoordinator for transactions is served by the Group service, and InitProducerId
 with a transactional id by the Broker service; both reach the same runtime.
