@@ -54,21 +54,31 @@ def cluster(
         yield c
 
 
+def make_topic(cluster: Cluster, partitions: int = 2) -> str:
+    name = f"t-{uuid.uuid4().hex[:10]}"
+    with headwater.Admin(cluster.bootstrap, default_api_timeout_ms=30000) as admin:
+        admin.create_topic(name, partitions, 3)
+
+        def ready() -> bool:
+            desc = admin.describe_topics([name]).get(name)
+            return desc is not None and all(p.leader >= 0 for p in desc.partitions)
+
+        wait_until(ready, timeout_s=30, what=f"leaders of {name}")
+    return name
+
+
 @pytest.fixture
 def topic(cluster: Cluster) -> Callable[..., str]:
-    def make(partitions: int = 2) -> str:
-        name = f"t-{uuid.uuid4().hex[:10]}"
-        with headwater.Admin(cluster.bootstrap, default_api_timeout_ms=30000) as admin:
-            admin.create_topic(name, partitions, 3)
+    return lambda partitions=2: make_topic(cluster, partitions)
 
-            def ready() -> bool:
-                desc = admin.describe_topics([name]).get(name)
-                return desc is not None and all(p.leader >= 0 for p in desc.partitions)
 
-            wait_until(ready, timeout_s=30, what=f"leaders of {name}")
-        return name
-
-    return make
+@pytest.fixture
+def own_cluster(zookeeper: ZooKeeperServer, tmp_path: Path) -> Iterator[Cluster]:
+    """A cluster of the test's own, for a test that kills a broker."""
+    with Cluster(
+        brokers=3, data_dir=tmp_path, zookeeper=zookeeper.connect_string, overrides=BROKER_OVERRIDES
+    ) as c:
+        yield c
 
 
 def producer(cluster: Cluster, tid: str, **settings: object) -> headwater.Producer:
@@ -170,8 +180,9 @@ def test_a_second_producer_with_the_same_id_fences_the_first(
     assert read_all(cluster, name, 1, committed=True, expect=1) == [b"successor"]
 
 
-def test_coordinator_failover_mid_transaction(cluster: Cluster, topic: Callable[..., str]) -> None:
-    name = topic(2)
+def test_coordinator_failover_mid_transaction(own_cluster: Cluster) -> None:
+    cluster = own_cluster
+    name = make_topic(cluster, 2)
     tid = f"tx-{uuid.uuid4().hex[:8]}"
     with producer(cluster, tid) as p:
         p.init_transactions()
@@ -182,20 +193,17 @@ def test_coordinator_failover_mid_transaction(cluster: Cluster, topic: Callable[
         coordinator = cluster.leader_for(TRANSACTION_STATE_TOPIC, partition_for(tid, 3))
         assert coordinator is not None
         cluster.kill(coordinator)
+        # The new coordinator loads the id from the replicated log; the transaction
+        # either commits whole or is aborted -- never half.
         try:
-            # The new coordinator loads the id from the replicated log; the transaction
-            # either commits whole or is aborted -- never half.
-            try:
-                p.commit_transaction()
-                committed = True
-            except errors.HeadwaterError:
-                p.abort_transaction()
-                committed = False
-            p.begin_transaction()
-            p.send(name, b"after", partition=0)
             p.commit_transaction()
-        finally:
-            cluster.start_broker(coordinator)
+            committed = True
+        except errors.HeadwaterError:
+            p.abort_transaction()
+            committed = False
+        p.begin_transaction()
+        p.send(name, b"after", partition=0)
+        p.commit_transaction()
     seen = read_all(cluster, name, 2, committed=True)  # read until idle
     expected = [b"after"] + ([f"lost{i}".encode() for i in range(4)] if committed else [])
     assert sorted(v or b"" for v in seen) == sorted(expected)
