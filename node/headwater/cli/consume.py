@@ -42,6 +42,12 @@ def register(sub: Any) -> None:
     p.add_argument("--max-messages", type=int, help="exit after this many records")
     p.add_argument("--timeout-ms", type=int, help="exit after this long without a record")
     p.add_argument("--group", help="consumer group id")
+    p.add_argument(
+        "--isolation-level",
+        choices=("read_uncommitted", "read_committed"),
+        default="read_uncommitted",
+        help="read_committed: only committed transactions, up to the last stable offset",
+    )
     p.add_argument("--print-key", action="store_true", help="text output: KEY<TAB>VALUE")
     p.add_argument("--key-separator", default="\t", help="text output separator (tab)")
     p.add_argument(
@@ -92,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
             security=security_for(args),
             group_id=args.group,
             auto_offset_reset=reset,
+            isolation_level=args.isolation_level,
             consumer_timeout_ms=args.timeout_ms,
             default_api_timeout_ms=args.request_timeout_ms,
         )

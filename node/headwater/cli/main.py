@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "headwater.cli.produce",
     "headwater.cli.consume",
     "headwater.cli.groups",
+    "headwater.cli.transactions",
     "headwater.cli.cluster",
     "headwater.cli.log_dirs",
     "headwater.cli.users",

@@ -52,6 +52,17 @@ def register(sub: Any) -> None:
     p.add_argument("--linger-ms", type=int, default=5)
     p.add_argument("--compression", default="none", choices=COMPRESSION_TYPES)
     p.add_argument("--reporting-interval-ms", type=int, default=1000)
+    p.add_argument(
+        "--transactional-id",
+        help="produce in transactions with this id (implies --acks all), like Kafka's "
+        "ProducerPerformance",
+    )
+    p.add_argument(
+        "--transaction-duration-ms",
+        type=int,
+        default=3000,
+        help="with --transactional-id: commit a transaction this often",
+    )
     add_bootstrap_option(p)
     add_output_option(p)
     p.set_defaults(func=_produce)
@@ -120,6 +131,9 @@ def _progress(total: int, count: int, nbytes: int, window_s: float) -> None:
 def _produce(args: argparse.Namespace) -> int:
     if args.num_records <= 0 or args.record_size < 0:
         raise CliError("--num-records must be > 0 and --record-size >= 0", exit_code=2)
+    if args.transactional_id is not None and args.transaction_duration_ms <= 0:
+        raise CliError("--transaction-duration-ms must be > 0", exit_code=2)
+    transactional = args.transactional_id is not None
     value = os.urandom(args.record_size)
     # Each record's latency, in whole ms as Kafka's ProducerPerformance measures it:
     # from its create timestamp (which send() stamps from the wall clock) to the
@@ -142,7 +156,8 @@ def _produce(args: argparse.Namespace) -> int:
         producer = Producer(
             args.bootstrap,
             security=security_for(args),
-            acks=args.acks,
+            acks="all" if transactional else args.acks,
+            transactional_id=args.transactional_id,
             batch_size=args.batch_size,
             linger_ms=args.linger_ms,
             compression_type=args.compression,
@@ -150,7 +165,11 @@ def _produce(args: argparse.Namespace) -> int:
         )
         try:
             send, topic = producer.send, args.topic
-            start = window_start = time.perf_counter()
+            if transactional:
+                producer.init_transactions()
+                producer.begin_transaction()
+            txn_every_s = args.transaction_duration_ms / 1000.0
+            start = window_start = txn_start = time.perf_counter()
             sent = window_sent = 0
             while sent < args.num_records:
                 # Progress is looked at every _PROGRESS_EVERY records, not per record.
@@ -158,11 +177,18 @@ def _produce(args: argparse.Namespace) -> int:
                     send(topic, value, callback=done)
                 sent += min(_PROGRESS_EVERY, args.num_records - sent)
                 now = time.perf_counter()
+                if transactional and now - txn_start >= txn_every_s:
+                    producer.commit_transaction()
+                    producer.begin_transaction()
+                    txn_start = now
                 if (now - window_start) * 1000 >= args.reporting_interval_ms:
                     window = sent - window_sent
                     _progress(sent, window, window * args.record_size, now - window_start)
                     window_start, window_sent = now, sent
-            producer.flush()
+            if transactional:
+                producer.commit_transaction()
+            else:
+                producer.flush()
             elapsed = time.perf_counter() - start
         finally:
             producer.close(timeout=5.0)

@@ -31,6 +31,7 @@ from headwater.client.producer.producer import Producer
 from headwater.client.subscription import CommittedOffsets
 from headwater.client.types import (
     BrokerMetadata,
+    ConsumerGroupMetadata,
     ConsumerRecord,
     OffsetAndTimestamp,
     PartitionMetadata,
@@ -46,6 +47,7 @@ __all__ = [
     "CommittedOffsets",
     "ConfigEntry",
     "Consumer",
+    "ConsumerGroupMetadata",
     "ConsumerRecord",
     "DefaultPartitioner",
     "NewTopic",

@@ -162,6 +162,9 @@ class ProducerSettings:
         )
 
 
+ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
+
+
 @dataclasses.dataclass(frozen=True)
 class ConsumerSettings:
     """Everything that governs a consumer (Kafka's consumer configs, same meaning)."""
@@ -197,10 +200,23 @@ class ConsumerSettings:
     group_remote_assignor: str | None = None
     """``group_protocol="consumer"`` only: the broker's assignor to use (``uniform``,
     ``range``); None: the broker's default (Kafka's ``group.remote.assignor``)."""
+    isolation_level: str = "read_uncommitted"
+    """``read_committed``: only committed transactions' records, up to the last stable
+    offset, never an aborted one; ``read_uncommitted``: everything below the high
+    watermark (Kafka's ``isolation.level``)."""
     retry: RetryPolicy = dataclasses.field(default_factory=RetryPolicy)
     """Retries and backoff for offset look-ups and metadata."""
 
+    @property
+    def read_committed(self) -> bool:
+        return self.isolation_level == "read_committed"
+
     def __post_init__(self) -> None:
+        if self.isolation_level not in ISOLATION_LEVELS:
+            raise ValueError(
+                f"isolation_level must be one of {', '.join(ISOLATION_LEVELS)}, "
+                f"not {self.isolation_level!r}"
+            )
         if self.auto_offset_reset not in OFFSET_RESETS:
             raise ValueError(
                 f"auto_offset_reset must be one of {', '.join(OFFSET_RESETS)}, "

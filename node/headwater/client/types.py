@@ -83,3 +83,14 @@ class PartitionMetadata(NamedTuple):
     @property
     def offline(self) -> bool:
         return self.leader < 0
+
+
+class ConsumerGroupMetadata(NamedTuple):
+    """A consumer's group identity, for a transactional producer's
+    ``send_offsets_to_transaction`` (Kafka's ``ConsumerGroupMetadata``): the group
+    coordinator refuses offsets from a member that is no longer in the generation."""
+
+    group_id: str
+    generation_id: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None

@@ -385,7 +385,12 @@ class GroupCoordinator(GroupOffsets):
             out.reply(request_id, OffsetCommitResponse(code, failed))
             return out.decision()
         # Accepted: store it as a commit from outside the group into the offsets holder.
-        simple = OffsetCommitRequest(req.group_id, req.partitions)
+        simple = OffsetCommitRequest(
+            req.group_id,
+            req.partitions,
+            producer_id=req.producer_id,
+            producer_epoch=req.producer_epoch,
+        )
         return super().commit_offsets(simple, request_id=request_id, now_ms=now_ms)
 
     def fetch_offsets(

@@ -64,6 +64,7 @@ from headwater.groups.values import (
     SyncGroupResponse,
 )
 from headwater.records import Record, build_batch, read_batches
+from headwater.records.control import ControlRecordType, read_marker, set_batch_flags
 from headwater.values import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -188,13 +189,29 @@ class GroupCoordinatorRuntime:
                 before = offset
                 for batch in read_batches(data):
                     if batch.is_control:
+                        marker = read_marker(batch)
+                        if marker is not None:
+                            shard.coordinator.complete_transaction(
+                                batch.producer_id,
+                                commit=marker.type is ControlRecordType.COMMIT,
+                                now_ms=self._clock(),
+                            )
                         offset = batch.next_offset
                         continue
+                    transactional = batch.is_transactional
                     for rec in batch.records():
                         if rec.key is None:
                             continue
                         try:
-                            shard.coordinator.replay(rec.key, rec.value, now_ms=self._clock())
+                            if transactional:
+                                shard.coordinator.replay_transactional(
+                                    rec.key,
+                                    rec.value,
+                                    producer_id=batch.producer_id,
+                                    now_ms=self._clock(),
+                                )
+                            else:
+                                shard.coordinator.replay(rec.key, rec.value, now_ms=self._clock())
                             records += 1
                         except ValueError as exc:
                             log.warning("__consumer_offsets-%d@%d: %s", partition, rec.offset, exc)
@@ -245,9 +262,15 @@ class GroupCoordinatorRuntime:
         """Append the decision's records, then complete its replies (caller holds the lock)."""
         failure: ErrorCode | None = None
         if decision.records:
+            pid, epoch = decision.producer or (-1, -1)
             batch = build_batch(
-                [Record(r.key, r.value) for r in decision.records], timestamp_ms=self._clock()
+                [Record(r.key, r.value) for r in decision.records],
+                timestamp_ms=self._clock(),
+                producer_id=pid,
+                producer_epoch=epoch,
             )
+            if decision.producer is not None:  # a TxnOffsetCommit: the producer's batch
+                batch = set_batch_flags(batch, transactional=True)
             try:
                 await self._append(partition, batch)
             except HeadwaterError as exc:
@@ -350,6 +373,14 @@ class GroupCoordinatorRuntime:
             )
         assert isinstance(resp, OffsetCommitResponse)
         return resp
+
+    def complete_transaction(self, partition: int, producer_id: int, *, commit: bool) -> None:
+        """A transaction's marker was written to ``partition``: its pending offsets
+        count (COMMIT) or are dropped (ABORT).  A partition still loading finds the
+        marker in the log itself."""
+        shard = self._shards.get(partition)
+        if shard is not None and not shard.loading:
+            shard.coordinator.complete_transaction(producer_id, commit=commit, now_ms=self._clock())
 
     def fetch_offsets(
         self,

@@ -11,6 +11,7 @@ offset becomes one record (see :mod:`headwater.groups.records`), written before 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from headwater.errors import ErrorCode
 from headwater.groups import records
@@ -33,7 +34,19 @@ from headwater.values import TopicPartition
 
 
 class GroupOffsets(GroupMembership):
-    """Adds offsets, deletion and replay to :class:`GroupMembership` (same rules)."""
+    """Adds offsets, deletion and replay to :class:`GroupMembership` (same rules).
+
+    A commit with a producer id (TxnOffsetCommit) is checked the same way, but its
+    offsets stay *pending* under that producer id -- written as the producer's
+    transactional batch -- until the transaction's marker reaches this partition:
+    :meth:`complete_transaction` makes them the committed offsets (COMMIT) or drops
+    them (ABORT).  Replay does the same from the log's batches and markers.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.pending_txn_offsets: dict[int, dict[str, dict[TopicPartition, CommittedOffset]]] = {}
+        """producer id -> group -> partition -> offset, awaiting the transaction's end."""
 
     def commit_offsets(self, req: OffsetCommitRequest, *, request_id: int, now_ms: int) -> Decision:
         out = Out()
@@ -76,7 +89,13 @@ class GroupOffsets(GroupMembership):
                 out.records.append(
                     records.offset_record(records.OffsetKey(req.group_id, *tp), value)
                 )
-                group.offsets[tp] = CommittedOffset(c.offset, c.leader_epoch, c.metadata, now_ms)
+                committed = CommittedOffset(c.offset, c.leader_epoch, c.metadata, now_ms)
+                if req.producer_id >= 0:
+                    pending = self.pending_txn_offsets.setdefault(req.producer_id, {})
+                    pending.setdefault(req.group_id, {})[tp] = committed
+                    out.producer = (req.producer_id, req.producer_epoch)
+                else:
+                    group.offsets[tp] = committed
             results.append((tp, pcode))
         out.reply(request_id, OffsetCommitResponse(code, tuple(results)))
         return out.decision()
@@ -121,7 +140,33 @@ class GroupOffsets(GroupMembership):
             out.records.append(records.group_record(records.GroupKey(group.group_id), None))
             del self.groups[group.group_id]
 
+    def complete_transaction(self, producer_id: int, *, commit: bool, now_ms: int) -> None:
+        """The transaction's marker is written here: its offsets count (COMMIT) or go."""
+        pending = self.pending_txn_offsets.pop(producer_id, None)
+        if not pending or not commit:
+            return
+        for group_id, offsets in pending.items():
+            group = self.groups.get(group_id)
+            if group is None:
+                group = self.groups[group_id] = GroupMetadata(group_id, now_ms=now_ms)
+            group.offsets.update(offsets)
+
     # == loading =======================================================================
+
+    def replay_transactional(
+        self, key: bytes, value: bytes | None, *, producer_id: int, now_ms: int
+    ) -> None:
+        """Apply one record of a transactional batch (a TxnOffsetCommit) while loading:
+        pending until :meth:`complete_transaction` replays the transaction's marker."""
+        k = records.decode_key(key)
+        if not isinstance(k, records.OffsetKey) or value is None:
+            self.replay(key, value, now_ms=now_ms)
+            return
+        ov = records.decode_offset_value(value)
+        pending = self.pending_txn_offsets.setdefault(producer_id, {}).setdefault(k.group, {})
+        pending[TopicPartition(k.topic, k.partition)] = CommittedOffset(
+            ov.offset, ov.leader_epoch, ov.metadata, ov.commit_timestamp_ms
+        )
 
     def replay(self, key: bytes, value: bytes | None, *, now_ms: int) -> None:
         """Apply one record of the partition, in log order, to rebuild the state."""

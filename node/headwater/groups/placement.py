@@ -5,31 +5,27 @@ The coordinator of a group is the leader of partition
 ``Utils.abs(groupId.hashCode) % groupMetadataTopicPartitionCount``: Java's
 ``String.hashCode`` (``s[0]*31^(n-1) + ... + s[n-1]`` over UTF-16 code units, in 32-bit
 two's complement) and Kafka's ``Utils.abs`` (which maps ``Integer.MIN_VALUE`` to 0).
-Using Kafka's hash keeps a group on the partition a Kafka user would predict, and it is
-stable across processes (Python's ``hash`` of a str is salted per process).
+The hash is shared with the transaction coordinator (:mod:`headwater.hashing`).
 """
 
 from __future__ import annotations
+
+from headwater.hashing import java_string_hash, kafka_abs
+
+__all__ = [
+    "OFFSETS_TOPIC",
+    "java_string_hash",
+    "kafka_abs",
+    "offsets_topic_configs",
+    "offsets_topic_replication_factor",
+    "partition_for",
+]
 
 OFFSETS_TOPIC = "__consumer_offsets"
 DEFAULT_OFFSETS_TOPIC_NUM_PARTITIONS = 50
 DEFAULT_OFFSETS_TOPIC_REPLICATION_FACTOR = 3
 OFFSETS_TOPIC_SEGMENT_BYTES = 100 * 1024 * 1024
 """Kafka's ``offsets.topic.segment.bytes``: small segments so compaction keeps up."""
-
-
-def java_string_hash(s: str) -> int:
-    """Java's ``String.hashCode`` as a signed 32-bit int."""
-    h = 0
-    data = s.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
-def kafka_abs(n: int) -> int:
-    """Kafka's ``Utils.abs``: ``abs`` except that ``Integer.MIN_VALUE`` maps to 0."""
-    return 0 if n == -(1 << 31) else abs(n)
 
 
 def partition_for(group_id: str, num_partitions: int) -> int:

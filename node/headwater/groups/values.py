@@ -180,6 +180,9 @@ class OffsetCommitRequest:
     generation_id: int = NO_GENERATION
     member_id: str = ""
     group_instance_id: str | None = None
+    producer_id: int = -1
+    """>= 0: a TxnOffsetCommit of this transactional producer (pending until its marker)."""
+    producer_epoch: int = -1
 
 
 @dataclasses.dataclass(frozen=True)

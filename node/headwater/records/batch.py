@@ -28,6 +28,7 @@ from headwater.records.header import (
     HEADER_TAIL,
     LOG_OVERHEAD,
     TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_MASK,
     BatchHeader,
     Buffer,
     Compression,
@@ -126,8 +127,12 @@ def finish_batch(
     producer_id: int = -1,
     producer_epoch: int = -1,
     base_sequence: int = -1,
+    transactional: bool = False,
 ) -> bytes:
     """The RecordBatch v2 of what ``builder`` holds, base offset 0; finishes the builder.
+
+    ``transactional`` sets the attributes' transactional bit (a transactional producer's
+    batch).
 
     Byte for byte what :func:`build_batch` makes of the same records.  May be
     called again (a retry under a new producer epoch re-stamps the header).
@@ -143,7 +148,7 @@ def finish_batch(
     if codec_id is Compression.NONE:
         return builder.batch(
             HEADER_TAIL.pack(
-                codec_id.value,
+                codec_id.value | (TRANSACTIONAL_MASK if transactional else 0),
                 count - 1,
                 base_timestamp,
                 max_timestamp,
@@ -163,6 +168,7 @@ def finish_batch(
         producer_id=producer_id,
         producer_epoch=producer_epoch,
         base_sequence=base_sequence,
+        transactional=transactional,
     )
 
 
@@ -177,12 +183,13 @@ def _assemble(
     producer_id: int,
     producer_epoch: int,
     base_sequence: int,
+    transactional: bool = False,
 ) -> bytes:
     payload = records
     if codec_id is not Compression.NONE:
         payload = _compression.compress(codec_id, payload)
     tail = HEADER_TAIL.pack(
-        codec_id.value,
+        codec_id.value | (TRANSACTIONAL_MASK if transactional else 0),
         count - 1,
         base_timestamp,
         max_timestamp,

@@ -155,6 +155,10 @@ class ProducerStateManager:
     def entry(self, producer_id: int) -> ProducerEntry | None:
         return self._producers.get(producer_id)
 
+    def entries(self) -> list[tuple[int, ProducerEntry]]:
+        """Every producer id held, with its entry (a copy of the list, for DescribeProducers)."""
+        return list(self._producers.items())
+
     def clear(self) -> None:
         self._producers.clear()
 

@@ -49,12 +49,14 @@ from headwater.coordination.broker import BrokerCoordinator
 from headwater.coordination.model import BrokerRegistration
 from headwater.coordination.settings import CoordinationSettings
 from headwater.groups.coordinator_runtime import GroupCoordinatorRuntime
+from headwater.groups.placement import OFFSETS_TOPIC
 from headwater.kafka import server as kafka_server
 from headwater.kafka.acl_apis import KafkaAclApis
 from headwater.kafka.admin_apis import KafkaAdminApis
 from headwater.kafka.apis import KafkaApis
 from headwater.kafka.cluster_apis import KafkaClusterApis
 from headwater.kafka.group_apis import KafkaGroupApis, OffsetsTopicCreator
+from headwater.records.control import ControlRecordType
 from headwater.server.auth.acl_runtime import BrokerAuthorization
 from headwater.server.auth.listener_auth import SessionLookup
 from headwater.server.auth.sasl import SaslAuthentication
@@ -84,14 +86,22 @@ from headwater.server.runtime.offload import run_blocking
 from headwater.server.runtime.replica_manager import ReplicaManager
 from headwater.server.runtime.role_changes import RoleChangeApplier
 from headwater.server.runtime.scheduler import PeriodicScheduler
+from headwater.server.runtime.transactions import (
+    MarkerWriter,
+    TransactionStateLeadership,
+    TransactionVerifier,
+    transaction_coordinator,
+)
 from headwater.server.services.acls import AclService
 from headwater.server.services.admin import AdminService
 from headwater.server.services.broker_service import BrokerService, ProducerIdAllocator
 from headwater.server.services.control import ControlService
 from headwater.server.services.group import GroupService
 from headwater.server.services.sasl import SaslService, ScramAdminService
+from headwater.server.services.transaction import TransactionService
 from headwater.server.startup import DeferredServices, Readiness
 from headwater.storage import LogConfig, LogManager
+from headwater.transactions.coordinator_runtime import TransactionCoordinatorRuntime
 from headwater.v1 import (
     acls_pb2_grpc,
     admin_pb2_grpc,
@@ -99,6 +109,7 @@ from headwater.v1 import (
     control_pb2_grpc,
     group_pb2_grpc,
     sasl_pb2_grpc,
+    transaction_pb2_grpc,
 )
 from headwater.values import TopicPartition
 
@@ -109,6 +120,7 @@ SERVICE_NAMES = (
     "headwater.v1.Admin",
     "headwater.v1.Control",
     "headwater.v1.Group",
+    "headwater.v1.Transaction",
     "headwater.v1.AclService",
     "headwater.v1.SaslService",
     "headwater.v1.ScramAdmin",
@@ -130,6 +142,7 @@ class BrokerServer:
         self.coordinator: BrokerCoordinator | None = None
         self.log_manager: LogManager | None = None
         self.groups: GroupCoordinatorRuntime | None = None
+        self.transactions: TransactionCoordinatorRuntime | None = None
         self.replicas: ReplicaManager | None = None
         self.readiness = Readiness(config.broker_id)
         self._stop = asyncio.Event()
@@ -224,9 +237,37 @@ class BrokerServer:
         groups = self.groups = group_coordinator(
             config, replicas, partition_counts=self.metadata.partition_counts
         )
-        role_changes = RoleChangeApplier(
-            fetchers=fetchers, on_leadership=OffsetsLeadership(groups).on_leadership
+        transactions = self.transactions = transaction_coordinator(
+            config,
+            replicas,
+            write_markers=MarkerWriter(
+                broker_id=config.broker_id,
+                replicas=replicas,
+                metadata=self.metadata,
+                timeout_ms=config.offsets_commit_timeout_ms,
+            ),
+            allocate_producer_id=self.producer_ids.next_id,
         )
+        replicas.verify_transaction = TransactionVerifier(
+            broker_id=config.broker_id, runtime=transactions, metadata=self.metadata
+        )
+        replicas.on_marker_written = lambda tp, marker: (
+            groups.complete_transaction(
+                tp.partition,
+                marker.producer_id,
+                commit=marker.type is ControlRecordType.COMMIT,
+            )
+            if tp.topic == OFFSETS_TOPIC
+            else None
+        )
+        offsets_leadership = OffsetsLeadership(groups).on_leadership
+        txn_leadership = TransactionStateLeadership(transactions).on_leadership
+
+        def on_leadership(tp: TopicPartition, leader_epoch: int | None) -> None:
+            offsets_leadership(tp, leader_epoch)
+            txn_leadership(tp, leader_epoch)
+
+        role_changes = RoleChangeApplier(fetchers=fetchers, on_leadership=on_leadership)
         end_offsets = group_end_offsets(
             groups,
             replicas=replicas,
@@ -239,6 +280,7 @@ class BrokerServer:
                 target,
                 replicas=replicas,
                 groups=groups,
+                transactions=transactions,
                 role_changes=role_changes,
                 metadata_changed=metadata_changed,
             )
@@ -298,7 +340,11 @@ class BrokerServer:
             self.metrics.serve(config.metrics_port)
         scheduler = PeriodicScheduler()
         for job in periodic_jobs(
-            config, replicas=replicas, groups=groups, group_end_offsets=end_offsets
+            config,
+            replicas=replicas,
+            groups=groups,
+            group_end_offsets=end_offsets,
+            transactions=transactions,
         ):
             scheduler.start(job)
         try:
@@ -335,6 +381,7 @@ class BrokerServer:
             stopping_at = time.monotonic()
             await process.bounded("stopping the periodic jobs", scheduler.close(), 10.0)
             await process.bounded("closing the group coordinator", groups.close(), 3.0)
+            await process.bounded("closing the transaction coordinator", transactions.close(), 3.0)
             # Release delayed produces and long polls, then stop serving (so no
             # LeaderAndIsr can start a fetcher any more), then stop the fetchers.
             replicas.shutdown()
@@ -374,6 +421,7 @@ class BrokerServer:
         *,
         replicas: ReplicaManager,
         groups: GroupCoordinatorRuntime,
+        transactions: TransactionCoordinatorRuntime,
         role_changes: RoleChangeApplier,
         metadata_changed: asyncio.Condition,
     ) -> None:
@@ -385,6 +433,9 @@ class BrokerServer:
                 coordinator=lambda: self.coordinator,
                 offsets_topic_replication_factor=config.offsets_topic_replication_factor,
                 authz=self.authorization.authz,
+                transactions=transactions,
+                transaction_state_replication_factor=config.transaction_state_log_replication_factor,
+                transaction_state_min_isr=config.transaction_state_log_min_isr,
             ),
             server,
         )
@@ -394,6 +445,20 @@ class BrokerServer:
                 metadata=self.metadata,
                 metrics=self.metrics,
                 producer_ids=self.producer_ids,
+                authz=self.authorization.authz,
+                transactions=transactions,
+            ),
+            server,
+        )
+        transaction_pb2_grpc.add_TransactionServicer_to_server(
+            TransactionService(
+                runtime=transactions,
+                groups=groups,
+                replicas=replicas,
+                is_known_partition=self.metadata.contains,
+                offsets_partition=lambda group_id: TopicPartition(
+                    OFFSETS_TOPIC, groups.partition_for(group_id)
+                ),
                 authz=self.authorization.authz,
             ),
             server,

@@ -25,6 +25,14 @@ One pass of :func:`clean_log`:
 5. Swaps the files through :meth:`headwater.storage.log.Log.compact_with`, which is
    crash-safe (see there).
 
+Transactions (Kafka's rules; ``__consumer_offsets`` holds TxnOffsetCommit batches): the
+records of a transaction whose ABORT marker is in the cleanable segments are dropped and
+never shadow an older value; those of a transaction with no marker there yet
+(undecided) are kept as they are and shadow nothing, so an abort decided later cannot
+have removed the value it leaves in force; a committed transaction's records are
+compacted like any other, and a re-encoded survivor keeps the transactional bit.
+Control batches (the markers) are always kept.
+
 Cost: the pass holds the log's lock while it rewrites, so appends to that partition wait;
 keep compacted topics' segments modest (``segment.bytes``).  :class:`LogCleaner` runs the
 pass over a :class:`~headwater.storage.manager.LogManager`'s compacted logs.
@@ -45,6 +53,7 @@ from headwater.records import (
     set_log_append_time,
     set_partition_leader_epoch,
 )
+from headwater.records.control import ControlRecordType, read_marker, set_batch_flags
 from headwater.storage.log import Log
 from headwater.storage.segment import LogSegment, segment_file_name
 
@@ -73,12 +82,40 @@ def _batches(segment: LogSegment) -> Iterable[bytes]:
         yield segment.read_batch(position, header)
 
 
-def _latest_offsets(segments: Sequence[LogSegment]) -> dict[bytes, int]:
+class _Transactions(NamedTuple):
+    aborted: frozenset[int]
+    """Base offsets of the transactional batches whose transaction was aborted."""
+    undecided: frozenset[int]
+    """Base offsets of the transactional batches with no marker in the segments."""
+
+
+def _transactions(segments: Sequence[LogSegment]) -> _Transactions:
+    open_: dict[int, list[int]] = {}
+    aborted: set[int] = set()
+    for segment in segments:
+        for raw in _batches(segment):
+            for batch in read_batches(raw):
+                if not batch.is_transactional:
+                    continue
+                if not batch.is_control:
+                    open_.setdefault(batch.producer_id, []).append(batch.base_offset)
+                    continue
+                marker = read_marker(batch)
+                if marker is None:
+                    continue  # an unknown control type ends nothing (Kafka ignores it)
+                ended = open_.pop(batch.producer_id, [])
+                if marker.type is ControlRecordType.ABORT:
+                    aborted.update(ended)
+    undecided = frozenset(b for bases in open_.values() for b in bases)
+    return _Transactions(frozenset(aborted), undecided)
+
+
+def _latest_offsets(segments: Sequence[LogSegment], skip: frozenset[int]) -> dict[bytes, int]:
     latest: dict[bytes, int] = {}
     for segment in segments:
         for raw in _batches(segment):
             for batch in read_batches(raw):
-                if batch.is_control:
+                if batch.is_control or batch.base_offset in skip:
                     continue
                 for rec in batch.record_list():
                     if rec.key is not None:
@@ -94,7 +131,8 @@ def clean_log(log_: Log, *, now_ms: int) -> CleanerStats:
     totals = [CleanerStats()]
 
     def rewrite(segments: Sequence[LogSegment]) -> Mapping[int, Path]:
-        latest = _latest_offsets(segments)
+        txns = _transactions(segments)
+        latest = _latest_offsets(segments, txns.aborted | txns.undecided)
         out: dict[int, Path] = {}
         read = removed = tombstones = before = after = 0
         for segment in segments:
@@ -102,11 +140,15 @@ def clean_log(log_: Log, *, now_ms: int) -> CleanerStats:
             changed = False
             for raw in _batches(segment):
                 for batch in read_batches(raw):
-                    if batch.is_control:
+                    if batch.is_control or batch.base_offset in txns.undecided:
                         pieces.append(batch.raw())
                         continue
                     recs = batch.record_list()
                     read += len(recs)
+                    if batch.base_offset in txns.aborted:
+                        removed += len(recs)
+                        changed = True
+                        continue
                     keep = []
                     for r in recs:
                         if r.key is None:
@@ -136,6 +178,8 @@ def clean_log(log_: Log, *, now_ms: int) -> CleanerStats:
                         if batch.timestamp_type is TimestampType.LOG_APPEND_TIME:
                             set_log_append_time(buf, 0, r.timestamp_ms)
                         set_partition_leader_epoch(buf, 0, batch.partition_leader_epoch)
+                        if batch.is_transactional:
+                            buf = bytearray(set_batch_flags(bytes(buf), transactional=True))
                         pieces.append(bytes(buf))
             if not changed:
                 continue

@@ -529,3 +529,30 @@ def abandon(current: TransactionMetadata, transition: Transition) -> Transaction
             f"transactional id {current.transactional_id!r} changed while its record was appended"
         )
     return transition.before.replace(pending_state=None)
+
+
+# -- partition leaders' verification (KIP-890) -----------------------------------------------
+
+
+def verify_partition(
+    current: TransactionMetadata | None,
+    *,
+    producer_id: int,
+    producer_epoch: int,
+    partition: TopicPartition,
+) -> ErrorCode:
+    """Whether a partition leader may append a transactional batch of this producer.
+
+    The leader asks before the first transactional write of a transaction to a
+    partition: NONE only while the transaction is Ongoing at exactly this producer id
+    and epoch and ``partition`` was added to it.  A late produce of an ended or fenced
+    transaction carries an older epoch (PRODUCER_FENCED); a produce for a partition
+    never added, or after the end was decided, is INVALID_TXN_STATE.
+    """
+    if current is None or producer_id != current.producer_id:
+        return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    if producer_epoch != current.producer_epoch:
+        return ErrorCode.PRODUCER_FENCED
+    if current.state is not S.ONGOING or partition not in current.partitions:
+        return ErrorCode.INVALID_TXN_STATE
+    return ErrorCode.NONE

@@ -1,7 +1,8 @@
 """The transactional ids of one ``__transaction_state`` partition, held by its leader.
 
-The coordinator runtime (not written yet) keeps one :class:`TransactionShard` per
-partition it leads.  It feeds the shard the partition's records while loading, asks
+The coordinator runtime (:mod:`~headwater.transactions.coordinator_runtime`) keeps one
+:class:`TransactionShard` per partition it leads.  It feeds the shard the partition's
+records while loading, asks
 :mod:`~headwater.transactions.decisions` what each request does with the id's
 metadata from :meth:`TransactionShard.get`, hands every
 :class:`~headwater.transactions.results.Transition` to :meth:`TransactionShard.begin`

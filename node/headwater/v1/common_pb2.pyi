@@ -80,6 +80,7 @@ class _ErrorCodeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorCode.V
     TRANSACTION_COORDINATOR_FENCED: _ErrorCode.ValueType  # 52
     TRANSACTIONAL_ID_AUTHORIZATION_FAILED: _ErrorCode.ValueType  # 53
     SECURITY_DISABLED: _ErrorCode.ValueType  # 54
+    OPERATION_NOT_ATTEMPTED: _ErrorCode.ValueType  # 55
     KAFKA_STORAGE_ERROR: _ErrorCode.ValueType  # 56
     LOG_DIR_NOT_FOUND: _ErrorCode.ValueType  # 57
     SASL_AUTHENTICATION_FAILED: _ErrorCode.ValueType  # 58
@@ -175,6 +176,7 @@ CONCURRENT_TRANSACTIONS: ErrorCode.ValueType  # 51
 TRANSACTION_COORDINATOR_FENCED: ErrorCode.ValueType  # 52
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED: ErrorCode.ValueType  # 53
 SECURITY_DISABLED: ErrorCode.ValueType  # 54
+OPERATION_NOT_ATTEMPTED: ErrorCode.ValueType  # 55
 KAFKA_STORAGE_ERROR: ErrorCode.ValueType  # 56
 LOG_DIR_NOT_FOUND: ErrorCode.ValueType  # 57
 SASL_AUTHENTICATION_FAILED: ErrorCode.ValueType  # 58

@@ -33,9 +33,9 @@ class FindCoordinatorRequest(_message.Message):
     KEY_FIELD_NUMBER: _builtins.int
     KEY_TYPE_FIELD_NUMBER: _builtins.int
     key: _builtins.str
-    """the group id"""
+    """the group id, or the transactional id"""
     key_type: _builtins.int
-    """0: group (transactions are not supported)"""
+    """0: group, 1: transaction (Kafka's CoordinatorType)"""
     def __init__(
         self,
         *,

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 from headwater.records import Record, build_batch, read_batches
+from headwater.records.control import ControlRecordType, build_control_batch, set_batch_flags
 from headwater.storage import Log, LogConfig
 from headwater.storage.cleaner import CLEANED_SUFFIX, LogCleaner, clean_log
 from headwater.storage.segment import segment_file_name
@@ -151,3 +152,47 @@ def test_cleaner_threshold(tmp_path: Path) -> None:
     assert cleaner.maybe_clean([log], now_ms=2_000).segments_rewritten > 0
     assert cleaner.maybe_clean([log], now_ms=2_000).segments_rewritten == 0
     log.close()
+
+
+def _put_txn(log: Log, key: str, value: str, *, pid: int, ts: int = 1_000) -> None:
+    batch = build_batch(
+        [Record(key.encode(), value.encode(), (), ts)],
+        timestamp_ms=ts,
+        producer_id=pid,
+        producer_epoch=0,
+        base_sequence=-1,
+    )
+    log.append_as_leader(set_batch_flags(batch, transactional=True), leader_epoch=3, now_ms=ts)
+    log.high_watermark = log.log_end_offset
+
+
+def _end_txn(log: Log, *, pid: int, commit: bool, ts: int = 1_000) -> None:
+    kind = ControlRecordType.COMMIT if commit else ControlRecordType.ABORT
+    batch = build_control_batch(
+        kind, producer_id=pid, producer_epoch=1, coordinator_epoch=0, timestamp_ms=ts
+    )
+    log.append_as_leader(batch, leader_epoch=3, now_ms=ts)
+    log.high_watermark = log.log_end_offset
+
+
+def test_aborted_transactions_are_dropped_and_shadow_nothing(tmp_path: Path) -> None:
+    log = _open(tmp_path)
+    _put(log, "a", "committed-plain")
+    _put_txn(log, "a", "aborted", pid=7)  # later than the plain value, but aborted
+    _end_txn(log, pid=7, commit=False)
+    _put_txn(log, "b", "committed-txn", pid=8)
+    _end_txn(log, pid=8, commit=True)
+    _put_txn(log, "a", "undecided", pid=9)  # no marker yet
+    for i in range(12):  # roll the above out of the active segment
+        _put(log, f"filler{i}", "x")
+    clean_log(log, now_ms=2_000)
+    values = {(k, v) for _, k, v in _contents(log)}
+    assert ("a", "committed-plain") in values  # not shadowed by the aborted record
+    assert ("a", "aborted") not in values
+    assert ("b", "committed-txn") in values
+    assert ("a", "undecided") in values  # kept until its transaction is decided
+    data = log.read(log.log_start_offset, 1 << 30).records
+    batches = list(read_batches(data))
+    assert sum(b.is_control for b in batches) == 2  # markers are kept
+    kept = [b for b in batches if not b.is_control and b.producer_id in (8, 9)]
+    assert kept and all(b.is_transactional for b in kept)

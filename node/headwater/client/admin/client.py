@@ -24,6 +24,12 @@ from headwater.client.admin.log_dirs import LogDirsAdmin
 from headwater.client.admin.reassignments import ReassignmentsAdmin
 from headwater.client.admin.rebalance import RebalanceAdmin
 from headwater.client.admin.scram import ScramAdmin
+from headwater.client.admin.transactions import (
+    ProducerState,
+    TransactionDescription,
+    TransactionListing,
+    TransactionsAdmin,
+)
 from headwater.client.admin.values import (
     ClusterDescription,
     ConfigEntry,
@@ -138,6 +144,12 @@ class Admin:
             metadata=self._metadata,
         )
         self._acls = AclAdmin(self._core)
+        self._transactions = TransactionsAdmin(
+            channels=self._channels,
+            metadata=self._metadata,
+            bootstrap=self.bootstrap_servers,
+            request_timeout_ms=request_timeout_ms,
+        )
         self._log_dirs = LogDirsAdmin(self._core)
         self._reassignments = ReassignmentsAdmin(self._core)
         self._scram = ScramAdmin(self._core)
@@ -585,6 +597,43 @@ class Admin:
     ) -> None:
         """Set the committed offsets of a group that has no active members."""
         self._groups.alter_consumer_group_offsets(group_id, offsets)
+
+    # -- transactions (TransactionsAdmin) ---------------------------------------------
+
+    def describe_transactions(
+        self, transactional_ids: Iterable[str]
+    ) -> dict[str, TransactionDescription]:
+        """State, producer id and epoch, timeout, start and partitions of each id."""
+        self._metadata.maybe_refresh()
+        return self._transactions.describe_transactions(transactional_ids)
+
+    def list_transactions(
+        self,
+        *,
+        states: Iterable[str] = (),
+        producer_ids: Iterable[int] = (),
+        duration_ms: int = -1,
+    ) -> list[TransactionListing]:
+        """Every transactional id of the cluster passing the filters (all by default)."""
+        self._metadata.maybe_refresh()
+        return self._transactions.list_transactions(
+            states=states, producer_ids=producer_ids, duration_ms=duration_ms
+        )
+
+    def describe_producers(
+        self, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, list[ProducerState]]:
+        """The active (idempotent and transactional) producers of each partition, with
+        the start offset of the transaction each has open there."""
+        return self._transactions.describe_producers(partitions)
+
+    def abort_transaction(
+        self, partition: TopicPartition, *, producer_id: int, producer_epoch: int
+    ) -> None:
+        """Abort a hanging transaction in one partition (Kafka's ``abortTransaction``)."""
+        self._transactions.abort_transaction(
+            partition, producer_id=producer_id, producer_epoch=producer_epoch
+        )
 
     # -- lifecycle ------------------------------------------------------------------
 

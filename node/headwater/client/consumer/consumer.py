@@ -50,7 +50,12 @@ from headwater.client.transport import connection
 from headwater.client.transport import security as client_security
 from headwater.client.transport.metadata import MetadataManager
 from headwater.client.transport.security import ClientSecurity
-from headwater.client.types import ConsumerRecord, OffsetAndTimestamp, TopicPartition
+from headwater.client.types import (
+    ConsumerGroupMetadata,
+    ConsumerRecord,
+    OffsetAndTimestamp,
+    TopicPartition,
+)
 from headwater.clock import Clock, monotonic_ms
 from headwater.records.allocator import tune_allocator
 from headwater.retry import RetryPolicy
@@ -96,6 +101,7 @@ class Consumer:
         partition_assignment_strategy: str | list[str] | tuple[str, ...] = ("range",),
         group_protocol: str = "classic",
         group_remote_assignor: str | None = None,
+        isolation_level: str = "read_uncommitted",
         clock: Clock = monotonic_ms,
         security_protocol: str = "PLAINTEXT",
         ssl_cafile: str | None = None,
@@ -124,6 +130,7 @@ class Consumer:
             metadata_max_age_ms=metadata_max_age_ms,
             group_protocol=group_protocol,
             group_remote_assignor=group_remote_assignor,
+            isolation_level=isolation_level,
             retry=RetryPolicy(
                 retry_backoff_ms=retry_backoff_ms,
                 retry_backoff_max_ms=max(retry_backoff_ms, retry_backoff_max_ms),
@@ -448,6 +455,15 @@ class Consumer:
             raise errors.HeadwaterError("commits need a group_id")
         return self._group
 
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """This consumer's group identity, for a transactional producer's
+        ``send_offsets_to_transaction`` (Kafka's ``groupMetadata()``)."""
+        group = self._require_group()
+        generation, member_id = group._commit_identity()
+        return ConsumerGroupMetadata(
+            group.group_id, generation, member_id, getattr(group, "group_instance_id", None)
+        )
+
     def commit(
         self,
         offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | None = None,
@@ -488,6 +504,7 @@ class Consumer:
             retry=self.settings.retry,
             request_timeout_ms=request_timeout_ms or self.settings.request_timeout_ms,
             timeout_ms=timeout_ms,
+            read_committed=self.settings.read_committed,
         )
 
     def offsets_for_times(

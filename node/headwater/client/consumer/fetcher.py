@@ -63,6 +63,7 @@ from headwater.client.transport import connection, inline_calls, rpc_errors
 from headwater.client.transport.metadata import MetadataManager
 from headwater.client.types import ConsumerRecord, TopicPartition
 from headwater.clock import Clock, monotonic_ms
+from headwater.records.control import AbortedTransaction, committed_batches
 from headwater.v1 import broker_pb2
 
 log = logging.getLogger(__name__)
@@ -455,7 +456,9 @@ class Fetcher:
                 max_wait_ms=s.fetch_max_wait_ms,
                 min_bytes=s.fetch_min_bytes,
                 max_bytes=s.fetch_max_bytes,
-                isolation_level=broker_pb2.READ_UNCOMMITTED,
+                isolation_level=(
+                    broker_pb2.READ_COMMITTED if s.read_committed else broker_pb2.READ_UNCOMMITTED
+                ),
                 partitions=[
                     broker_pb2.FetchPartition(
                         topic=tp.topic,
@@ -551,6 +554,16 @@ class Fetcher:
                     )
                     continue
                 next_offset = next_offset_after(batches, fetch_offset)
+                if p.aborted_transactions:  # read_committed: drop the aborted batches
+                    batches = list(
+                        committed_batches(
+                            batches,
+                            [
+                                AbortedTransaction(a.producer_id, a.first_offset)
+                                for a in p.aborted_transactions
+                            ],
+                        )
+                    )
                 if next_offset > fetch_offset:
                     self._undecoded[tp] = _Undecoded(
                         tp, fetch_offset, epoch, batches, next_offset, len(data)

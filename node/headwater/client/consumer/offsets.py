@@ -31,8 +31,11 @@ def list_offsets(
     retry: RetryPolicy,
     request_timeout_ms: float,
     timeout_ms: float,
+    read_committed: bool = False,
 ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
-    """Look up ``{tp: timestamp}``; a partition with no matching record maps to None."""
+    """Look up ``{tp: timestamp}``; a partition with no matching record maps to None.
+    ``read_committed``: the latest offset is the last stable offset, not the high
+    watermark (Kafka's ``isolation.level``)."""
     remaining = dict(query)
     found: dict[TopicPartition, OffsetAndTimestamp | None] = {}
     metadata.add_topics({tp.topic for tp in query})
@@ -56,6 +59,9 @@ def list_offsets(
         for address, tps in by_leader.items():
             request = broker_pb2.ListOffsetsRequest(
                 replica_id=-1,
+                isolation_level=(
+                    broker_pb2.READ_COMMITTED if read_committed else broker_pb2.READ_UNCOMMITTED
+                ),
                 partitions=[
                     broker_pb2.ListOffsetsPartition(
                         topic=tp.topic,

@@ -12,10 +12,12 @@ producer batches, sends, retries and acknowledges (see those modules).
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Iterable, Mapping
 from types import TracebackType
+from typing import Any
 
 from headwater import errors, interpreter
 from headwater.client.producer.accumulator import (
@@ -26,12 +28,13 @@ from headwater.client.producer.accumulator import (
 from headwater.client.producer.futures import RecordCallback, RecordFuture, failed_future
 from headwater.client.producer.partitioner import DefaultPartitioner, Partitioner
 from headwater.client.producer.sender import Sender
+from headwater.client.producer.transactions import TransactionManager
 from headwater.client.settings import ProducerSettings, parse_acks, parse_bootstrap
 from headwater.client.transport import connection
 from headwater.client.transport import security as client_security
 from headwater.client.transport.metadata import ClusterMetadata, MetadataManager
 from headwater.client.transport.security import ClientSecurity
-from headwater.client.types import TopicPartition
+from headwater.client.types import ConsumerGroupMetadata, TopicPartition
 from headwater.clock import Clock, monotonic_ms
 from headwater.records import Record
 from headwater.records.allocator import tune_allocator
@@ -82,10 +85,21 @@ class Producer:
         sasl_plain_username: str | None = None,
         sasl_plain_password: str | None = None,
         security: ClientSecurity | None = None,
+        transactional_id: str | None = None,
+        transaction_timeout_ms: int = 60000,
     ) -> None:
+        """``transactional_id``: a transactional producer (Kafka's semantics, see
+        :mod:`headwater.client.producer.transactions`); it implies idempotence and
+        ``acks="all"``, and every ``send`` must be inside a transaction."""
         tune_allocator()  # MiB batches: see headwater.records.allocator
         interpreter.tune_switch_interval()  # background threads: see headwater.interpreter
         acks_value = parse_acks(acks)
+        if transactional_id is not None:
+            if enable_idempotence is False:
+                raise ValueError("a transactional producer is idempotent: enable_idempotence=False")
+            if acks_value != -1:
+                raise ValueError("a transactional producer needs acks='all'")
+            enable_idempotence = True
         sequence_acks_1 = enable_idempotence is None  # see ProducerSettings.sequenced
         if enable_idempotence is None:
             # Kafka's default is idempotence on, silently off when the other settings
@@ -148,12 +162,25 @@ class Producer:
         self._partition_lock = threading.Lock()
         self._tp_cache: dict[str, tuple[ClusterMetadata, list[TopicPartition]]] = {}
         self._max_request_size = s.max_request_size
+        self._transactions = (
+            None
+            if transactional_id is None
+            else TransactionManager(
+                transactional_id=transactional_id,
+                transaction_timeout_ms=transaction_timeout_ms,
+                channels=self._channels,
+                addresses=self._addresses,
+                request_timeout_ms=s.request_timeout_ms,
+                max_block_ms=s.max_block_ms,
+            )
+        )
         self._sender = Sender(
             settings=s,
             accumulator=self._accumulator,
             metadata=self._metadata,
             channels=self._channels,
             clock=clock,
+            transactions=self._transactions,
         )
         # The common case of send in one C call (None: pure Python, see native_send_path).
         builtin = self._partitioner if type(self._partitioner) is DefaultPartitioner else None
@@ -164,6 +191,8 @@ class Producer:
             on_full=self._on_batch_full,
             max_request_size=s.max_request_size,
         )
+        if self._transactions is not None:
+            self._native_send = None  # send checks the transaction state first
         self._thread = threading.Thread(
             target=self._sender.run, name="headwater-producer-sender", daemon=True
         )
@@ -190,6 +219,8 @@ class Producer:
         space).  Errors that concern this record alone (too large, unknown
         partition) are reported through the future.
         """
+        if self._transactions is not None:
+            self._transactions.check_send()
         native = self._native_send
         if native is not None and not headers:
             # The common case in C (RecordAccumulator.native_send_path); None: it
@@ -316,6 +347,48 @@ class Producer:
         """The topic's partition numbers (fetching metadata if needed)."""
         parts = self._metadata.wait_for_topic(topic, timeout_ms=self.settings.max_block_ms)
         return [p.partition for p in parts]
+
+    # -- transactions ---------------------------------------------------------------
+
+    def _txn(self) -> TransactionManager:
+        if self._transactions is None:
+            raise errors.InvalidTxnStateError("this producer has no transactional_id")
+        return self._transactions
+
+    def _addresses(self) -> list[str]:
+        known = [b.address for b in self._metadata.current.brokers.values()]
+        return known + [a for a in self.settings.bootstrap_servers if a not in known]
+
+    def init_transactions(self) -> None:
+        """Get the producer id and epoch of ``transactional_id`` from its coordinator,
+        fencing every older producer with the same id (its open transaction is aborted).
+        Call once, before the first transaction."""
+        self._txn().init_transactions()
+
+    def begin_transaction(self) -> None:
+        """Open a transaction: the records sent until commit or abort belong to it."""
+        self._txn().begin_transaction()
+
+    def send_offsets_to_transaction(
+        self, offsets: Mapping[TopicPartition, Any], group_metadata: ConsumerGroupMetadata
+    ) -> None:
+        """Commit a consumer group's ``offsets`` (``{partition: offset or
+        OffsetAndMetadata}``, the next offsets to read) as part of the transaction."""
+        self._txn().send_offsets(offsets, group_metadata)
+
+    def commit_transaction(self) -> None:
+        """Flush the transaction's records, then commit it: every record becomes visible
+        to ``read_committed`` consumers at once.  An abortable error is raised if a
+        record failed (then call :meth:`abort_transaction`)."""
+        self._txn().end_transaction(commit=True, flush=self.flush)
+
+    def abort_transaction(self) -> None:
+        """Abort the open transaction: ``read_committed`` consumers never see its records."""
+        self._txn().end_transaction(commit=False, flush=self._flush_ignoring_errors)
+
+    def _flush_ignoring_errors(self) -> None:
+        with contextlib.suppress(errors.HeadwaterError):
+            self.flush()
 
     # -- flush and close ------------------------------------------------------------
 

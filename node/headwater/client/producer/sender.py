@@ -46,6 +46,7 @@ from typing import Any, NamedTuple
 from headwater import errors, records
 from headwater.client.producer.accumulator import Outcome, ProducerBatch, RecordAccumulator
 from headwater.client.producer.idempotence import IdempotenceState, ProducerIdAndEpoch
+from headwater.client.producer.transactions import TransactionManager
 from headwater.client.settings import ProducerSettings
 from headwater.client.transport import connection, inline_calls, rpc_errors
 from headwater.client.transport.metadata import MetadataManager
@@ -87,6 +88,7 @@ class Sender:
         channels: connection.Channels,
         clock: Clock = monotonic_ms,
         allow_inline: bool = True,
+        transactions: TransactionManager | None = None,
     ) -> None:
         """``allow_inline=False``: every request through the pool (tests that answer
         requests in an order of their choosing)."""
@@ -109,6 +111,9 @@ class Sender:
         self._forced = False
         self._pid_retry_after_ms = 0.0
         self._pid_attempts = 0
+        self._transactions = transactions
+        self._transactional_id = transactions.transactional_id if transactions else ""
+        self._add_retry_after_ms = 0.0
 
     def wakeup(self) -> None:
         self._wakeup.set()
@@ -165,10 +170,15 @@ class Sender:
             return wait_ms
         if self._idempotence is not None and not self._ensure_producer_id(now):
             return min(wait_ms, max(1.0, self._pid_retry_after_ms - now))
+        ready = check.ready
+        if self._transactions is not None:
+            ready = self._add_to_transaction(ready, now)
+            if not ready:
+                return min(wait_ms, max(1.0, self._add_retry_after_ms - now))
         meta = self._metadata.current
         by_broker: dict[str, list[TopicPartition]] = defaultdict(list)
         leaderless = False
-        for tp in check.ready:
+        for tp in ready:
             leader = meta.leader(tp)
             if leader is None:
                 self._metadata.request_update()
@@ -193,6 +203,27 @@ class Sender:
                 self._send(address, batches, now, inline=inline)
         return wait_ms
 
+    def _add_to_transaction(self, ready: Any, now: float) -> list[TopicPartition]:
+        """The ready partitions the coordinator has added to the open transaction, after
+        adding the new ones (AddPartitionsToTxn); a refusal fails their batches."""
+        txn = self._transactions
+        assert txn is not None
+        new = txn.needs_adding(ready)
+        if not new:
+            return list(ready)
+        if now < self._add_retry_after_ms:
+            return [tp for tp in ready if tp not in new]
+        code = txn.maybe_add_partitions(new)
+        if code is errors.ErrorCode.NONE:
+            return list(ready)
+        if errors.for_code(code).retriable or code is errors.ErrorCode.CONCURRENT_TRANSACTIONS:
+            self._add_retry_after_ms = now + self._settings.retry.retry_backoff_ms
+        else:
+            error = errors.for_code(code, "the partition could not be added to the transaction")
+            for batch in self._acc.drain(new):
+                self._fail(batch, error)
+        return [tp for tp in ready if tp not in new]
+
     # -- producing ------------------------------------------------------------------
 
     def _encode(self, batch: ProducerBatch) -> bytes:
@@ -213,6 +244,7 @@ class Sender:
             producer_id=producer_id,
             producer_epoch=epoch,
             base_sequence=base_sequence,
+            transactional=self._transactions is not None,
         )
         return batch.encoded
 
@@ -222,7 +254,9 @@ class Sender:
         acks = self._settings.acks
         try:
             request = broker_pb2.ProduceRequest(
-                acks=acks, timeout_ms=self._settings.request_timeout_ms
+                acks=acks,
+                timeout_ms=self._settings.request_timeout_ms,
+                transactional_id=self._transactional_id,
             )
             # add() writes each batch into the request once; building the sub-messages
             # first and passing a list deep-copies every MiB batch a second time.
@@ -363,6 +397,8 @@ class Sender:
         log.debug("failing %d record(s) of %s: %s", len(batch), batch.tp, error)
         if self._idempotence is not None and batch.base_sequence >= 0:
             self._idempotence.batch_failed(error)
+        if self._transactions is not None:
+            self._transactions.batch_failed(error)
         self._finish(batch, Outcome(-1, None, error))
 
     def _finish(self, batch: ProducerBatch, outcome: Outcome) -> None:
@@ -380,6 +416,16 @@ class Sender:
     def _ensure_producer_id(self, now: float) -> bool:
         state = self._idempotence
         assert state is not None
+        if self._transactions is not None:
+            # The transaction manager owns the id: InitProducerId and every EndTxn move it.
+            producer = self._transactions.producer
+            if producer is None:
+                return False
+            if producer != state.producer:
+                if self._pending():
+                    return False
+                state.set_producer_id(producer)
+            return True
         if state.has_producer_id:
             return True
         if self._pending() or now < self._pid_retry_after_ms:

@@ -62,6 +62,9 @@ class Decision(NamedTuple):
 
     records: tuple[records.CoordinatorRecord, ...] = ()
     replies: tuple[Reply, ...] = ()
+    producer: tuple[int, int] | None = None
+    """``(producer id, epoch)``: append the records as that producer's transactional
+    batch (a TxnOffsetCommit); they count once its COMMIT marker is written."""
 
 
 class RebalanceStats(NamedTuple):
@@ -81,12 +84,13 @@ class Out:
     def __init__(self) -> None:
         self.records: list[records.CoordinatorRecord] = []
         self.replies: list[Reply] = []
+        self.producer: tuple[int, int] | None = None
 
     def reply(self, request_id: int, response: Response) -> None:
         self.replies.append(Reply(request_id, response))
 
     def decision(self) -> Decision:
-        return Decision(tuple(self.records), tuple(self.replies))
+        return Decision(tuple(self.records), tuple(self.replies), self.producer)
 
 
 class GroupMembership:

@@ -265,6 +265,36 @@ class BrokerConfig:
     offsets_commit_timeout_ms: int = _key(
         "offsets.commit.timeout.ms", 5000, "How long a commit waits for the offsets topic's ISR."
     )
+    transaction_state_log_num_partitions: int = _key(
+        "transaction.state.log.num.partitions",
+        50,
+        "Partitions of __transaction_state (fixed at creation).",
+    )
+    transaction_state_log_replication_factor: int = _key(
+        "transaction.state.log.replication.factor",
+        3,
+        "Replication factor of __transaction_state (capped at the live broker count).",
+    )
+    transaction_state_log_min_isr: int = _key(
+        "transaction.state.log.min.isr",
+        2,
+        "min.insync.replicas of __transaction_state (capped at its replication factor).",
+    )
+    transaction_max_timeout_ms: int = _key(
+        "transaction.max.timeout.ms",
+        900000,
+        "Longest transaction.timeout.ms a producer may ask (INVALID_TRANSACTION_TIMEOUT).",
+    )
+    transactional_id_expiration_ms: int = _key(
+        "transactional.id.expiration.ms",
+        604800000,
+        "A transactional id idle this long with no transaction open is removed.",
+    )
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = _key(
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+        10000,
+        "How often the coordinator aborts transactions past their timeout.",
+    )
     group_initial_rebalance_delay_ms: int = _key(
         "group.initial.rebalance.delay.ms",
         3000,

@@ -44,6 +44,32 @@ def validate_config(config: BrokerConfig) -> None:
             config.offsets_topic_replication_factor >= 1,
             "must be >= 1",
         ),
+        (
+            "transaction.state.log.num.partitions",
+            config.transaction_state_log_num_partitions >= 1,
+            "must be >= 1",
+        ),
+        (
+            "transaction.state.log.replication.factor",
+            config.transaction_state_log_replication_factor >= 1,
+            "must be >= 1",
+        ),
+        (
+            "transaction.state.log.min.isr",
+            config.transaction_state_log_min_isr >= 1,
+            "must be >= 1",
+        ),
+        ("transaction.max.timeout.ms", config.transaction_max_timeout_ms > 0, "must be > 0"),
+        (
+            "transactional.id.expiration.ms",
+            config.transactional_id_expiration_ms > 0,
+            "must be > 0",
+        ),
+        (
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+            config.transaction_abort_timed_out_transaction_cleanup_interval_ms > 0,
+            "must be > 0",
+        ),
         ("offsets.retention.minutes", config.offsets_retention_minutes >= 1, "must be >= 1"),
         ("offsets.commit.timeout.ms", config.offsets_commit_timeout_ms > 0, "must be > 0"),
         (

@@ -52,6 +52,7 @@ def replica_callables(
             acks=-1,
             timeout_ms=timeout_ms,
             entries=[(TopicPartition(OFFSETS_TOPIC, partition), data)],
+            from_coordinator=True,
         )
         if result.error is not ErrorCode.NONE:
             raise errors.for_code(result.error, result.message)

@@ -22,6 +22,7 @@ from headwater.replication.follower import LocalLog, StartAt, TruncateTo
 from headwater.replication.producer_state import ProducerStateManager
 from headwater.server.metrics import PartitionSnapshot
 from headwater.storage import Log
+from headwater.storage.transactions import PartitionTransactions, TransactionIndex
 from headwater.values import TopicPartition
 
 _log = logging.getLogger(__name__)
@@ -51,6 +52,20 @@ class FetchResult(NamedTuple):
     log_start_offset: int = -1
     log_end_offset: int = -1
     records: bytes = b""
+    last_stable_offset: int = -1
+    """-1: the high watermark (no transaction is open, or the result is an error)."""
+    aborted: tuple[tuple[int, int], ...] = ()
+    """READ_COMMITTED: ``(producer id, first offset)`` of the aborts the range overlaps."""
+
+
+class ActiveProducer(NamedTuple):
+    """One producer of a partition, as DescribeProducers answers (Kafka's fields)."""
+
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    current_txn_start_offset: int
+    """-1: no transaction of this producer is open in the partition."""
 
 
 class OffsetLookup(NamedTuple):
@@ -99,6 +114,10 @@ class HostedPartition:
     watchers: set[asyncio.Event] = dataclasses.field(default_factory=set)
     producers: ProducerStateManager = dataclasses.field(default_factory=ProducerStateManager)
     """Idempotent producers' state; rebuilt from the log on becoming leader."""
+    transactions: PartitionTransactions = dataclasses.field(default_factory=PartitionTransactions)
+    """Open transactions and transactional producers' epochs; rebuilt on becoming leader."""
+    aborted: TransactionIndex = dataclasses.field(default_factory=TransactionIndex)
+    """The transactions aborted in this partition (the in-memory ``.txnindex``)."""
 
     def snapshot(self) -> PartitionSnapshot:
         """This partition's figures for the metrics scrape."""
@@ -139,6 +158,18 @@ class HostedPartition:
         return OffsetLookup(
             tp, ErrorCode.NONE, "", found.timestamp, found.offset, found.leader_epoch
         )
+
+    def active_producers(self) -> list[ActiveProducer]:
+        """The idempotent and transactional producers this leader knows, by producer id."""
+        txns = self.transactions
+        out: dict[int, ActiveProducer] = {
+            pid: ActiveProducer(pid, epoch, -1, txns.open.get(pid, -1))
+            for pid, epoch in txns.epochs.items()
+        }
+        for pid, entry in self.producers.entries():
+            epoch = max(entry.producer_epoch, txns.epochs.get(pid, entry.producer_epoch))
+            out[pid] = ActiveProducer(pid, epoch, entry.last_sequence, txns.open.get(pid, -1))
+        return [out[pid] for pid in sorted(out)]
 
     def refuse_fetch(self, spec: FetchSpec, *, broker_id: int) -> FetchResult | None:
         """The answer to ``spec`` if this replica cannot serve it as leader, else None."""

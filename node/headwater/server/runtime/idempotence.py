@@ -76,7 +76,7 @@ def rebuild(producers: ProducerStateManager, plog: Log) -> int:
     try:
         for segment in plog.segments:
             for _position, header in segment.iter_headers(0):
-                if header.producer_id >= 0:
+                if header.producer_id >= 0 and not header.is_control:
                     producers.update(
                         ProducerBatch(
                             header.producer_id,

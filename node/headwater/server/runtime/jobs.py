@@ -11,6 +11,9 @@ docs/architecture.md for the threads):
   session and rebalance timers;
 - ``group-lag``, every ``REFRESH_INTERVAL_S``: end offsets of partitions led
   elsewhere, for the lag metric;
+- ``transaction-timeouts``, every
+  ``transaction.abort.timed.out.transaction.cleanup.interval.ms``: the transaction
+  coordinator aborts expired transactions and removes idle transactional ids;
 - ``log-cleaner``, every ``log.cleaner.backoff.ms`` when ``log.cleaner.enable``:
   compaction (off-loaded).
 
@@ -27,6 +30,7 @@ from headwater.server.group_lag import REFRESH_INTERVAL_S, RemoteEndOffsets
 from headwater.server.runtime.replica_manager import ReplicaManager
 from headwater.server.runtime.scheduler import PeriodicJob
 from headwater.storage.cleaner import LogCleaner
+from headwater.transactions.coordinator_runtime import TransactionCoordinatorRuntime
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +46,7 @@ def periodic_jobs(
     replicas: ReplicaManager,
     groups: GroupCoordinatorRuntime,
     group_end_offsets: RemoteEndOffsets,
+    transactions: TransactionCoordinatorRuntime | None = None,
 ) -> list[PeriodicJob]:
     """Retention/flush/checkpoints, ISR expiry, the group timers and lag, the cleaner."""
 
@@ -67,6 +72,18 @@ def periodic_jobs(
         PeriodicJob("group-timers", GROUP_TICK_INTERVAL_MS, group_timers),
         PeriodicJob("group-lag", REFRESH_INTERVAL_S * 1000, group_lag),
     ]
+    if transactions is not None:
+
+        async def transaction_timeouts(_now_ms: int) -> None:
+            await transactions.tick()
+
+        jobs.append(
+            PeriodicJob(
+                "transaction-timeouts",
+                config.transaction_abort_timed_out_transaction_cleanup_interval_ms,
+                transaction_timeouts,
+            )
+        )
     if config.log_cleaner_enable:
         cleaner = LogCleaner()
 

@@ -27,7 +27,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence, Set
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence, Set
 from typing import Any
 
 from headwater import errors
@@ -35,12 +35,18 @@ from headwater.clock import monotonic_ms, wall_ms
 from headwater.coordination import names
 from headwater.coordination.model import LeaderAndIsr, PartitionState
 from headwater.errors import ErrorCode
+from headwater.records import parse_header
+from headwater.records.control import EndTransactionMarker
+from headwater.records.header import BatchHeader
 from headwater.replication import FetchWait, IsrChange, Partition, ProduceCompletion
 from headwater.replication.follower import LocalLog, StartAt, TruncateTo
-from headwater.replication.producer_state import Verdict
+from headwater.replication.producer_state import ProducerBatch, Verdict
 from headwater.server.metrics import BrokerMetrics, PartitionSnapshot
-from headwater.server.runtime import idempotence
+from headwater.server.runtime import idempotence, txn_log
 from headwater.server.runtime.hosted import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    ActiveProducer,
     FetchResult,
     FetchSpec,
     HostedPartition,
@@ -56,9 +62,23 @@ from headwater.server.runtime.replication_quotas import ReplicationQuotas
 from headwater.server.runtime.topic_configs import TopicConfigs
 from headwater.storage import LogConfig, LogManager
 from headwater.storage.cleaner import CleanerStats, LogCleaner
+from headwater.storage.transactions import collect_aborted
 from headwater.values import TopicPartition
 
 log = logging.getLogger(__name__)
+
+VerifyTransaction = Callable[[str, int, int, TopicPartition], Awaitable[ErrorCode]]
+"""``verify(transactional_id, producer_id, producer_epoch, partition)``: the transaction
+coordinator's answer whether ``partition`` is in the producer's open transaction (KIP-890)."""
+
+READ_COMMITTED = 1
+"""Kafka's ``IsolationLevel.READ_COMMITTED``: consumers read up to the last stable offset."""
+
+
+def _unverified(_tid: str, _pid: int, _epoch: int, _tp: TopicPartition) -> Awaitable[ErrorCode]:
+    future: asyncio.Future[ErrorCode] = asyncio.get_running_loop().create_future()
+    future.set_result(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    return future
 
 
 class ReplicaManager:
@@ -97,6 +117,13 @@ class ReplicaManager:
         )
         self.quotas = ReplicationQuotas(broker_id=broker_id, clock=clock_ms)
         """Replication throttles (KIP-73); the fetcher uses the follower half."""
+        self.verify_transaction: VerifyTransaction = _unverified
+        """Set by the broker once its transaction coordinator exists."""
+        self.on_marker_written: Callable[[TopicPartition, EndTransactionMarker], None] = (
+            lambda _tp, _marker: None
+        )
+        """Told of every marker written and acknowledged by the ISR (the group
+        coordinator completes a transaction's offsets in ``__consumer_offsets``)."""
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -139,8 +166,20 @@ class ReplicaManager:
         acks: int,
         timeout_ms: int,
         entries: Sequence[tuple[TopicPartition, bytes]],
+        transactional_id: str = "",
+        markers: Mapping[TopicPartition, EndTransactionMarker] | None = None,
+        from_coordinator: bool = False,
     ) -> list[ProduceResult]:
-        """Validate, append and (for acks=-1) wait for the ISR; one result per entry."""
+        """Validate, append and (for acks=-1) wait for the ISR; one result per entry.
+
+        ``markers``: the transaction coordinator's WriteTxnMarkers; each entry's bytes are
+        then the control batch of its marker (see :meth:`write_txn_markers`).  A client's
+        transactional batch that opens a transaction in a partition is first verified
+        with the coordinator of ``transactional_id`` (KIP-890).  ``from_coordinator``:
+        the group coordinator's own appends to ``__consumer_offsets`` (a TxnOffsetCommit
+        is a transactional batch the transaction coordinator already knows of; Kafka's
+        ``AppendOrigin.COORDINATOR``): no verification, no sequence numbers.
+        """
         if acks not in (0, 1, -1):
             return [
                 ProduceResult(tp, ErrorCode.INVALID_REQUIRED_ACKS, f"acks={acks} is not 0, 1 or -1")
@@ -150,7 +189,21 @@ class ReplicaManager:
         waits: list[tuple[int, int, asyncio.Future[ErrorCode]]] = []
         loop = asyncio.get_running_loop()
         for tp, records in entries:
-            result, produce_id = self._append_one(tp, records, acks=acks)
+            marker = markers.get(tp) if markers is not None else None
+            refused, verified = None, False
+            if marker is None and transactional_id:
+                refused, verified = await self._verify_transactional(tp, records, transactional_id)
+            if refused is not None:
+                results.append(refused)
+                continue
+            result, produce_id = self._append_one(
+                tp,
+                records,
+                acks=acks,
+                marker=marker,
+                verified=verified,
+                from_coordinator=from_coordinator,
+            )
             if produce_id is not None:
                 future: asyncio.Future[ErrorCode] = loop.create_future()
                 self._waiting_produces[produce_id] = future
@@ -182,8 +235,56 @@ class ReplicaManager:
                     )
         return results
 
+    async def _verify_transactional(
+        self, tp: TopicPartition, records: bytes, transactional_id: str
+    ) -> tuple[ProduceResult | None, bool]:
+        """The refusal of a transactional batch the coordinator has not added to an open
+        transaction, and whether the coordinator confirmed it (:meth:`_append_one`
+        checks everything again, and refuses an unconfirmed batch that opens one)."""
+        hosted = self.partitions.get(tp)
+        if hosted is None or not hosted.state.is_leader:
+            return None, False
+        found = txn_log.inspect(hosted.transactions, records)
+        if not found.needs_verification or found.header is None:
+            return None, False
+        header = found.header
+        code = await self.verify_transaction(
+            transactional_id, header.producer_id, header.producer_epoch, tp
+        )
+        if code is ErrorCode.NONE:
+            return None, True
+        if code is ErrorCode.PRODUCER_FENCED:
+            code = ErrorCode.INVALID_PRODUCER_EPOCH
+        return ProduceResult(
+            tp, code, f"the transaction coordinator has not added {tp} to the transaction"
+        ), False
+
+    async def write_txn_markers(
+        self, markers: Sequence[tuple[TopicPartition, EndTransactionMarker]], *, timeout_ms: int
+    ) -> list[ProduceResult]:
+        """Append each marker's control batch as leader and wait for the ISR (acks=all)."""
+        now = wall_ms()
+        results = await self.append_records(
+            acks=-1,
+            timeout_ms=timeout_ms,
+            entries=[(tp, txn_log.marker_batch(m, timestamp_ms=now)) for tp, m in markers],
+            markers=dict(markers),
+        )
+        written = dict(markers)
+        for r in results:
+            if r.error is ErrorCode.NONE:
+                self.on_marker_written(r.topic_partition, written[r.topic_partition])
+        return results
+
     def _append_one(
-        self, tp: TopicPartition, records: bytes, *, acks: int
+        self,
+        tp: TopicPartition,
+        records: bytes,
+        *,
+        acks: int,
+        marker: EndTransactionMarker | None = None,
+        verified: bool = False,
+        from_coordinator: bool = False,
     ) -> tuple[ProduceResult, int | None]:
         hosted = self.partitions.get(tp)
         if hosted is None:
@@ -199,9 +300,28 @@ class ReplicaManager:
                 else f"broker {self.broker_id} is not the leader of {tp}"
             )
             return ProduceResult(tp, admission, why), None
+        if marker is not None:
+            code = txn_log.check_marker(hosted.transactions, marker)
+            if code is not ErrorCode.NONE:
+                return ProduceResult(tp, code, "a newer epoch was written here"), None
+            return self._append_checked(tp, hosted, records, acks, None, marker)
+        found = txn_log.inspect(hosted.transactions, records)
+        if found.error is not ErrorCode.NONE:
+            return ProduceResult(tp, found.error, found.message), None
+        if from_coordinator:
+            header = (
+                found.header if found.header is not None and found.header.is_transactional else None
+            )
+            return self._append_checked(tp, hosted, records, acks, None, None, header)
         check, producer_batch = idempotence.check_produce(hosted.producers, records)
         if check.verdict is Verdict.REFUSE:
             return ProduceResult(tp, check.error, check.message), None
+        if found.needs_verification and not verified:
+            return ProduceResult(
+                tp,
+                ErrorCode.INVALID_TXN_STATE,
+                "a transactional batch opening a transaction needs its transactional id",
+            ), None
         if check.duplicate_of is not None:  # a retry of an appended batch: answer, don't append
             result = ProduceResult(
                 tp,
@@ -210,6 +330,24 @@ class ReplicaManager:
                 log_start_offset=hosted.log.log_start_offset,
             )
             return result, (next(self._produce_ids) if acks == -1 else None)
+        header = (
+            found.header if found.header is not None and found.header.is_transactional else None
+        )
+        return self._append_checked(tp, hosted, records, acks, producer_batch, None, header)
+
+    def _append_checked(
+        self,
+        tp: TopicPartition,
+        hosted: HostedPartition,
+        records: bytes,
+        acks: int,
+        producer_batch: ProducerBatch | None,
+        marker: EndTransactionMarker | None,
+        transactional: BatchHeader | None = None,
+    ) -> tuple[ProduceResult, int | None]:
+        """Append what the checks let through; account for it in the producer and
+        transaction state (``transactional``: the header of a client's transactional batch)."""
+        state = hosted.state
         try:
             info = hosted.log.append_as_leader(
                 records, leader_epoch=state.leader_epoch, now_ms=wall_ms()
@@ -219,6 +357,9 @@ class ReplicaManager:
         base_offset = int(info.first_offset)
         if producer_batch is not None:
             hosted.producers.update(producer_batch, base_offset=base_offset)
+        if marker is not None or transactional is not None:
+            header = transactional if transactional is not None else parse_header(records, 0)
+            txn_log.appended(hosted.transactions, hosted.aborted, header, base_offset, marker)
         self._metrics.bytes_in.labels(tp.topic).inc(len(records))
         self._metrics.messages_in.labels(tp.topic).inc(info.num_records)
         if state.on_leader_append(hosted.log.log_end_offset):
@@ -245,6 +386,7 @@ class ReplicaManager:
         max_bytes: int,
         specs: Sequence[FetchSpec],
         may_join_isr: bool = True,
+        isolation_level: int = 0,
     ) -> list[FetchResult]:
         """Read ``specs``, holding the call until ``min_bytes`` or ``max_wait_ms`` (long poll).
 
@@ -268,6 +410,7 @@ class ReplicaManager:
                     max_bytes=max_bytes,
                     specs=specs,
                     may_join_isr=may_join_isr,
+                    read_committed=isolation_level == READ_COMMITTED and replica_id < 0,
                 )
                 available = sum(len(r.records) for r in results)
                 has_error = any(r.error is not ErrorCode.NONE for r in results)
@@ -291,6 +434,7 @@ class ReplicaManager:
         max_bytes: int,
         specs: Sequence[FetchSpec],
         may_join_isr: bool,
+        read_committed: bool = False,
     ) -> list[FetchResult]:
         budget = max_bytes if max_bytes > 0 else 1 << 30
         out = []
@@ -302,6 +446,7 @@ class ReplicaManager:
                 budget=budget,
                 min_one_batch=first,
                 may_join_isr=may_join_isr,
+                read_committed=read_committed,
             )
             if result.records:
                 budget = max(budget - len(result.records), 0)
@@ -317,6 +462,7 @@ class ReplicaManager:
         budget: int,
         min_one_batch: bool,
         may_join_isr: bool,
+        read_committed: bool = False,
     ) -> FetchResult:
         tp = spec.topic_partition
         hosted = self.partitions.get(tp)
@@ -340,6 +486,11 @@ class ReplicaManager:
                 self._spawn(self._write_isr(hosted, outcome.isr_change))
         limit = min(spec.partition_max_bytes if spec.partition_max_bytes > 0 else budget, budget)
         max_offset = None if replica_id >= 0 else state.high_watermark
+        txns = hosted.transactions
+        if txns.open and max_offset is not None:
+            stable = txns.last_stable_offset(max_offset)
+            if read_committed:
+                max_offset = stable
         throttled = replica_id >= 0 and self.quotas.leader_throttled(
             hosted.log.config, partition=tp.partition, in_sync=replica_id in state.isr
         )
@@ -355,6 +506,14 @@ class ReplicaManager:
         if throttled and result.records:
             self.quotas.leader.record(len(result.records), self._clock_ms())
             self._metrics.replication_throttled_bytes.labels("leader").inc(len(result.records))
+        if read_committed and result.error is ErrorCode.NONE and max_offset is not None:
+            aborted = collect_aborted([hosted.aborted], spec.fetch_offset, max_offset)
+            result = result._replace(
+                last_stable_offset=max_offset,
+                aborted=tuple((a.producer_id, a.first_offset) for a in aborted),
+            )
+        elif txns.open and max_offset is not None:
+            result = result._replace(last_stable_offset=stable)
         return result
 
     # -- follower side (the replica fetcher's operations) ----------------------------------
@@ -461,13 +620,40 @@ class ReplicaManager:
         return hosted, ErrorCode.NONE, ""
 
     def list_offset(
-        self, tp: TopicPartition, *, timestamp: int, current_leader_epoch: int, replica_id: int
+        self,
+        tp: TopicPartition,
+        *,
+        timestamp: int,
+        current_leader_epoch: int,
+        replica_id: int,
+        isolation_level: int = 0,
     ) -> OffsetLookup:
-        """Kafka's ListOffsets for one partition (consumers see only below the HW)."""
+        """Kafka's ListOffsets for one partition (consumers see only below the HW; a
+        READ_COMMITTED consumer's latest offset is the last stable offset)."""
         hosted, code, message = self._leader(tp, current_leader_epoch)
         if hosted is None:
             return OffsetLookup(tp, code, message)
-        return hosted.list_offset(timestamp=timestamp, replica_id=replica_id)
+        found = hosted.list_offset(timestamp=timestamp, replica_id=replica_id)
+        if (
+            isolation_level == READ_COMMITTED
+            and replica_id < 0
+            and timestamp == LATEST_TIMESTAMP
+            and found.error is ErrorCode.NONE
+        ):
+            lso = hosted.transactions.last_stable_offset(hosted.state.high_watermark)
+            return found._replace(offset=lso)
+        if isolation_level == READ_COMMITTED and replica_id < 0 and found.offset >= 0:
+            lso = hosted.transactions.last_stable_offset(hosted.state.high_watermark)
+            if found.offset >= lso and timestamp != EARLIEST_TIMESTAMP:
+                return OffsetLookup(tp, ErrorCode.NONE, "", -1, -1, -1)
+        return found
+
+    def active_producers(self, tp: TopicPartition) -> tuple[ErrorCode, str, list[ActiveProducer]]:
+        """DescribeProducers for one partition led here (Kafka's KIP-664)."""
+        hosted, code, message = self._leader(tp, -1)
+        if hosted is None:
+            return code, message, []
+        return ErrorCode.NONE, "", hosted.active_producers()
 
     def offset_for_leader_epoch(
         self, tp: TopicPartition, *, current_leader_epoch: int, leader_epoch: int
@@ -622,6 +808,7 @@ class ReplicaManager:
             assign_epoch(hosted.log, lai.leader_epoch, hosted.log.log_end_offset)
             if was_follower:
                 idempotence.rebuild(hosted.producers, hosted.log)
+                txn_log.rebuild(hosted.transactions, hosted.aborted, hosted.log)
             log.info("%s: leader in epoch %d, ISR %s", tp, lai.leader_epoch, list(lai.isr))
         # A re-elected leader or a re-sent state may have a smaller ISR, so a higher
         # high watermark: answer the acks=all produces it now covers.

@@ -23,6 +23,7 @@ from headwater.server.metrics import BrokerMetrics, Timer
 from headwater.server.runtime import hosted
 from headwater.server.runtime import replica_manager as rm
 from headwater.server.runtime.metadata_cache import MetadataCache
+from headwater.transactions.coordinator_runtime import TransactionCoordinatorRuntime
 from headwater.v1 import broker_pb2, broker_pb2_grpc
 from headwater.values import TopicPartition
 
@@ -55,6 +56,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         producer_ids: ProducerIdAllocator,
         auto_create: Callable[[str], None] | None = None,
         authz: RequestAuthorizer = ALLOW_ALL,
+        transactions: TransactionCoordinatorRuntime | None = None,
     ) -> None:
         """``authz`` answers Kafka's ACL checks (docs/security.md), one line per RPC."""
         self._replicas = replicas
@@ -63,7 +65,14 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         self._metrics = metrics
         self._producer_ids = producer_ids
         self._auto_create = auto_create
+        self._transactions_runtime = transactions
         tune_allocator()  # once per broker process in practice; see its docstring
+
+    @property
+    def _transactions(self) -> TransactionCoordinatorRuntime:
+        if self._transactions_runtime is None:
+            raise RuntimeError("this broker runs no transaction coordinator")
+        return self._transactions_runtime
 
     async def Metadata(
         self, request: broker_pb2.MetadataRequest, context: Context
@@ -151,6 +160,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 for p in request.partitions
                 if refused is None or p.topic not in refused
             ],
+            transactional_id=request.transactional_id,
         )
         timer.done()
         return broker_pb2.ProduceResponse(
@@ -199,6 +209,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 for p in request.partitions
                 if refused is None or p.topic not in refused
             ],
+            isolation_level=request.isolation_level,
         )
         timer.done()
         # add() copies each partition's records into the response once; a list of
@@ -219,11 +230,17 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 error=pb_error(r.error),
                 error_message=r.message,
                 high_watermark=r.high_watermark,
-                last_stable_offset=r.high_watermark,
+                last_stable_offset=(
+                    r.last_stable_offset if r.last_stable_offset >= 0 else r.high_watermark
+                ),
                 log_start_offset=r.log_start_offset,
                 records=r.records,
                 preferred_read_replica=-1,
                 log_end_offset=r.log_end_offset,
+                aborted_transactions=[
+                    broker_pb2.AbortedTransaction(producer_id=pid, first_offset=first)
+                    for pid, first in r.aborted
+                ],
             )
         return response
 
@@ -260,6 +277,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 timestamp=p.timestamp,
                 current_leader_epoch=p.current_leader_epoch,
                 replica_id=request.replica_id,
+                isolation_level=request.isolation_level,
             )
             out.append(
                 broker_pb2.ListOffsetsPartitionResponse(
@@ -323,6 +341,20 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 error_message="no ACL allows this producer id",
                 producer_id=-1,
                 producer_epoch=-1,
+            )
+        if request.transactional_id:
+            answer = await self._transactions.init_producer_id(
+                request.transactional_id,
+                transaction_timeout_ms=request.transaction_timeout_ms,
+                producer_id=request.producer_id,
+                producer_epoch=request.producer_epoch,
+            )
+            timer.done("ok" if answer.error is ErrorCode.NONE else answer.error.name.lower())
+            return broker_pb2.InitProducerIdResponse(
+                error=pb_error(answer.error),
+                error_message=answer.message,
+                producer_id=answer.producer_id,
+                producer_epoch=answer.producer_epoch,
             )
         if request.producer_id >= 0:
             # Bumping an existing producer's epoch (Kafka KIP-360).

@@ -22,6 +22,7 @@ from typing import TypeVar
 
 from headwater.coordination.admin import NewTopic
 from headwater.coordination.broker import BrokerCoordinator
+from headwater.coordination.model import PartitionState
 from headwater.errors import ErrorCode
 from headwater.groups import values as gv
 from headwater.groups.consumer.subscription_authorization import authorize_subscription
@@ -38,10 +39,16 @@ from headwater.server.auth.identity import current_identity
 from headwater.server.convert import Context, pb_error
 from headwater.server.runtime.metadata_cache import MetadataCache
 from headwater.server.runtime.offload import run_blocking
+from headwater.transactions import placement as txn_placement
+from headwater.transactions.coordinator_runtime import TransactionCoordinatorRuntime
+from headwater.transactions.placement import TRANSACTION_STATE_TOPIC
 from headwater.v1 import common_pb2, group_pb2, group_pb2_grpc
 from headwater.values import TopicPartition
 
 log = logging.getLogger(__name__)
+
+TRANSACTION_KEY_TYPE = 1
+"""Kafka's ``CoordinatorType.TRANSACTION``."""
 
 R = TypeVar("R")
 
@@ -91,8 +98,16 @@ class GroupService(group_pb2_grpc.GroupServicer):
         coordinator: Callable[[], BrokerCoordinator | None],
         offsets_topic_replication_factor: int = 3,
         authz: RequestAuthorizer = ALLOW_ALL,
+        transactions: TransactionCoordinatorRuntime | None = None,
+        transaction_state_replication_factor: int = 3,
+        transaction_state_min_isr: int = 2,
     ) -> None:
-        """``authz`` answers Kafka's ACL checks (docs/security.md), one line per RPC."""
+        """``authz`` answers Kafka's ACL checks (docs/security.md), one line per RPC;
+        ``transactions`` places transactional ids (FindCoordinator with key_type 1)."""
+        self._transactions = transactions
+        self._txn_replication_factor = transaction_state_replication_factor
+        self._txn_min_isr = transaction_state_min_isr
+        self._creating_txn: asyncio.Task[None] | None = None
         self._runtime = runtime
         self._authz = authz
         self._metadata = metadata
@@ -110,8 +125,13 @@ class GroupService(group_pb2_grpc.GroupServicer):
                 error_code=pb_error(code), error_message=message, node_id=-1
             )
 
+        if request.key_type == TRANSACTION_KEY_TYPE:
+            return self._find_transaction_coordinator(request.key, context, error)
         if request.key_type != 0:
-            return error(ErrorCode.INVALID_REQUEST, "only group coordinators (key_type 0)")
+            return error(
+                ErrorCode.INVALID_REQUEST,
+                f"key_type {request.key_type} is neither 0 (group) nor 1 (transaction)",
+            )
         if not request.key:
             return error(ErrorCode.INVALID_GROUP_ID, "group id must not be empty")
         if not self._authz.group(context, Op.DESCRIBE, request.key):
@@ -121,7 +141,61 @@ class GroupService(group_pb2_grpc.GroupServicer):
         if not parts:
             self._ensure_offsets_topic()
             return error(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"creating {OFFSETS_TOPIC}")
-        ps = parts.get(self._runtime.partition_for(request.key))
+        return self._coordinator_at(parts.get(self._runtime.partition_for(request.key)), context)
+
+    def _find_transaction_coordinator(
+        self,
+        transactional_id: str,
+        context: Context,
+        error: Callable[[ErrorCode, str], group_pb2.FindCoordinatorResponse],
+    ) -> group_pb2.FindCoordinatorResponse:
+        if self._transactions is None:
+            return error(ErrorCode.COORDINATOR_NOT_AVAILABLE, "no transaction coordinator")
+        if not transactional_id:
+            return error(ErrorCode.INVALID_REQUEST, "the transactional id must not be empty")
+        if not self._authz.allowed(
+            context, Op.DESCRIBE, ResourceType.TRANSACTIONAL_ID, transactional_id
+        ):
+            d = denial(Op.DESCRIBE, ResourceType.TRANSACTIONAL_ID, transactional_id)
+            return error(d.code, d.message)
+        parts = self._metadata.topics.get(TRANSACTION_STATE_TOPIC)
+        if not parts:
+            if self._creating_txn is None or self._creating_txn.done():
+                self._creating_txn = asyncio.ensure_future(self._create_transaction_state())
+            return error(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"creating {TRANSACTION_STATE_TOPIC}")
+        return self._coordinator_at(
+            parts.get(self._transactions.partition_for(transactional_id)), context
+        )
+
+    async def _create_transaction_state(self) -> None:
+        coordinator = self._coordinator()
+        if coordinator is None or self._transactions is None:
+            return
+        rf = txn_placement.replication_factor(
+            self._txn_replication_factor, len(self._metadata.brokers)
+        )
+        topic = NewTopic(
+            name=TRANSACTION_STATE_TOPIC,
+            num_partitions=self._transactions.num_partitions,
+            replication_factor=rf,
+            configs=txn_placement.topic_configs(min_isr=self._txn_min_isr, replication_factor=rf),
+        )
+        try:
+            (result,) = await run_blocking(coordinator.create_topics, [topic])
+        except Exception:
+            log.exception("creating %s failed", TRANSACTION_STATE_TOPIC)
+            return
+        if result.error is not None and result.error.code is not ErrorCode.TOPIC_ALREADY_EXISTS:
+            log.warning("creating %s: %s", TRANSACTION_STATE_TOPIC, result.error)
+
+    def _coordinator_at(
+        self, ps: PartitionState | None, context: Context
+    ) -> group_pb2.FindCoordinatorResponse:
+        def error(code: ErrorCode, message: str) -> group_pb2.FindCoordinatorResponse:
+            return group_pb2.FindCoordinatorResponse(
+                error_code=pb_error(code), error_message=message, node_id=-1
+            )
+
         leader = ps.leader_and_isr.leader if ps is not None else -1
         broker = self._metadata.brokers.get(leader)
         if broker is None:

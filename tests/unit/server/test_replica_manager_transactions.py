@@ -1,0 +1,237 @@
+"""ReplicaManager as a transactional partition's leader: KIP-890 verification before a
+transaction's first write, markers appended as control batches, the last stable offset,
+READ_COMMITTED fetches naming the aborted transactions, and the state rebuilt from the
+log by a new leader."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+
+from headwater.errors import ErrorCode
+from headwater.records import Record, build_batch, read_batches
+from headwater.records.control import ControlRecordType, EndTransactionMarker, set_batch_flags
+from headwater.server.runtime.hosted import FetchResult, FetchSpec
+from headwater.server.runtime.replica_manager import READ_COMMITTED, ReplicaManager
+from headwater.values import TopicPartition
+
+from .conftest import TP, Harness
+
+PID = 4000
+
+
+def txn_batch(*values: bytes, epoch: int = 0, seq: int = 0, pid: int = PID) -> bytes:
+    batch = build_batch(
+        [Record(None, v) for v in values], producer_id=pid, producer_epoch=epoch, base_sequence=seq
+    )
+    return set_batch_flags(batch, transactional=True)
+
+
+class Coordinator:
+    """The verifier the broker would ask: the partitions it has added, per producer."""
+
+    def __init__(self) -> None:
+        self.added: set[tuple[int, int, TopicPartition]] = set()
+        self.asked: list[tuple[str, int, int, TopicPartition]] = []
+
+    def __call__(self, tid: str, pid: int, epoch: int, tp: TopicPartition) -> Awaitable[ErrorCode]:
+        self.asked.append((tid, pid, epoch, tp))
+
+        async def answer() -> ErrorCode:
+            if (pid, epoch, tp) in self.added:
+                return ErrorCode.NONE
+            return ErrorCode.INVALID_TXN_STATE
+
+        return answer()
+
+
+async def lead(harness: Harness) -> ReplicaManager:
+    m = harness.manager
+    await m.prepare_topics([TP.topic])
+    m.become_leader_or_follower(controller_epoch=1, states=[harness.state(leader=0, isr=(0, 1))])
+    return m
+
+
+async def follow_to_end(m: ReplicaManager) -> None:
+    """The follower fetches up to the leader's end: the high watermark follows."""
+    for _ in range(2):
+        end = m.partitions[TP].log.log_end_offset
+        await m.fetch(
+            replica_id=1, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20,
+            specs=[FetchSpec(TP, end, 1, 1 << 20)],
+        )  # fmt: skip
+
+
+async def produce(m: ReplicaManager, data: bytes, tid: str = "tx") -> ErrorCode:
+    [r] = await m.append_records(acks=1, timeout_ms=100, entries=[(TP, data)], transactional_id=tid)
+    return r.error
+
+
+async def marker(m: ReplicaManager, kind: ControlRecordType, epoch: int) -> ErrorCode:
+    task = asyncio.ensure_future(
+        m.write_txn_markers([(TP, EndTransactionMarker(kind, PID, epoch, 1))], timeout_ms=5000)
+    )
+    await asyncio.sleep(0)
+    await follow_to_end(m)
+    [r] = await asyncio.wait_for(task, 5)
+    return r.error
+
+
+async def fetch(m: ReplicaManager, *, committed: bool) -> FetchResult:
+    [r] = await m.fetch(
+        replica_id=-1,
+        max_wait_ms=0,
+        min_bytes=1,
+        max_bytes=1 << 20,
+        specs=[FetchSpec(TP, 0, -1, 1 << 20)],
+        isolation_level=READ_COMMITTED if committed else 0,
+    )
+    assert r.error is ErrorCode.NONE, r
+    return r
+
+
+def test_a_transactional_write_is_verified_with_the_coordinator_first(harness: Harness) -> None:
+    async def scenario() -> None:
+        m = await lead(harness)
+        coordinator = Coordinator()
+        m.verify_transaction = coordinator
+        assert await produce(m, txn_batch(b"a")) is ErrorCode.INVALID_TXN_STATE
+        assert m.partitions[TP].log.log_end_offset == 0  # refused: nothing appended
+        coordinator.added.add((PID, 0, TP))
+        assert await produce(m, txn_batch(b"a")) is ErrorCode.NONE
+        # The transaction is open here now: the next batch is not asked about.
+        assert await produce(m, txn_batch(b"b", seq=1)) is ErrorCode.NONE
+        assert len(coordinator.asked) == 2
+        # Without its transactional id a transactional batch cannot open a transaction.
+        other = txn_batch(b"c", pid=PID + 1)
+        assert await produce(m, other, tid="") is ErrorCode.INVALID_TXN_STATE
+
+    asyncio.run(scenario())
+
+
+def test_a_client_may_not_write_a_control_batch(harness: Harness) -> None:
+    async def scenario() -> None:
+        m = await lead(harness)
+        forged = set_batch_flags(txn_batch(b"x"), transactional=True, control=True)
+        assert await produce(m, forged) is ErrorCode.INVALID_RECORD
+
+    asyncio.run(scenario())
+
+
+def test_read_committed_stops_at_the_lso_and_names_the_aborted(harness: Harness) -> None:
+    async def scenario() -> None:
+        m = await lead(harness)
+        coordinator = Coordinator()
+        m.verify_transaction = coordinator
+        coordinator.added.add((PID, 0, TP))
+        assert await produce(m, txn_batch(b"a", b"b")) is ErrorCode.NONE
+        await follow_to_end(m)
+        open_ = await fetch(m, committed=True)
+        assert open_.records == b"" and open_.last_stable_offset == 0
+        assert (await fetch(m, committed=False)).records != b""  # READ_UNCOMMITTED unchanged
+        assert await marker(m, ControlRecordType.ABORT, 1) is ErrorCode.NONE
+        done = await fetch(m, committed=True)
+        assert done.last_stable_offset == 3 == done.high_watermark
+        assert done.aborted == ((PID, 0),)
+        batches = list(read_batches(done.records))
+        assert [b.is_control for b in batches] == [False, True]
+        # A late write of the aborted transaction (epoch 0) is fenced by the marker's epoch.
+        late = await produce(m, txn_batch(b"late", seq=2))
+        assert late is ErrorCode.INVALID_PRODUCER_EPOCH
+        # The next transaction at the bumped epoch commits; nothing new is aborted.
+        coordinator.added.add((PID, 1, TP))
+        assert await produce(m, txn_batch(b"c", epoch=1, seq=0)) is ErrorCode.NONE
+        assert await marker(m, ControlRecordType.COMMIT, 2) is ErrorCode.NONE
+        after = await fetch(m, committed=True)
+        assert after.last_stable_offset == 5 and after.aborted == ((PID, 0),)
+
+    asyncio.run(scenario())
+
+
+def test_a_marker_older_than_the_producers_epoch_is_refused(harness: Harness) -> None:
+    async def scenario() -> None:
+        m = await lead(harness)
+        coordinator = Coordinator()
+        m.verify_transaction = coordinator
+        coordinator.added.add((PID, 3, TP))
+        assert await produce(m, txn_batch(b"a", epoch=3)) is ErrorCode.NONE
+        stale = await marker(m, ControlRecordType.COMMIT, 2)
+        assert stale is ErrorCode.INVALID_PRODUCER_EPOCH
+        assert m.partitions[TP].transactions.open == {PID: 0}
+
+    asyncio.run(scenario())
+
+
+def test_a_new_leader_rebuilds_open_and_aborted_transactions_from_the_log(
+    harness: Harness,
+) -> None:
+    async def scenario() -> None:
+        m = await lead(harness)
+        coordinator = Coordinator()
+        m.verify_transaction = coordinator
+        coordinator.added.update({(PID, 0, TP), (PID, 1, TP)})
+        assert await produce(m, txn_batch(b"a")) is ErrorCode.NONE
+        assert await marker(m, ControlRecordType.ABORT, 1) is ErrorCode.NONE
+        assert await produce(m, txn_batch(b"b", epoch=1)) is ErrorCode.NONE  # left open
+        await follow_to_end(m)
+        hosted = m.partitions[TP]
+        before = (dict(hosted.transactions.open), list(hosted.aborted.entries))
+        # Become follower, then leader again: the state is rebuilt from the log alone.
+        m.become_leader_or_follower(
+            controller_epoch=1, states=[harness.state(leader=1, isr=(0, 1), epoch=2)]
+        )
+        hosted.transactions.open.clear()
+        hosted.aborted.entries.clear()
+        m.become_leader_or_follower(
+            controller_epoch=1, states=[harness.state(leader=0, isr=(0, 1), epoch=3)]
+        )
+        hosted = m.partitions[TP]
+        assert (dict(hosted.transactions.open), list(hosted.aborted.entries)) == before
+        assert before[0] == {PID: 2}
+        assert [(e.producer_id, e.first_offset, e.last_offset) for e in before[1]] == [(PID, 0, 1)]
+
+    asyncio.run(scenario())
+
+
+def test_read_committed_list_offsets_latest_is_the_lso(harness: Harness) -> None:
+    async def scenario() -> None:
+        m = await lead(harness)
+        coordinator = Coordinator()
+        m.verify_transaction = coordinator
+        [plain] = await m.append_records(
+            acks=1, timeout_ms=100, entries=[(TP, build_batch([Record(None, b"p")]))]
+        )
+        assert plain.error is ErrorCode.NONE
+        coordinator.added.add((PID, 0, TP))
+        assert await produce(m, txn_batch(b"a")) is ErrorCode.NONE
+        await follow_to_end(m)
+
+        def latest(level: int) -> int:
+            return m.list_offset(
+                TP, timestamp=-1, current_leader_epoch=-1, replica_id=-1, isolation_level=level
+            ).offset
+
+        assert latest(0) == 2  # the high watermark
+        assert latest(READ_COMMITTED) == 1  # stops at the open transaction
+
+    asyncio.run(scenario())
+
+
+def test_active_producers_name_the_open_transaction(harness: Harness) -> None:
+    async def scenario() -> None:
+        m = await lead(harness)
+        coordinator = Coordinator()
+        m.verify_transaction = coordinator
+        coordinator.added.add((PID, 0, TP))
+        assert await produce(m, txn_batch(b"a", b"b")) is ErrorCode.NONE
+        code, _, producers = m.active_producers(TP)
+        assert code is ErrorCode.NONE
+        assert [(p.producer_id, p.producer_epoch, p.last_sequence, p.current_txn_start_offset)
+                for p in producers] == [(PID, 0, 1, 0)]  # fmt: skip
+        assert await marker(m, ControlRecordType.COMMIT, 1) is ErrorCode.NONE
+        [after] = m.active_producers(TP)[2]
+        assert (after.producer_epoch, after.current_txn_start_offset) == (1, -1)
+        missing = m.active_producers(TopicPartition("nope", 0))
+        assert missing[0] is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+    asyncio.run(scenario())
