@@ -74,13 +74,13 @@ def values_of(bootstrap: str, topic: str, count: int) -> list[bytes]:
 
 def test_the_snippets_are_found() -> None:
     """Every python block is run below: a new one needs its test here."""
-    assert len(python_blocks(README)) == 2
+    assert len(python_blocks(README)) == 3
     assert len(python_blocks(SPARK_DOC)) == 2
     assert all("bootstrap" in block for block in python_blocks(README))
 
 
 def test_readme_producer_and_consumer(cluster: Any, make_topic: Callable[..., str]) -> None:
-    code = block_with(README, "headwater.Producer(")
+    code = block_with(README, 'group_id="billing"')
     topic = make_topic(1)
     code = localized(code.replace('"orders"', repr(topic)), cluster.bootstrap)
 
@@ -91,6 +91,17 @@ def test_readme_producer_and_consumer(cluster: Any, make_topic: Callable[..., st
     with headwater.Admin(cluster.bootstrap) as admin:
         committed = admin.list_consumer_group_offsets("billing")
     assert {tp.topic: meta.offset for tp, meta in committed.items()} == {topic: 1}
+
+
+def test_readme_transactions(cluster: Any, make_topic: Callable[..., str]) -> None:
+    code = block_with(README, "transactional_id=")
+    topic = make_topic(1)
+    code = localized(code.replace('"orders"', repr(topic)), cluster.bootstrap)
+
+    printed = run(code)
+
+    # The committed transaction's two records, in send order, seen by read_committed.
+    assert printed.splitlines() == ["b'user-1' b'paid'", "b'user-2' b'paid'"]
 
 
 def test_readme_spark_read_and_write(
