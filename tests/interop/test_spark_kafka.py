@@ -58,10 +58,17 @@ def spark() -> Iterator[Any]:
     # that an earlier module started without them is shut down for a new one.
     if SparkContext._active_spark_context is not None:
         SparkContext._active_spark_context.stop()
-    if SparkContext._gateway is not None:
-        SparkContext._gateway.shutdown()
+    gateway = SparkContext._gateway
+    if gateway is not None:
+        gateway.shutdown()
+        proc = getattr(gateway, "proc", None)
+        if proc is not None:  # the JVM ends when its stdin closes
+            proc.stdin.close()
+            proc.wait(60)
         SparkContext._gateway = None
         SparkContext._jvm = None
+        SparkSession._instantiatedSession = None
+        SparkSession._activeSession = None
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     session = (
