@@ -43,7 +43,7 @@ from headwater.testing.zookeeper import free_port
 from .slow_tools import connect_dir, fetched
 from .test_kafka_listener import cluster, kafka_bootstrap, new_topic  # noqa: F401 (fixture)
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(600)]
 
 WORKER_START_TIMEOUT_S = 180.0
 """A worker JVM starts in about 10 s on an idle machine; this allows for a loaded one."""

@@ -33,7 +33,8 @@ from headwater.testing import Cluster
 from .slow_tools import fetched, spark_kafka_dir
 from .test_kafka_listener import cluster, kafka_bootstrap, new_topic  # noqa: F401 (fixture)
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.spark]
+# A Spark JVM and its first queries take minutes on a loaded 2-core machine.
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.spark, pytest.mark.timeout(600)]
 
 # The connector's own jars; Spark, Scala and the compression codecs come with PySpark.
 CONNECTOR_JARS = (
