@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/$(BIN):$(PATH)
 PYTEST_ARGS ?=
 
-.PHONY: console-browser e2e-k8s e2e-k8s-short k8s-up k8s-down k8s-images docs-check test install system-deps venv check lint typecheck layers proto proto-check up down unit e2e interop-slow bench clean
+.PHONY: console-browser interop-slow interop-slow-tools e2e-k8s e2e-k8s-short k8s-up k8s-down k8s-images docs-check test install system-deps venv check lint typecheck layers proto proto-check up down unit e2e bench clean
 
 test: install check
 	$(BIN)/pytest -m "not slow and not k8s" $(PYTEST_ARGS)
@@ -57,8 +57,14 @@ unit: venv
 e2e: install
 	$(BIN)/pytest tests/e2e tests/interop -m "not k8s" $(PYTEST_ARGS)
 
-# The slow interop suites: Kafka's verifiable producer and consumer across a leader kill.
-interop-slow: install
+# The slow interop suites (minutes of JVMs: Kafka Connect, Spark's own Kafka connector,
+# Kafka's verifiable producer and consumer across a leader kill) against the Kafka listener.
+# Their jars come from Maven Central into .tools (scripts/fetch-interop-slow.sh; Kafka's
+# tools by scripts/fetch-kafka-tools.sh in system-deps); `make test` does not run them.
+interop-slow-tools: install
+	bash scripts/fetch-interop-slow.sh
+
+interop-slow: install interop-slow-tools
 	$(BIN)/pytest tests/interop -m slow $(PYTEST_ARGS)
 
 # Headwater Console in a real browser (Debian's Chromium, headless; about a minute);

@@ -3,7 +3,15 @@
 # each measured with its own perf tools (Kafka's ProducerPerformance/ConsumerPerformance/
 # EndToEndLatency, `headwater perf produce|consume|end-to-end`). Run from the project checkout
 # (needs its .venv):
-#   bash bench/kafka_side_by_side.sh [quick]      quick: smaller record counts
+#   bash bench/kafka_side_by_side.sh [quick] [extra] [door]
+#     quick: smaller record counts
+#     extra: also the Kafka-door rows: Kafka's own ProducerPerformance and ConsumerPerformance
+#            pointed at Headwater's Kafka-protocol listener (the `kafka_bootstrap` that
+#            `headwater dev up` prints) beside the same tools pointed at Apache Kafka, the
+#            rows above's workloads (produce and consume 100 B and 1 KiB, 1 broker acks=1;
+#            produce 1 KiB, 3 brokers RF=3 acks=all); each door row also gives door/gRPC, its
+#            figure over `headwater perf`'s through the gRPC door in the same cluster
+#     door:  only the Kafka-door rows (with the Kafka and gRPC figures they compare with)
 # Prints one table line per workload: kafka figure, headwater figure, ratio headwater/kafka
 # (for latency rows: kafka/headwater of the average, so > 1 means headwater is faster too).
 # The Kafka jars come from Maven Central through bench/kafka-pom.xml.
@@ -19,7 +27,10 @@ HW="$proj/.venv/bin/headwater"
 if [ ! -d "$work/lib" ]; then (cd "$here" && mvn -q -f kafka-pom.xml dependency:copy-dependencies -DoutputDirectory="$work/lib" -DincludeScope=runtime); fi
 CP="$work/lib/*"
 N100=${N100:-2000000}; N1K=${N1K:-500000}; NRF=${NRF:-300000}; NE2E=${NE2E:-10000}; E2E_RATE=${E2E_RATE:-1000}
-[ "${1:-}" = quick ] && { N100=500000; N1K=150000; NRF=100000; NE2E=2000; }
+has_arg() { case " $ARGS " in *" $1 "*) true;; *) false;; esac; }
+ARGS="$*"
+for a in $ARGS; do case "$a" in quick|extra|door) ;; *) echo "unknown argument $a (quick, extra, door)"; exit 2;; esac; done
+has_arg quick && { N100=500000; N1K=150000; NRF=100000; NE2E=2000; }
 results="$work/results.txt"; : > "$results"
 
 zk_start() {
@@ -42,14 +53,15 @@ kafka_up() {  # $1 = broker count
   done
 }
 kafka_down() { for p in "${kpids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; kpids=(); zk_stop; }
+KB=127.0.0.1:9192   # where kprod/kcons point: Apache Kafka, or Headwater's Kafka door
 ktopic() { java -cp "$CP" org.apache.kafka.tools.TopicCommand --bootstrap-server 127.0.0.1:9192 --create --topic "$1" --partitions 1 --replication-factor "$2" ${3:+--config $3} >/dev/null || { echo "kafka: topic $1 not created"; exit 1; }; }
 kprod() {  # topic n size acks -> records/s
   java -cp "$CP" org.apache.kafka.tools.ProducerPerformance --topic "$1" --num-records "$2" --record-size "$3" --throughput -1 \
-    --producer-props bootstrap.servers=127.0.0.1:9192 acks="$4" batch.size=1048576 linger.ms=5 max.request.size=2097152 | tail -1 |
+    --producer-props bootstrap.servers="$KB" acks="$4" batch.size=1048576 linger.ms=5 max.request.size=2097152 | tail -1 |
     sed -E 's/.* ([0-9.]+) records\/sec \(([0-9.]+) MB\/sec\), ([0-9.]+) ms avg latency, ([0-9.]+) ms max latency.*/\1 \2/'
 }
 kcons() {  # topic n -> records/s MB/s
-  java -cp "$CP" org.apache.kafka.tools.ConsumerPerformance --bootstrap-server 127.0.0.1:9192 --topic "$1" --messages "$2" 2>/dev/null | tail -1 |
+  java -cp "$CP" org.apache.kafka.tools.ConsumerPerformance --bootstrap-server "$KB" --topic "$1" --messages "$2" 2>/dev/null | tail -1 |
     awk -F', *' '{print $10, $9}'   # fetch.nMsg.sec fetch.MB.sec: group join time left out
 }
 ke2e() {  # topic n -> avg p50 p99 (ms; p50/p99 whole ms, as the tool prints them)
@@ -85,7 +97,19 @@ print(f"{name:34s} kafka {f(kr):>10,.0f} rec/s {f(km):7.1f} MB/s | headwater {f(
 PY
 }
 
+door_row() { # name kafka(rec/s MB/s) door(rec/s MB/s) grpc(rec/s MB/s)
+  python3 - "$@" <<'PY' | tee -a "$results"
+import sys
+name, kr, km, dr, dm, gr, gm = (sys.argv[1:] + [""] * 7)[:7]
+f = lambda x: float(x) if x not in ("", "None") else float("nan")
+print(f"{name:34s} kafka {f(kr):>10,.0f} rec/s {f(km):7.1f} MB/s | door {f(dr):>10,.0f} rec/s {f(dm):7.1f} MB/s | ratio {f(dr)/f(kr):.2f} | door/gRPC {f(dr)/f(gr):.2f} (gRPC {f(gr):,.0f} rec/s)")
+PY
+}
+kafka_door() { KB=$(python3 -c 'import json,sys;print(json.load(open(sys.argv[1])).get("kafka_bootstrap") or "")' "$work/hw-up.json")
+  [ -n "$KB" ] || { echo "headwater dev up reported no kafka_bootstrap"; exit 1; }; }
+
 trap 'kafka_down; hw_down' EXIT
+if ! has_arg door; then
 # 1 broker, acks=1
 kafka_up 1; ktopic a100 1; ktopic a1k 1; ktopic warm 1; ktopic e2e 1
 kprod warm 1000000 100 1 >/dev/null   # JIT warm-up of the broker before anything is timed
@@ -113,3 +137,37 @@ hprod warm3 100000 1024 all >/dev/null
 h5=$(hprod rf3 "$NRF" 1024 all)
 hw_down
 row "produce 1 KiB, 3 brokers RF=3 acks=all" $k5 $h5
+fi
+
+has_arg extra || has_arg door || exit 0
+# The Kafka door: Kafka's own perf tools against Headwater's Kafka listener (1 broker, acks=1),
+# and `headwater perf` through the gRPC door of the same cluster for door/gRPC.
+if [ -z "${k1:-}" ]; then   # `door` alone: Apache Kafka's figures for the same workloads
+  kafka_up 1; ktopic a100 1; ktopic a1k 1; ktopic warm 1
+  kprod warm 1000000 100 1 >/dev/null
+  k1=$(kprod a100 "$N100" 100 1); k2=$(kcons a100 "$N100"); k3=$(kprod a1k "$N1K" 1024 1); k4=$(kcons a1k "$N1K")
+  kafka_down
+fi
+hw_up 1; kafka_door
+htopic ka100 1; htopic ka1k 1; htopic ga100 1; htopic ga1k 1; htopic warm 1
+kprod warm 200000 100 1 >/dev/null   # the broker's first Kafka-protocol traffic, not timed
+d1=$(kprod ka100 "$N100" 100 1); d2=$(kcons ka100 "$N100"); d3=$(kprod ka1k "$N1K" 1024 1); d4=$(kcons ka1k "$N1K")
+g1=$(hprod ga100 "$N100" 100 1); g2=$(hcons ga100 "$N100"); g3=$(hprod ga1k "$N1K" 1024 1); g4=$(hcons ga1k "$N1K")
+hw_down; KB=127.0.0.1:9192
+# 3 brokers, RF=3, acks=all, min.insync.replicas=2
+if [ -z "${k5:-}" ]; then
+  kafka_up 3; ktopic rf3 3 min.insync.replicas=2; ktopic warm3 3 min.insync.replicas=2
+  kprod warm3 200000 1024 all >/dev/null
+  k5=$(kprod rf3 "$NRF" 1024 all)
+  kafka_down
+fi
+hw_up 3; kafka_door
+htopic krf3 3 min.insync.replicas=2; htopic grf3 3 min.insync.replicas=2; htopic warm3 3 min.insync.replicas=2
+kprod warm3 100000 1024 all >/dev/null
+d5=$(kprod krf3 "$NRF" 1024 all); g5=$(hprod grf3 "$NRF" 1024 all)
+hw_down; KB=127.0.0.1:9192
+door_row "Kafka tools: produce 100 B (door)" $k1 $d1 $g1
+door_row "Kafka tools: consume 100 B (door)" $k2 $d2 $g2
+door_row "Kafka tools: produce 1 KiB (door)" $k3 $d3 $g3
+door_row "Kafka tools: consume 1 KiB (door)" $k4 $d4 $g4
+door_row "Kafka tools: 1 KiB RF=3 all (door)" $k5 $d5 $g5
