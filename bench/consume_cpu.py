@@ -6,7 +6,7 @@ Builds fetch answers the way a broker sends them (``FetchResponse`` bytes of
 ~1 MiB: 1 MiB batches of 100 B and of 1 KiB values, no key, as ``headwater
 perf produce`` writes them) and times, per record, with ``time.process_time``:
 
-- ``parse``: ``FetchResponse.FromString`` of the answer and reading its ``records``
+- ``parse``: the client's deserializer of a fetch answer and reading its ``records``
   (what gRPC's deserializer and the fetcher do first);
 - ``check``: the fetcher's check of an answer (batch headers and CRCs);
 - ``decode``: ``fetcher.decode_batches``, the records made for ``poll``;
@@ -41,6 +41,12 @@ from headwater.client.subscription import SubscriptionState
 from headwater.client.types import TopicPartition
 from headwater.records.allocator import tune_allocator
 from headwater.v1 import broker_pb2
+
+deserialize: Callable[[bytes], Any]
+try:  # what the client's Fetch calls deserialize with (older checkouts: the generated code)
+    from headwater.client.transport.fetch_response import parse as deserialize
+except ImportError:
+    deserialize = broker_pb2.FetchResponse.FromString
 
 MIB = 1024 * 1024
 TP = TopicPartition("t", 0)
@@ -130,8 +136,8 @@ def run_fetcher(answers: list[bytes], count: int) -> int:
     offset = 0
     paused = subs.is_paused
     for raw in answers:
-        response = broker_pb2.FetchResponse.FromString(raw)
-        f._handle(fetcher_mod._Answer("a", {TP: (offset, subs.epoch(TP))}, response, None))
+        response = deserialize(raw)
+        f._handle(fetcher_mod._Answer("a", {TP: (offset, subs.epoch(TP) or 0)}, response, None))
         f._decode_pending()
         while True:
             recs = f.take(10_000, paused=paused)
@@ -150,13 +156,11 @@ def run_fetcher(answers: list[bytes], count: int) -> int:
 def stages(value_size: int, count: int) -> dict[str, float]:
     """Seconds of CPU per record of each stage, once."""
     answers = answers_of(batches_of(value_size, count))
-    parsed = [broker_pb2.FetchResponse.FromString(a) for a in answers]
+    parsed = [deserialize(a) for a in answers]
     datas = [p.partitions[0].records for p in parsed]
     checked = [list(records.read_batches(d)) for d in datas]
     out: dict[str, float] = {}
-    out["parse"] = _cpu(
-        lambda: [broker_pb2.FetchResponse.FromString(a).partitions[0].records for a in answers]
-    )
+    out["parse"] = _cpu(lambda: [deserialize(a).partitions[0].records for a in answers])
     out["check"] = _cpu(lambda: [list(records.read_batches(d)) for d in datas])
     out["decode"] = _cpu(
         lambda: [fetcher_mod.decode_batches(b, TP, fetch_offset=0) for b in checked]
