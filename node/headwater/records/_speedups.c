@@ -552,6 +552,22 @@ static int untrackable(PyTypeObject *cls, PyObject *prefix) {
 }
 
 /*
+ * A record of cls with n items, every one of them to be set before it is used or
+ * released.  Untrackable: allocated untracked and not zeroed, as PyTuple_New does
+ * (a tuple subclass that adds nothing is laid out as a tuple; from 3.14 on tuples
+ * carry more than their items, so there the type's own allocator is used).
+ * Otherwise the type's allocator, which zeroes and tracks it.
+ */
+static PyObject *new_record(PyTypeObject *cls, Py_ssize_t n, int untrack) {
+#if PY_VERSION_HEX < 0x030E0000
+    if (untrack) return (PyObject *)PyObject_GC_NewVar(PyTupleObject, cls, n);
+#endif
+    PyObject *rec = cls->tp_alloc(cls, n);
+    if (rec != NULL && untrack) PyObject_GC_UnTrack(rec);
+    return rec;
+}
+
+/*
  * decode(data, count, base_offset, base_timestamp, log_append_time[, prefix, cls]):
  * with prefix (a tuple) and cls (a tuple subclass), each record is a cls of
  * prefix's items followed by the five ConsumedRecord fields -- the consumer's
@@ -704,11 +720,10 @@ static PyObject *codec_decode(PyObject *module, PyObject *const *args, Py_ssize_
                 last_ts_delta = ts_delta;
             }
         }
-        rec = cls->tp_alloc(cls, 5 + plen);
-        if (offset == NULL || timestamp == NULL || rec == NULL) {
+        rec = offset == NULL || timestamp == NULL ? NULL : new_record(cls, 5 + plen, untrack);
+        if (rec == NULL) {
             Py_XDECREF(offset);
             Py_XDECREF(timestamp);
-            Py_XDECREF(rec);
             Py_DECREF(key);
             Py_DECREF(value);
             Py_DECREF(headers);
@@ -721,7 +736,6 @@ static PyObject *codec_decode(PyObject *module, PyObject *const *args, Py_ssize_
         PyTuple_SET_ITEM(rec, plen + 2, key);
         PyTuple_SET_ITEM(rec, plen + 3, value);
         PyTuple_SET_ITEM(rec, plen + 4, headers);
-        if (untrack) PyObject_GC_UnTrack(rec);
         PyList_SET_ITEM(out, index, rec);
     }
     if (p != end) {
