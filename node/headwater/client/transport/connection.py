@@ -28,10 +28,10 @@ from typing import Any, NamedTuple, Protocol, TypeVar
 import grpc
 
 from headwater import errors
-from headwater.client.transport import sasl, streams
+from headwater.client.transport import fetch_response, sasl, streams
 from headwater.client.transport.rpc_errors import as_error, translate_rpc_error
 from headwater.client.transport.security import PLAINTEXT, ClientSecurity
-from headwater.v1 import admin_pb2_grpc, broker_pb2_grpc
+from headwater.v1 import admin_pb2_grpc, broker_pb2, broker_pb2_grpc
 
 Resp = TypeVar("Resp")
 
@@ -211,7 +211,7 @@ class Channels:
         ch = self.channel(address)
         entry = self._brokers.get(address)
         if entry is None or entry[0] is not ch:
-            entry = self._brokers[address] = (ch, broker_pb2_grpc.BrokerStub(ch))
+            entry = self._brokers[address] = (ch, _broker_stub(ch))
         return entry[1]
 
     def inline_caller(self, method: str) -> InlineCaller:
@@ -242,6 +242,27 @@ class Channels:
         for ch in channels:
             ch.close()
         self.pool.close()
+
+
+def _broker_stub(channel: grpc.Channel) -> broker_pb2_grpc.BrokerStub:
+    """The Broker stub whose ``Fetch`` and ``FetchStream`` answer
+    :class:`~headwater.client.transport.fetch_response.FetchResponseView`: the
+    records as views of the bytes gRPC received, not two copies of them."""
+    stub = broker_pb2_grpc.BrokerStub(channel)
+    serialize = broker_pb2.FetchRequest.SerializeToString
+    stub.Fetch = channel.unary_unary(
+        "/headwater.v1.Broker/Fetch",
+        request_serializer=serialize,
+        response_deserializer=fetch_response.parse,
+        _registered_method=True,  # type: ignore[call-arg]  # as the generated stub does
+    )
+    stub.FetchStream = channel.stream_stream(
+        "/headwater.v1.Broker/FetchStream",
+        request_serializer=serialize,
+        response_deserializer=fetch_response.parse,
+        _registered_method=True,  # type: ignore[call-arg]  # as the generated stub does
+    )
+    return stub
 
 
 def call(method: Callable[..., Resp], request: Any, *, address: str, timeout_ms: float) -> Resp:
