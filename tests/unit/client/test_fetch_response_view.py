@@ -36,7 +36,15 @@ def assert_same(raw: bytes) -> fetch_response.FetchResponseView:
         assert bytes(g.records) == w.records
         assert g.HasField("diverging_epoch") == w.HasField("diverging_epoch")
         assert g.diverging_epoch == w.diverging_epoch
+        assert g.aborted_transactions == list(w.aborted_transactions)
     return got
+
+
+def test_the_view_reads_every_field_the_proto_has() -> None:
+    """A field added to ``FetchedPartition`` must be read by the view too (or the client
+    silently drops it, as it once dropped READ_COMMITTED's aborted transactions)."""
+    fields = {f.name for f in broker_pb2.FetchedPartition.DESCRIPTOR.fields}
+    assert fields == {*SCALARS, "records", "diverging_epoch", "aborted_transactions"}
 
 
 def test_every_field_of_several_partitions() -> None:
@@ -55,6 +63,10 @@ def test_every_field_of_several_partitions() -> None:
                 diverging_epoch=broker_pb2.EpochEndOffset(epoch=-1, end_offset=77),
                 preferred_read_replica=-1,
                 log_end_offset=300,
+                aborted_transactions=[
+                    broker_pb2.AbortedTransaction(producer_id=7, first_offset=0),
+                    broker_pb2.AbortedTransaction(producer_id=2**62, first_offset=2**40),
+                ],
             ),
             broker_pb2.FetchedPartition(),  # every field its default
             broker_pb2.FetchedPartition(topic="t", partition=-2, records=b"x"),

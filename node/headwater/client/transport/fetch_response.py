@@ -36,6 +36,7 @@ class FetchedPartitionView:
     """One partition of a fetch answer: ``broker.proto``'s ``FetchedPartition`` fields."""
 
     __slots__ = (
+        "_aborted",
         "_diverging_epoch",
         "error",
         "error_message",
@@ -61,6 +62,14 @@ class FetchedPartitionView:
         self._diverging_epoch: memoryview | None = None
         self.preferred_read_replica = 0
         self.log_end_offset = 0
+        self._aborted: list[memoryview] | None = None
+
+    @property
+    def aborted_transactions(self) -> list[broker_pb2.AbortedTransaction]:
+        """READ_COMMITTED: the transactions aborted in the range served (empty if none)."""
+        if self._aborted is None:
+            return []
+        return [broker_pb2.AbortedTransaction.FromString(bytes(raw)) for raw in self._aborted]
 
     @property
     def diverging_epoch(self) -> broker_pb2.EpochEndOffset:
@@ -164,6 +173,10 @@ def _partition(data: bytes, view: memoryview, pos: int, end: int) -> FetchedPart
                 p.error_message = data[start:pos].decode()
             elif field == 9:
                 p._diverging_epoch = view[start:pos]
+            elif field == 12:
+                if p._aborted is None:
+                    p._aborted = []
+                p._aborted.append(view[start:pos])
             continue
         if wire != _VARINT:
             pos = _skip(data, pos, end, wire)
