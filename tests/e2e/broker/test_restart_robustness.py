@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 
 import grpc
@@ -142,7 +143,10 @@ def test_services_answer_unavailable_not_unimplemented_while_starting(trio: Clus
     trio.start_broker(victim, wait=False)
     stub = broker_stub(trio.brokers[victim].address)
     statuses: set[grpc.StatusCode] = set()
-    for _ in range(200):
+    deadline = time.monotonic() + 60  # a start on a loaded machine takes seconds
+    for _ in range(3000):
+        if time.monotonic() > deadline:
+            break
         try:
             stub.Metadata(broker_pb2.MetadataRequest(all_topics=True), timeout=2)
             statuses.add(grpc.StatusCode.OK)
@@ -152,5 +156,7 @@ def test_services_answer_unavailable_not_unimplemented_while_starting(trio: Clus
             break
         threading.Event().wait(0.02)
     assert grpc.StatusCode.OK in statuses
-    assert statuses <= {grpc.StatusCode.OK, grpc.StatusCode.UNAVAILABLE}
+    # A call that outlives its 2 s deadline on a loaded machine is retriable too.
+    retriable = {grpc.StatusCode.OK, grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
+    assert statuses <= retriable
     trio.wait_until_ready(victim)
