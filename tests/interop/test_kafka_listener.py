@@ -319,11 +319,44 @@ def test_kafka_java_admin_client_configs_acls_records_and_group_offsets(
 # -- kcat ------------------------------------------------------------------------------------
 
 
+def wait_for_every_kafka_listener_to_list(cluster: Cluster, topic: str, partitions: int) -> None:
+    """Every broker's Metadata answer has ``topic`` with a leader for each partition.
+
+    A new topic reaches each broker's metadata cache a moment after CreateTopics returns
+    (in Kafka too); a client that does not retry must wait for it.
+    """
+    from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
+
+    request = MetadataRequest(
+        topics=(MetadataRequestTopic(topic_id=uuid.UUID(int=0), name=topic),),
+        allow_auto_topic_creation=False,
+        include_topic_authorized_operations=False,
+    )
+
+    def listed(port: int) -> bool:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            (answer,) = _exchange(sock, 1, request).topics
+        return (
+            answer.error_code.value == 0
+            and len(answer.partitions) == partitions
+            and all(p.error_code.value == 0 and p.leader_id >= 0 for p in answer.partitions)
+        )
+
+    ports = cluster.kafka_ports.values()  # type: ignore[attr-defined]
+    cluster.wait_for(
+        lambda: all(listed(port) for port in ports),
+        timeout_s=30,
+        what=f"every Kafka listener to list {topic}",
+    )
+
+
 def test_kcat_lists_metadata_produces_and_consumes(cluster: Cluster) -> None:
     kcat = shutil.which("kcat")
     if kcat is None:
         pytest.skip("kcat is not installed (scripts/install-system-deps.sh installs it)")
     topic = new_topic(cluster)
+    # kcat -L reports what the one broker it asks answers, without retrying.
+    wait_for_every_kafka_listener_to_list(cluster, topic, partitions=2)
     bootstrap = kafka_bootstrap(cluster)
     listing = subprocess.run(
         [kcat, "-b", bootstrap, "-L", "-t", topic], capture_output=True, text=True, timeout=30

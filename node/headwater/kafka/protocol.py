@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import io
+import logging
 import struct
 from collections.abc import Mapping
 from types import ModuleType
@@ -41,6 +42,8 @@ from kio.schema.errors import ErrorCode as KioErrorCode
 from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
 from kio.static.constants import EntityType
+
+log = logging.getLogger(__name__)
 
 DEFAULT_MAX_REQUEST_BYTES: Final = 104_857_600
 """Kafka's default ``socket.request.max.bytes``."""
@@ -172,7 +175,10 @@ class Request:
 
 
 def parse_request(frame: bytes) -> Request:
-    """Decode one frame (without its size prefix); :class:`FrameError` if it cannot be served."""
+    """Decode one frame (without its size prefix); :class:`FrameError` if it cannot be served.
+
+    Bytes after the body's last field are ignored, as Kafka's broker ignores them.
+    """
     if len(frame) < _HEADER_START.size:
         raise FrameError(f"truncated request header ({len(frame)} bytes)")
     api_key, api_version, correlation_id = _HEADER_START.unpack_from(frame)
@@ -195,10 +201,15 @@ def parse_request(frame: bytes) -> Request:
             f"{API_NAMES[api_key]} v{api_version} request does not decode: "
             f"{type(exc).__name__}: {exc}"
         ) from None
-    if used + body_used != len(frame):
-        raise FrameError(
-            f"{API_NAMES[api_key]} v{api_version} request has "
-            f"{len(frame) - used - body_used} bytes after its body"
+    trailing = len(frame) - used - body_used
+    if trailing:
+        # Kafka's broker reads a request's fields and ignores what follows them
+        # (librdkafka's Metadata v12 carries 3 such bytes).
+        log.debug(
+            "ignoring %d bytes after the body of a %s v%d request",
+            trailing,
+            API_NAMES[api_key],
+            api_version,
         )
     return Request(api_key, api_version, correlation_id, header.client_id, body)
 

@@ -281,6 +281,22 @@ def eventually(
     return seen[-1]
 
 
+def once_authenticated(
+    check: Callable[[], Exception | None], *, what: str, pods: list[LocalPod]
+) -> Exception | None:
+    """A new User's SCRAM credential reaches every broker through a ZooKeeper watch, so
+    for a moment a broker refuses it (as Kafka's do): retry, bounded, while the refusal is
+    SASL_AUTHENTICATION_FAILED, and return the first other outcome (None: no error)."""
+    seen: list[Exception | None] = []
+
+    def done() -> bool:
+        seen.append(check())
+        return type(seen[-1]).__name__ != "SaslAuthenticationFailedError"
+
+    wait_for(done, what=what, pods=pods, timeout_s=60)
+    return seen[-1]
+
+
 def test_operator_and_users_over_the_rendered_tls_config(brokers: Running, tmp_path: Path) -> None:
     wait_healthy(brokers)
     scram = brokers.scram
@@ -349,10 +365,19 @@ def test_operator_and_users_over_the_rendered_tls_config(brokers: Running, tmp_p
         bad_dir = tmp_path / "stranger"
         bad_dir.mkdir()
         bad = client_options(secrets.secrets["stranger"][1], "stranger", bad_dir, scram)
-        # (no ACL was ever created for it: refused at once, no waiting needed)
-        with pytest.raises(errors.TopicAuthorizationFailedError):
-            produce_one(brokers.client, topic, bad)
-        refused = kafka_produce_error(brokers.kafka, topic, bad)
+        # No ACL was ever created for it: refused at once once it authenticates (at once
+        # with a certificate; with SCRAM, once its new credential has reached the brokers).
+        refused = once_authenticated(
+            lambda: produce_error(brokers.client, topic, bad),
+            what="User:stranger to authenticate",
+            pods=brokers.pods,
+        )
+        assert isinstance(refused, errors.TopicAuthorizationFailedError), refused
+        refused = once_authenticated(
+            lambda: kafka_produce_error(brokers.kafka, topic, bad),
+            what="User:stranger to authenticate over the Kafka listener",
+            pods=brokers.pods,
+        )
         assert type(refused).__name__ == "TopicAuthorizationFailedError", refused
         if scram:
             wrong = {**options, "sasl_plain_password": "not-the-password"}
