@@ -108,6 +108,15 @@ def test_killed_broker_restarted_at_once_waits_for_its_old_session(
     admin.create_topic(TOPIC, PARTITIONS, 3)
     wait_in_sync(admin, TOPIC)
     victim = 1
+    # The killed broker's session must outlive the restart for the new process to meet
+    # it: 20 s rather than the cluster's 4 s, which a start on a loaded machine can exceed.
+    trio.broker_overrides[victim] = {
+        **trio.broker_overrides.get(victim, {}),
+        "zookeeper.session.timeout.ms": "20000",
+    }
+    trio.stop(victim, timeout_s=STOP_WAIT_S)
+    trio.start_broker(victim)
+    wait_in_sync(admin, TOPIC)
     old = trio.zk.get_broker(victim)
     assert old is not None
     trio.kill(victim)
