@@ -90,6 +90,7 @@ class _ErrorCodeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorCode.V
     GROUP_ID_NOT_FOUND: _ErrorCode.ValueType  # 69
     FETCH_SESSION_ID_NOT_FOUND: _ErrorCode.ValueType  # 70
     INVALID_FETCH_SESSION_EPOCH: _ErrorCode.ValueType  # 71
+    LISTENER_NOT_FOUND: _ErrorCode.ValueType  # 72
     FENCED_LEADER_EPOCH: _ErrorCode.ValueType  # 74
     UNKNOWN_LEADER_EPOCH: _ErrorCode.ValueType  # 75
     UNSUPPORTED_COMPRESSION_TYPE: _ErrorCode.ValueType  # 76
@@ -186,6 +187,7 @@ NON_EMPTY_GROUP: ErrorCode.ValueType  # 68
 GROUP_ID_NOT_FOUND: ErrorCode.ValueType  # 69
 FETCH_SESSION_ID_NOT_FOUND: ErrorCode.ValueType  # 70
 INVALID_FETCH_SESSION_EPOCH: ErrorCode.ValueType  # 71
+LISTENER_NOT_FOUND: ErrorCode.ValueType  # 72
 FENCED_LEADER_EPOCH: ErrorCode.ValueType  # 74
 UNKNOWN_LEADER_EPOCH: ErrorCode.ValueType  # 75
 UNSUPPORTED_COMPRESSION_TYPE: ErrorCode.ValueType  # 76
