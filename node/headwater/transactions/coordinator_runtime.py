@@ -73,6 +73,8 @@ WriteMarkers = Callable[[MarkerRequest], Awaitable[Mapping[TopicPartition, Error
 the partition no longer exists); the others are retried."""
 
 MARKER_RETRY_BACKOFF_S = 0.1
+MARKER_WARN_EVERY_ATTEMPTS = 50
+"""Markers still failing after this many attempts (and every as many more) are logged."""
 
 _APPEND_ERRORS = {
     ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
@@ -165,9 +167,18 @@ class TransactionCoordinatorRuntime:
                 try:
                     data = await self._read(partition, offset)
                 except HeadwaterError as exc:
-                    log.warning("%s-%d: load failed: %s", TRANSACTION_STATE_TOPIC, partition, exc)
-                    self._partitions.pop(partition, None)
-                    return
+                    # Still the leader (else on_resign replaced ``part``): dropping the
+                    # partition here would answer NOT_COORDINATOR until the next
+                    # leadership change, so the read is retried.
+                    log.warning(
+                        "%s-%d: load failed at offset %d, retrying: %s",
+                        TRANSACTION_STATE_TOPIC,
+                        partition,
+                        offset,
+                        exc,
+                    )
+                    await asyncio.sleep(self._backoff_s)
+                    continue
                 if not data:
                     break
                 before = offset
@@ -267,6 +278,7 @@ class TransactionCoordinatorRuntime:
             if current is None or result is None or current.pending_transition_in_progress:
                 return
             remaining = frozenset(current.partitions)
+            attempts = 0
             while remaining and self._partitions.get(partition) is part:
                 try:
                     outcome = await self._write_markers(
@@ -284,6 +296,16 @@ class TransactionCoordinatorRuntime:
                 remaining = frozenset(
                     tp for tp in remaining if outcome.get(tp) is not ErrorCode.NONE
                 )
+                attempts += 1
+                if remaining and attempts % MARKER_WARN_EVERY_ATTEMPTS == 0:
+                    # The id answers CONCURRENT_TRANSACTIONS until these are written.
+                    log.warning(
+                        "%s markers for %r not written after %d attempts: %s",
+                        result,
+                        transactional_id,
+                        attempts,
+                        {str(tp): outcome.get(tp) for tp in sorted(remaining)},
+                    )
                 if remaining:
                     await asyncio.sleep(self._backoff_s)
             async with part.lock:

@@ -8,7 +8,7 @@ import asyncio
 from collections.abc import Mapping
 
 import pytest
-from headwater.errors import ErrorCode, NotEnoughReplicasError
+from headwater.errors import ErrorCode, NotEnoughReplicasError, NotLeaderOrFollowerError
 from headwater.records import read_batches, set_base_offset
 from headwater.transactions.coordinator_runtime import MarkerRequest, TransactionCoordinatorRuntime
 from headwater.transactions.metadata import TransactionConfig
@@ -28,6 +28,8 @@ class FakeLog:
         self.batches: list[bytes] = []
         self.next_offset = 0
         self.fail: Exception | None = None
+        self.read_failures = 0
+        """How many reads fail (NotLeaderOrFollowerError) before they succeed again."""
 
     async def append(self, partition: int, data: bytes) -> None:
         if self.fail is not None:
@@ -38,6 +40,9 @@ class FakeLog:
         self.batches.append(bytes(buf))
 
     async def read(self, partition: int, offset: int) -> bytes:
+        if self.read_failures:
+            self.read_failures -= 1
+            raise NotLeaderOrFollowerError("the log is not readable yet")
         return b"".join(b for b in self.batches if next(read_batches(b)).base_offset >= offset)
 
 
@@ -236,6 +241,44 @@ async def test_a_failed_append_is_answered_and_memory_reloaded() -> None:
         "x", producer_id=init.producer_id, producer_epoch=0, partitions=[T0]
     )
     assert again.error is ErrorCode.NONE
+    await rt.close()
+
+
+@pytest.mark.asyncio
+async def test_a_failed_load_read_is_retried_while_still_leader() -> None:
+    log, markers, now = FakeLog(), FakeMarkers(), [1_000]
+    ids = ProducerIds()
+    rt = runtime(log, markers, now, ids)
+    await rt.on_become_leader(0, 1)
+    init = await rt.init_producer_id("x", transaction_timeout_ms=10_000)
+    await rt.add_partitions("x", producer_id=init.producer_id, producer_epoch=0, partitions=[T0])
+    markers.gate = asyncio.Event()  # decided, but the markers never get out here
+    await rt.end_transaction("x", producer_id=init.producer_id, producer_epoch=0, commit=True)
+    rt.on_resign(0)
+    await rt.close()
+    log.read_failures = 3
+    rt2 = runtime(log, FakeMarkers(), now, ids)
+    await rt2.on_become_leader(0, 2)
+    # Loaded after the failed reads, and the decided commit finished: not dropped
+    # (which answered NOT_COORDINATOR until the next leadership change).
+    await settle(rt2, "x", "CompleteCommit")
+    assert log.read_failures == 0
+    await rt2.close()
+
+
+@pytest.mark.asyncio
+async def test_a_load_that_fails_stops_when_leadership_moves() -> None:
+    log, markers, now = FakeLog(), FakeMarkers(), [1_000]
+    log.read_failures = 1_000_000
+    rt = runtime(log, markers, now)
+    load = asyncio.ensure_future(rt.on_become_leader(0, 1))
+    await asyncio.sleep(0.01)
+    answer = await rt.init_producer_id("x", transaction_timeout_ms=1000)
+    assert answer.error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    rt.on_resign(0)
+    await asyncio.wait_for(load, 1.0)
+    answer = await rt.init_producer_id("x", transaction_timeout_ms=1000)
+    assert answer.error is ErrorCode.NOT_COORDINATOR
     await rt.close()
 
 

@@ -169,6 +169,7 @@ class TransactionManager:
         try:
             resp = self._coordinator_rpc("AddPartitionsToTxn", request)
         except errors.HeadwaterError as exc:
+            log.debug("AddPartitionsToTxn %s failed, retrying: %s", tps, exc)
             self._coordinator = None
             return exc.code
         code = ErrorCode(resp.error)
@@ -180,10 +181,10 @@ class TransactionManager:
             with self._lock:
                 self._added.update(tps)
             return code
-        if code in _RETRY_ELSEWHERE:
-            self._coordinator = None
-            return code
-        if code is ErrorCode.CONCURRENT_TRANSACTIONS:
+        if code in _RETRY_ELSEWHERE or code is ErrorCode.CONCURRENT_TRANSACTIONS:
+            log.debug("AddPartitionsToTxn %s: %s, retrying", tps, code.name)
+            if code is not ErrorCode.CONCURRENT_TRANSACTIONS:
+                self._coordinator = None
             return code
         self._fail(errors.for_code(code, resp.error_message or "AddPartitionsToTxn"))
         return code
