@@ -93,8 +93,13 @@ class Partition:
         caller collects :meth:`complete_delayed_produces`.
         """
         if self.role is PartitionRole.LEADER and leader_epoch <= self.leader_epoch:
-            if leader_epoch == self.leader_epoch:
-                # Same epoch: the controller re-sent the state (e.g. a new ISR).
+            if leader_epoch == self.leader_epoch and zk_version >= self.zk_version:
+                # Same epoch: the controller re-sent the state (e.g. a new ISR).  One
+                # older than ours is ignored: a new controller read the znode before this
+                # leader's own ISR write landed (its failover sends every state), and
+                # taking it back would restore a dead follower to the ISR with a version
+                # every later ISR write of ours fails on -- the high watermark would wait
+                # for that follower, and every acks=all produce time out, for good.
                 self._set_committed_isr(tuple(isr), zk_version)
                 self.maybe_increment_high_watermark()
             return False
@@ -310,9 +315,19 @@ class Partition:
         )
 
     def isr_change_committed(self, change: IsrChange, new_zk_version: int) -> bool:
-        """ZooKeeper accepted ``change``; returns True if the HW moved as a result."""
-        if self.isr_state is IsrState.COMMITTED or self.pending_isr != change.new_isr:
-            return False  # overtaken by a LeaderAndIsr meanwhile
+        """ZooKeeper accepted ``change``; returns True if the HW moved as a result.
+
+        A LeaderAndIsr that arrived meanwhile overtook the change only if it is newer
+        than the znode the change replaced (``expected_zk_version``).  One not newer
+        (the same state re-sent, e.g. by a new controller's failover, which read the
+        znode before this write) was superseded by the write itself: the znode now
+        holds ``change`` at ``new_zk_version``, and so must this leader, or its next
+        ISR write fails on the version and the ISR never changes again.
+        """
+        if not self.is_leader or self.leader_epoch != change.leader_epoch:
+            return False
+        if self.zk_version > change.expected_zk_version:
+            return False  # overtaken by a newer LeaderAndIsr meanwhile
         self.isr_state = self.isr_state.transition_to(IsrState.COMMITTED)
         self.isr = change.new_isr
         self.pending_isr = None

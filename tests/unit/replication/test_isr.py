@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from headwater.replication import IsrState
+from headwater.errors import ErrorCode
+from headwater.replication import IsrState, Partition
 
 from .conftest import leader
 
@@ -114,3 +115,68 @@ def test_shutting_down_follower_counts_for_the_hw_but_never_rejoins() -> None:
     # The same broker back from its restart fetches as usual and rejoins.
     change = p.update_follower_fetch(3, fetch_offset=10, now_ms=3).isr_change
     assert change is not None and change.new_isr == (1, 2, 3)
+
+
+def _resend(p: Partition, *, isr: tuple[int, ...], zk_version: int) -> None:
+    """The controller sends the partition's state again, same leader and epoch."""
+    p.make_leader(
+        leader_epoch=p.leader_epoch,
+        isr=isr,
+        replicas=p.replicas,
+        zk_version=zk_version,
+        log_end_offset=p.log_end_offset,
+        high_watermark=p.high_watermark,
+        now_ms=5000,
+    )
+
+
+def _leader_with_dead_follower() -> Partition:
+    """Leader 1 of (1, 2, 3) at zk version 7; 2 is caught up at 10, 3 died at 2 and is
+    being shrunk out; an acks=all produce (id 1) waits for offset 10."""
+    p = leader(lag_ms=1000, leo=0, now_ms=0)
+    p.update_follower_fetch(3, fetch_offset=0, now_ms=0)
+    p.on_leader_append(2)
+    p.update_follower_fetch(2, fetch_offset=2, now_ms=100)
+    p.update_follower_fetch(3, fetch_offset=2, now_ms=100)
+    p.on_leader_append(10)
+    p.update_follower_fetch(2, fetch_offset=10, now_ms=4900)
+    assert p.high_watermark == 2
+    assert p.add_delayed_produce(1, 10) is None
+    return p
+
+
+def test_stale_resend_while_the_shrink_is_in_flight_does_not_lose_it() -> None:
+    """The coordinator failover defect (1 in 8 at load 11): a new controller read the
+    state znode (ISR (1, 2, 3), version 7) just before the leader's own shrink wrote
+    version 8, and its failover LeaderAndIsr re-sent version 7 while the write was in
+    flight.  The leader dropped its committed write, kept the dead replica in its ISR
+    with version 7 (every later shrink failed on the version, silently), and its high
+    watermark stayed at the dead replica's offset: every acks=all produce, the
+    transaction markers included, timed out for good."""
+    p = _leader_with_dead_follower()
+    change = p.maybe_shrink_isr(5000)
+    assert change is not None and change.new_isr == (1, 2)
+    _resend(p, isr=(1, 2, 3), zk_version=7)  # read before the write: not newer
+    p.isr_change_committed(change, new_zk_version=8)
+    assert p.isr == (1, 2)
+    assert p.zk_version == 8
+    assert p.isr_state is IsrState.COMMITTED
+    assert p.high_watermark == 10
+    assert [(c.produce_id, c.error) for c in p.complete_delayed_produces()] == [(1, ErrorCode.NONE)]
+
+
+def test_stale_resend_after_the_shrink_committed_is_ignored() -> None:
+    """The same race the other way round: the re-sent state arrives after the write."""
+    p = _leader_with_dead_follower()
+    change = p.maybe_shrink_isr(5000)
+    assert change is not None
+    assert p.isr_change_committed(change, new_zk_version=8)
+    _resend(p, isr=(1, 2, 3), zk_version=7)
+    assert p.isr == (1, 2)
+    assert p.zk_version == 8
+    p.on_leader_append(12)
+    p.update_follower_fetch(2, fetch_offset=12, now_ms=5100)
+    assert p.high_watermark == 12
+    # The same state at the current version, or a newer one, is still taken.
+    _resend(p, isr=(1, 2, 3), zk_version=9)
+    assert p.isr == (1, 2, 3) and p.zk_version == 9

@@ -697,6 +697,12 @@ class ReplicaManager:
             log.warning("ISR update of %s failed: %s", tp, errors.describe(exc))
             version = None
         if version is None:
+            log.info(
+                "%s: ISR %s not written: znode version %d is stale",
+                tp,
+                list(change.new_isr),
+                change.expected_zk_version,
+            )
             hosted.state.isr_change_failed(change)
             return
         log.info("%s: ISR %s -> %s", tp, hosted.state.isr, list(change.new_isr))
