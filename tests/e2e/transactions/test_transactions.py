@@ -180,16 +180,6 @@ def test_a_second_producer_with_the_same_id_fences_the_first(
     assert read_all(cluster, name, 1, committed=True, expect=1) == [b"successor"]
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason=(
-        "open defect, 1 run in 8 at load 11: when one broker is the controller, the "
-        "transaction coordinator and a partition's leader and is killed right after "
-        "__transaction_state is created, the next transaction's record to that partition "
-        "was never sent within delivery.timeout.ms (the previous commit apparently never "
-        "completed its markers); cause not found yet"
-    ),
-)
 def test_coordinator_failover_mid_transaction(own_cluster: Cluster) -> None:
     cluster = own_cluster
     name = make_topic(cluster, 2)
