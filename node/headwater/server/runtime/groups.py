@@ -21,7 +21,6 @@ from the metrics thread and which only read.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 
 from headwater import errors
@@ -33,6 +32,7 @@ from headwater.server.config import BrokerConfig
 from headwater.server.group_lag import RemoteEndOffsets, list_latest
 from headwater.server.metrics import BrokerMetrics, GroupOffset, RebalanceFigures
 from headwater.server.runtime.replica_manager import ReplicaManager
+from headwater.server.runtime.role_changes import CoordinatorLeadership
 from headwater.values import TopicPartition
 
 OFFSETS_APPEND_TIMEOUT_MS = 5000
@@ -94,26 +94,11 @@ def group_coordinator(
     )
 
 
-class OffsetsLeadership:
-    """Follows this broker's leaderships of ``__consumer_offsets`` for the coordinator.
-
-    Becoming leader starts loading the partition (a task, kept referenced until
-    it ends); losing it unloads at once.  Other topics are ignored.
-    """
+class OffsetsLeadership(CoordinatorLeadership):
+    """Follows this broker's leaderships of ``__consumer_offsets`` for the coordinator."""
 
     def __init__(self, runtime: GroupCoordinatorRuntime) -> None:
-        self._runtime = runtime
-        self._loads: set[asyncio.Future[None]] = set()
-
-    def on_leadership(self, tp: TopicPartition, leader_epoch: int | None) -> None:
-        if tp.topic != OFFSETS_TOPIC:
-            return
-        if leader_epoch is None:
-            self._runtime.on_resign(tp.partition)
-            return
-        future = asyncio.ensure_future(self._runtime.on_become_leader(tp.partition, leader_epoch))
-        self._loads.add(future)
-        future.add_done_callback(self._loads.discard)
+        super().__init__(OFFSETS_TOPIC, runtime)
 
 
 def group_end_offsets(

@@ -13,7 +13,8 @@ Thread model: event loop only.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+import asyncio
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import Protocol
 
 from headwater.coordination.model import BrokerRegistration
@@ -36,6 +37,39 @@ class Fetchers(Protocol):
 
 OnLeadership = Callable[[TopicPartition, int | None], None]
 """Told ``(partition, leader epoch)`` when this broker leads it, ``(partition, None)`` when not."""
+
+
+class PartitionedCoordinator(Protocol):
+    """A coordinator sharded by the partitions of an internal topic (groups, transactions)."""
+
+    def on_become_leader(
+        self, partition: int, leader_epoch: int
+    ) -> Coroutine[None, None, None]: ...
+
+    def on_resign(self, partition: int) -> None: ...
+
+
+class CoordinatorLeadership:
+    """Follows this broker's leaderships of one internal topic for its coordinator.
+
+    Becoming leader starts loading the partition (a task, kept referenced until
+    it ends); losing it unloads at once.  Other topics are ignored.
+    """
+
+    def __init__(self, topic: str, runtime: PartitionedCoordinator) -> None:
+        self._topic = topic
+        self._runtime = runtime
+        self._loads: set[asyncio.Future[None]] = set()
+
+    def on_leadership(self, tp: TopicPartition, leader_epoch: int | None) -> None:
+        if tp.topic != self._topic:
+            return
+        if leader_epoch is None:
+            self._runtime.on_resign(tp.partition)
+            return
+        future = asyncio.ensure_future(self._runtime.on_become_leader(tp.partition, leader_epoch))
+        self._loads.add(future)
+        future.add_done_callback(self._loads.discard)
 
 
 class RoleChangeApplier:

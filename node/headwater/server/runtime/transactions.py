@@ -34,6 +34,7 @@ from headwater.server.config import BrokerConfig
 from headwater.server.runtime import channels
 from headwater.server.runtime.metadata_cache import MetadataCache
 from headwater.server.runtime.replica_manager import ReplicaManager
+from headwater.server.runtime.role_changes import CoordinatorLeadership
 from headwater.transactions.coordinator_runtime import (
     MarkerRequest,
     TransactionCoordinatorRuntime,
@@ -229,19 +230,8 @@ class TransactionVerifier:
         )
 
 
-class TransactionStateLeadership:
+class TransactionStateLeadership(CoordinatorLeadership):
     """Follows this broker's leaderships of ``__transaction_state`` for the coordinator."""
 
     def __init__(self, runtime: TransactionCoordinatorRuntime) -> None:
-        self._runtime = runtime
-        self._loads: set[asyncio.Future[None]] = set()
-
-    def on_leadership(self, tp: TopicPartition, leader_epoch: int | None) -> None:
-        if tp.topic != TRANSACTION_STATE_TOPIC:
-            return
-        if leader_epoch is None:
-            self._runtime.on_resign(tp.partition)
-            return
-        future = asyncio.ensure_future(self._runtime.on_become_leader(tp.partition, leader_epoch))
-        self._loads.add(future)
-        future.add_done_callback(self._loads.discard)
+        super().__init__(TRANSACTION_STATE_TOPIC, runtime)
