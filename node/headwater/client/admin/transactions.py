@@ -14,12 +14,11 @@ from typing import NamedTuple
 
 from headwater import errors
 from headwater.client.transport import connection
+from headwater.client.transport.coordinator import find_coordinator
 from headwater.client.transport.metadata import MetadataManager
 from headwater.client.types import TopicPartition
 from headwater.v1 import (
     common_pb2,
-    group_pb2,
-    group_pb2_grpc,
     transaction_pb2,
     transaction_pb2_grpc,
 )
@@ -80,25 +79,13 @@ class TransactionsAdmin:
         return known + [a for a in self._bootstrap if a not in known]
 
     def _coordinator(self, transactional_id: str) -> str:
-        last: errors.HeadwaterError | None = None
-        for address in self._addresses():
-            stub = group_pb2_grpc.GroupStub(self._channels.channel(address))
-            try:
-                resp = connection.call(
-                    stub.FindCoordinator,
-                    group_pb2.FindCoordinatorRequest(
-                        key=transactional_id, key_type=TRANSACTION_KEY_TYPE
-                    ),
-                    address=address,
-                    timeout_ms=self._request_timeout_ms,
-                )
-            except errors.NetworkError as exc:
-                last = exc
-                continue
-            if resp.error_code:
-                raise errors.for_code(resp.error_code, resp.error_message or "FindCoordinator")
-            return f"{resp.host}:{resp.port}"
-        raise last or errors.CoordinatorNotAvailableError("no broker answered FindCoordinator")
+        return find_coordinator(
+            self._channels,
+            self._addresses(),
+            key=transactional_id,
+            key_type=TRANSACTION_KEY_TYPE,
+            timeout_ms=self._request_timeout_ms,
+        )
 
     def describe_transactions(
         self, transactional_ids: Iterable[str]

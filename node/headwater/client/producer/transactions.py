@@ -43,6 +43,7 @@ from typing import Any
 from headwater import errors
 from headwater.client.producer.idempotence import ProducerIdAndEpoch
 from headwater.client.transport import connection
+from headwater.client.transport.coordinator import find_coordinator
 from headwater.client.types import ConsumerGroupMetadata, TopicPartition
 from headwater.errors import ErrorCode
 from headwater.v1 import (
@@ -398,28 +399,15 @@ class TransactionManager:
             time.sleep(RETRY_BACKOFF_S)
 
     def _find_coordinator(self) -> str:
-        if self._coordinator is not None:
-            return self._coordinator
-        last: errors.HeadwaterError | None = None
-        for address in self._addresses():
-            stub = group_pb2_grpc.GroupStub(self._channels.channel(address))
-            try:
-                resp = connection.call(
-                    stub.FindCoordinator,
-                    group_pb2.FindCoordinatorRequest(
-                        key=self.transactional_id, key_type=TRANSACTION_KEY_TYPE
-                    ),
-                    address=address,
-                    timeout_ms=self._request_timeout_ms,
-                )
-            except errors.NetworkError as exc:
-                last = exc
-                continue
-            if resp.error_code:
-                raise errors.for_code(resp.error_code, resp.error_message or "FindCoordinator")
-            self._coordinator = f"{resp.host}:{resp.port}"
-            return self._coordinator
-        raise last or errors.CoordinatorNotAvailableError("no broker answered FindCoordinator")
+        if self._coordinator is None:
+            self._coordinator = find_coordinator(
+                self._channels,
+                self._addresses(),
+                key=self.transactional_id,
+                key_type=TRANSACTION_KEY_TYPE,
+                timeout_ms=self._request_timeout_ms,
+            )
+        return self._coordinator
 
     def _init_call(self, request: broker_pb2.InitProducerIdRequest) -> Any:
         """InitProducerId with the id, on its coordinator's Broker service."""
