@@ -8,9 +8,12 @@ broker's authorization error, which the web layer shows as it is.  Each method r
 plain values for the templates; none of them keeps state between requests except the
 two clients.
 
-The message browser makes a :class:`~headwater.client.Consumer` per request, with no
-group, assigned to one partition and fetching at most one page (``max_poll_records`` and
-fetch sizes bounded), so a browse never loads a whole topic.
+The message browser reads through one long-lived
+:class:`~headwater.client.consumer.range_reader.RangeReader` (its connections and
+metadata kept between requests, no group, no background fetching): a page is the offset
+range ``[start, start + limit)`` of one partition, fetched with bounded fetch sizes and
+stopped as soon as the page is full, so a browse costs about one Fetch whatever the size
+of the partition and never loads a whole topic.
 """
 
 from __future__ import annotations
@@ -24,19 +27,22 @@ from headwater import errors
 from headwater.client import (
     Admin,
     ConfigEntry,
-    Consumer,
-    ConsumerRecord,
     PartitionMetadata,
     Producer,
     TopicPartition,
 )
+from headwater.client.consumer.range_reader import MissingOffsets, RangeReader
+from headwater.client.transport.security import PLAINTEXT
 from headwater.console import charts, inputs, offsets
+from headwater.records import ConsumedRecord
 from headwater.security.acls import AclBindingFilter
 
 BROWSE_WAIT_S = 3.0
 """How long a browse waits for records it knows are there before showing what it has."""
 
-BROWSE_FETCH_BYTES = 4 * 1024 * 1024
+BROWSE_FETCH_BYTES = 1024 * 1024
+"""The most bytes one Fetch of the browser asks for (a page of small records is one
+Fetch; a page of large ones takes several)."""
 
 LAG_SAMPLES = 200
 """How many samples of a group's lag the console keeps (one every few seconds while the
@@ -168,7 +174,7 @@ class Browse(NamedTuple):
     start_offset: int
     earliest: int
     latest: int
-    records: list[ConsumerRecord]
+    records: list[ConsumedRecord]
 
 
 class GroupRow(NamedTuple):
@@ -221,6 +227,15 @@ class ClusterView:
             security=options.security,
         )
         self._producer: Producer | None = None
+        self._reader = RangeReader(
+            options.bootstrap,
+            fetch_max_wait_ms=100,
+            max_partition_fetch_bytes=BROWSE_FETCH_BYTES,
+            fetch_max_bytes=BROWSE_FETCH_BYTES,
+            request_timeout_ms=options.request_timeout_ms,
+            default_api_timeout_ms=options.request_timeout_ms,
+            security=options.security or PLAINTEXT,
+        )
         self._lock = threading.Lock()
         self._lag: dict[str, collections.deque[charts.LagSample]] = {}
 
@@ -229,6 +244,7 @@ class ClusterView:
             if self._producer is not None:
                 self._producer.close(timeout=5)
                 self._producer = None
+        self._reader.close()
         self.admin.close()
 
     # -- reading ---------------------------------------------------------------------
@@ -364,37 +380,33 @@ class ClusterView:
             assert query.timestamp_ms is not None
             start = self._offsets([tp], query.timestamp_ms).get(tp, high)
         want = min(query.limit, high - start)
-        records: list[ConsumerRecord] = []
+        records: list[ConsumedRecord] = []
         if want > 0:
-            records = self._read(tp, start, want)
+            records = self._read(tp, start, want, high)
         return Browse(query, start, low, high, records)
 
-    def _read(self, tp: TopicPartition, start: int, count: int) -> list[ConsumerRecord]:
-        consumer = Consumer(
-            bootstrap_servers=self.options.bootstrap,
-            group_id=None,
-            enable_auto_commit=False,
-            max_poll_records=count,
-            max_partition_fetch_bytes=BROWSE_FETCH_BYTES,
-            fetch_max_bytes=BROWSE_FETCH_BYTES,
-            client_id="headwater-console",
-            request_timeout_ms=self.options.request_timeout_ms,
-            default_api_timeout_ms=self.options.request_timeout_ms,
-            security=self.options.security,
-        )
-        try:
-            consumer.assign([tp])
-            consumer.seek(tp, start)
-            out: list[ConsumerRecord] = []
-            deadline = time.monotonic() + BROWSE_WAIT_S
-            while len(out) < count:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    break
-                out += consumer.poll(left * 1000, max_records=count - len(out))
-            return out[:count]
-        finally:
-            consumer.close()
+    def _read(self, tp: TopicPartition, start: int, count: int, high: int) -> list[ConsumedRecord]:
+        """Up to ``count`` records of ``tp`` from ``start``, below the high watermark
+        ``high``: the range ``[start, start + count)``, then further ranges while offsets
+        were absent (compacted away, transaction markers).  Offsets the broker no longer
+        has (deleted by retention meanwhile, the log cut) or that do not come in time end
+        the page early.  Waits at most :data:`BROWSE_WAIT_S` in all."""
+        out: list[ConsumedRecord] = []
+        position = start
+        deadline = time.monotonic() + BROWSE_WAIT_S
+        gone: list[MissingOffsets] = []
+        while len(out) < count and position < high and not gone:
+            left_ms = (deadline - time.monotonic()) * 1000
+            if left_ms <= 0:
+                break
+            end = min(high, position + count - len(out))
+            for chunk in self._reader.read_range(
+                tp, position, end, timeout_ms=left_ms, on_missing=gone.append
+            ):
+                out += chunk.all_records()
+                del chunk
+            position = end
+        return out[:count]
 
     def groups(self) -> list[GroupRow]:
         listing = self.admin.list_groups()

@@ -24,11 +24,11 @@ def hexdump(data: bytes) -> str:
     return " ".join(data[i : i + 4].hex() for i in range(0, len(data), 4))
 
 
-def show(data: bytes | None, fmt: str) -> Shown:
-    """``data`` as ``fmt`` (text, json or hex)."""
+def show(data: bytes | memoryview | None, fmt: str) -> Shown:
+    """``data`` as ``fmt`` (text, json or hex); a view of fetched bytes is read as bytes."""
     if data is None:
         return Shown("", "null")
-    cut = data[:MAX_SHOWN]
+    cut = bytes(data[:MAX_SHOWN])
     note = f"first {MAX_SHOWN} of {len(data)} bytes" if len(data) > MAX_SHOWN else ""
     if fmt == "hex":
         return Shown(hexdump(cut), note)
