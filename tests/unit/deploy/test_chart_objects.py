@@ -38,6 +38,12 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "rack-aware": {"brokers": {"rack": {"enabled": True}, "antiAffinity": "hard"}},
     "operator-ha": {"operator": {"replicas": 2}, "zookeeper": {"antiAffinity": "hard"}},
     "no-operator": {"operator": {"enabled": False}},
+    "console": {"console": {"enabled": True, "userSecret": "console-user"}},
+    "console-scram": {
+        "tls": {"clientAuthentication": "scram-sha-512"},
+        "console": {"enabled": True, "userSecret": "console-user", "readOnly": False},
+        "networkPolicy": {"clientFrom": [{"podSelector": {"matchLabels": {"app": "x"}}}]},
+    },
 }
 
 

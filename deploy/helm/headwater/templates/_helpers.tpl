@@ -41,6 +41,7 @@ app.kubernetes.io/part-of: headwater
 {{- define "headwater.broker.headless" -}}{{ include "headwater.fullname" . }}-broker-headless{{- end -}}
 {{- define "headwater.bootstrap" -}}{{ include "headwater.fullname" . }}-bootstrap{{- end -}}
 {{- define "headwater.operator.fullname" -}}{{ include "headwater.fullname" . }}-operator{{- end -}}
+{{- define "headwater.console.fullname" -}}{{ include "headwater.fullname" . }}-console{{- end -}}
 
 {{- define "headwater.image" -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
