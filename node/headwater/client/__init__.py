@@ -22,9 +22,12 @@ from headwater.client.admin.values import (
     ClusterDescription,
     ConfigEntry,
     NewTopic,
+    ScramDeletion,
+    ScramUpsertion,
     TopicDescription,
 )
 from headwater.client.consumer.consumer import Consumer
+from headwater.client.consumer.range_reader import MissingOffsets, RangeReader
 from headwater.client.producer.futures import RecordFuture
 from headwater.client.producer.partitioner import DefaultPartitioner, Partitioner, murmur2
 from headwater.client.producer.producer import Producer
@@ -50,14 +53,18 @@ __all__ = [
     "ConsumerGroupMetadata",
     "ConsumerRecord",
     "DefaultPartitioner",
+    "MissingOffsets",
     "NewTopic",
     "OffsetAndTimestamp",
     "PartitionMetadata",
     "Partitioner",
     "Producer",
+    "RangeReader",
     "RecordFuture",
     "RecordMetadata",
     "RetryPolicy",
+    "ScramDeletion",
+    "ScramUpsertion",
     "TopicDescription",
     "TopicPartition",
     "murmur2",

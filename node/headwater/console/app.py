@@ -100,6 +100,11 @@ def environment() -> jinja2.Environment:
     env.globals["htmx"] = HTMX
     env.globals["refresh_s"] = REFRESH_S
     env.globals["max_records"] = inputs.MAX_RECORDS
+    env.globals["acl_resource_types"] = inputs.ACL_RESOURCE_TYPES
+    env.globals["acl_pattern_types"] = inputs.ACL_PATTERN_TYPES
+    env.globals["acl_operations"] = inputs.ACL_OPERATIONS
+    env.globals["acl_permissions"] = inputs.ACL_PERMISSIONS
+    env.globals["scram_mechanisms"] = inputs.SCRAM_MECHANISMS
     return env
 
 
@@ -439,8 +444,67 @@ async def delete_group(request: web.Request) -> web.StreamResponse:
     return await group(request, form.get("group", ""), status, error=error, form=form)
 
 
-async def acls(request: web.Request) -> web.StreamResponse:
-    return await _page(request, "acls.html", request.app[VIEW].security)
+async def acls(request: web.Request, status: int = 200, **extra: Any) -> web.StreamResponse:
+    return await _page(request, "acls.html", request.app[VIEW].security, status=status, **extra)
+
+
+async def _security_change(
+    request: web.Request, act: Callable[[Mapping[str, str]], str], keep_form: bool = True
+) -> web.StreamResponse:
+    form = await _form(request)
+    status, message, error = await _change(request, lambda: act(form))
+    shown = {k: v for k, v in form.items() if k != "password"} if keep_form else {}
+    return await acls(request, status, message=message, error=error, form=shown)
+
+
+async def create_acl(request: web.Request) -> web.StreamResponse:
+    view = request.app[VIEW]
+
+    def act(form: Mapping[str, str]) -> str:
+        binding = inputs.acl_binding(form)
+        view.create_acl(binding)
+        return f"Created ACL: {binding}."
+
+    return await _security_change(request, act)
+
+
+async def delete_acl(request: web.Request) -> web.StreamResponse:
+    view = request.app[VIEW]
+
+    def act(form: Mapping[str, str]) -> str:
+        binding = inputs.acl_binding(form)
+        if not view.delete_acl(binding):
+            raise errors.for_code(
+                errors.ErrorCode.RESOURCE_NOT_FOUND, f"no ACL {binding} to delete"
+            )
+        return f"Deleted ACL: {binding}."
+
+    return await _security_change(request, act, keep_form=False)
+
+
+async def set_user(request: web.Request) -> web.StreamResponse:
+    view = request.app[VIEW]
+
+    def act(form: Mapping[str, str]) -> str:
+        user = inputs.scram_form(form)
+        view.set_scram_user(user)
+        return f"Set the {user.mechanism} credential of user {user.user}."
+
+    return await _security_change(request, act)
+
+
+async def delete_user(request: web.Request) -> web.StreamResponse:
+    view = request.app[VIEW]
+
+    def act(form: Mapping[str, str]) -> str:
+        user = inputs.scram_user(form.get("user"))
+        mechanism = inputs.choice(
+            "mechanism", form.get("mechanism"), inputs.SCRAM_MECHANISMS, "SCRAM-SHA-512"
+        )
+        view.delete_scram_user(user, mechanism)
+        return f"Deleted the {mechanism} credential of user {user}."
+
+    return await _security_change(request, act, keep_form=False)
 
 
 async def not_found(request: web.Request) -> web.StreamResponse:
@@ -470,6 +534,10 @@ def make_app(view: ClusterView, settings: Settings) -> web.Application:
     app.router.add_post("/group/reset", reset_offsets)
     app.router.add_post("/group/delete", delete_group)
     app.router.add_get("/acls", acls)
+    app.router.add_post("/acls", create_acl)
+    app.router.add_post("/acls/delete", delete_acl)
+    app.router.add_post("/users", set_user)
+    app.router.add_post("/users/delete", delete_user)
     app.router.add_static("/static/", _package_dir("static"), show_index=False)
     app.router.add_route("*", "/{tail:.*}", not_found)
     return app

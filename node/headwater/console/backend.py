@@ -27,15 +27,22 @@ from headwater import errors
 from headwater.client import (
     Admin,
     ConfigEntry,
+    MissingOffsets,
     PartitionMetadata,
     Producer,
+    RangeReader,
+    ScramDeletion,
+    ScramUpsertion,
     TopicPartition,
 )
-from headwater.client.consumer.range_reader import MissingOffsets, RangeReader
-from headwater.client.transport.security import PLAINTEXT
 from headwater.console import charts, inputs, offsets
 from headwater.records import ConsumedRecord
-from headwater.security.acls import AclBindingFilter
+from headwater.security.acls import (
+    AccessControlEntryFilter,
+    AclBinding,
+    AclBindingFilter,
+    ResourcePatternFilter,
+)
 
 BROWSE_WAIT_S = 3.0
 """How long a browse waits for records it knows are there before showing what it has."""
@@ -122,6 +129,8 @@ class AclRow(NamedTuple):
 class UserRow(NamedTuple):
     user: str
     mechanisms: str
+    """The user's credentials as shown (or the error describing them)."""
+    mechanism_names: tuple[str, ...] = ()
 
 
 class SecurityPage(NamedTuple):
@@ -234,7 +243,7 @@ class ClusterView:
             fetch_max_bytes=BROWSE_FETCH_BYTES,
             request_timeout_ms=options.request_timeout_ms,
             default_api_timeout_ms=options.request_timeout_ms,
-            security=options.security or PLAINTEXT,
+            **({} if options.security is None else {"security": options.security}),
         )
         self._lock = threading.Lock()
         self._lag: dict[str, collections.deque[charts.LagSample]] = {}
@@ -495,7 +504,8 @@ class ClusterView:
                     mechs = ", ".join(
                         f"{c.mechanism} ({c.iterations} iterations)" for c in d.credential_infos
                     )
-                    users.append(UserRow(user, mechs))
+                    names = tuple(c.mechanism for c in d.credential_infos)
+                    users.append(UserRow(user, mechs, names))
         except errors.HeadwaterError as exc:
             users_error = str(exc)
         return SecurityPage(acls, acls_error, users, users_error)
@@ -544,6 +554,32 @@ class ClusterView:
                 f"the record was not acknowledged within {wait_s:g} s (it may still be written)"
             ) from None
         return meta.partition, meta.offset
+
+    def create_acl(self, binding: AclBinding) -> None:
+        """Create one ACL (ALTER on the cluster); the broker's refusal is raised."""
+        (error,) = self.admin.create_acls([binding])
+        if error is not None:
+            raise error
+
+    def delete_acl(self, binding: AclBinding) -> int:
+        """Delete exactly this ACL (ALTER on the cluster): how many were deleted (0 or 1)."""
+        p, e = binding.pattern, binding.entry
+        exact = AclBindingFilter(
+            ResourcePatternFilter(p.resource_type, p.name, p.pattern_type),
+            AccessControlEntryFilter(e.principal, e.host, e.operation, e.permission_type),
+        )
+        (deleted,) = self.admin.delete_acls([exact])
+        return len(deleted)
+
+    def set_scram_user(self, form: inputs.ScramForm) -> None:
+        """Create or replace ``form.user``'s credential for ``form.mechanism``."""
+        self.admin.alter_user_scram_credentials(
+            upsertions=[ScramUpsertion(form.user, form.mechanism, form.iterations, form.password)]
+        )
+
+    def delete_scram_user(self, user: str, mechanism: str) -> None:
+        """Delete ``user``'s credential for ``mechanism`` (RESOURCE_NOT_FOUND if none)."""
+        self.admin.alter_user_scram_credentials(deletions=[ScramDeletion(user, mechanism)])
 
     def reset_offsets(self, gid: str, form: inputs.ResetForm) -> list[offsets.ResetRow]:
         """Plan a reset of ``gid``'s offsets on ``form.topic``, and commit it when

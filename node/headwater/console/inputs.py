@@ -14,6 +14,8 @@ import re
 from collections.abc import Mapping
 from typing import NamedTuple
 
+from headwater.security import acls, scram
+
 MAX_RECORDS = 500
 """The most records the message browser returns for one request (its hard cap)."""
 
@@ -312,3 +314,90 @@ def reset_form(form: Mapping[str, str], now_ms: int) -> ResetForm:
         amount = max(0, now_ms - duration_ms(raw, field="value"))
     mode = choice("mode", form.get("mode"), ("dry-run", "execute"), "dry-run")
     return ResetForm(topic, spec, amount, mode == "execute")
+
+
+ACL_RESOURCE_TYPES = tuple(t.name for t in acls.ResourceType if t.value > acls.ResourceType.ANY)
+ACL_PATTERN_TYPES = ("LITERAL", "PREFIXED")
+ACL_OPERATIONS = tuple(o.name for o in acls.AclOperation if o.value > acls.AclOperation.ANY)
+ACL_PERMISSIONS = ("ALLOW", "DENY")
+SCRAM_MECHANISMS = tuple(m.value for m in scram.ScramMechanism)
+MAX_PRINCIPAL = 1000
+MAX_PASSWORD = 1000
+
+
+def acl_binding(form: Mapping[str, str]) -> acls.AclBinding:
+    """One ACL from a form: resource type, name, pattern type, principal, host, operation,
+    permission; Kafka's rules (a concrete type, an operation the resource supports, a
+    ``User:name`` principal, ``*`` or an IP address as the host)."""
+    rtype = choice("resource_type", form.get("resource_type"), ACL_RESOURCE_TYPES, "TOPIC")
+    name = (form.get("resource_name") or "").strip()
+    if rtype == "CLUSTER" and not name:
+        name = acls.CLUSTER_NAME
+    if not name:
+        raise InvalidInput("resource_name", "a resource name is required ('*' for every one)")
+    if len(name) > MAX_TOPIC_NAME and rtype == "TOPIC":
+        raise InvalidInput("resource_name", f"a topic name has at most {MAX_TOPIC_NAME} characters")
+    pattern = choice("pattern_type", form.get("pattern_type"), ACL_PATTERN_TYPES, "LITERAL")
+    principal = (form.get("principal") or "").strip()
+    if not principal:
+        raise InvalidInput("principal", "a principal is required, e.g. User:alice")
+    if len(principal) > MAX_PRINCIPAL:
+        raise InvalidInput("principal", f"a principal has at most {MAX_PRINCIPAL} characters")
+    host = (form.get("host") or "").strip() or acls.WILDCARD_HOST
+    operation = choice("operation", form.get("operation"), ACL_OPERATIONS, "")
+    permission = choice("permission", form.get("permission"), ACL_PERMISSIONS, "ALLOW")
+    try:
+        pattern_obj = acls.ResourcePattern(
+            acls.ResourceType[rtype], name, acls.PatternType[pattern]
+        )
+    except ValueError as exc:
+        raise InvalidInput("resource_name", str(exc)) from None
+    try:
+        entry = acls.AccessControlEntry(
+            principal, host, acls.AclOperation[operation], acls.AclPermissionType[permission]
+        )
+    except ValueError as exc:
+        field = "host" if "host" in str(exc) else "principal"
+        raise InvalidInput(field, str(exc)) from None
+    try:
+        return acls.AclBinding(pattern_obj, entry)
+    except ValueError as exc:
+        raise InvalidInput("operation", str(exc)) from None
+
+
+def scram_user(text: str | None) -> str:
+    """A SCRAM user name: non-empty, without control characters."""
+    user = (text or "").strip()
+    if not user:
+        raise InvalidInput("user", "a user name is required")
+    if len(user) > MAX_PRINCIPAL:
+        raise InvalidInput("user", f"a user name has at most {MAX_PRINCIPAL} characters")
+    if any(ord(c) < 32 or ord(c) == 127 for c in user):
+        raise InvalidInput("user", "a user name cannot contain control characters")
+    return user
+
+
+class ScramForm(NamedTuple):
+    user: str
+    mechanism: str
+    iterations: int
+    password: str
+
+
+def scram_form(form: Mapping[str, str]) -> ScramForm:
+    """A SCRAM credential to set: user, mechanism, iterations (Kafka's 4096 to 16384) and a
+    password of at least 8 characters."""
+    user = scram_user(form.get("user"))
+    mechanism = choice("mechanism", form.get("mechanism"), SCRAM_MECHANISMS, "SCRAM-SHA-512")
+    iterations = integer(
+        "iterations",
+        form.get("iterations") or str(scram.MIN_ITERATIONS),
+        low=scram.MIN_ITERATIONS,
+        high=scram.MAX_ITERATIONS,
+    )
+    password = form.get("password") or ""
+    if len(password) < 8:
+        raise InvalidInput("password", "a password has at least 8 characters")
+    if len(password) > MAX_PASSWORD:
+        raise InvalidInput("password", f"a password has at most {MAX_PASSWORD} characters")
+    return ScramForm(user, mechanism, iterations, password)

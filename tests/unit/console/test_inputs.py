@@ -170,3 +170,71 @@ def test_config_changes() -> None:
         in refused(inputs.config_change, {"set": "a=1", "delete": "a"}).message
     )
     assert "not a config name" in refused(inputs.config_change, {"delete": "A B"}).message
+
+
+ACL_FORM = {
+    "resource_type": "TOPIC",
+    "resource_name": "orders",
+    "pattern_type": "PREFIXED",
+    "principal": "User:alice",
+    "host": "*",
+    "operation": "READ",
+    "permission": "ALLOW",
+}
+
+
+def test_acl_binding_from_a_form() -> None:
+    b = inputs.acl_binding(ACL_FORM)
+    assert str(b) == "ALLOW User:alice from * READ on TOPIC:PREFIXED:orders"
+
+
+def test_cluster_acl_names_the_cluster_when_left_empty() -> None:
+    form = {**ACL_FORM, "resource_type": "CLUSTER", "resource_name": "", "pattern_type": ""}
+    b = inputs.acl_binding({**form, "operation": "ALTER"})
+    assert str(b.pattern) == "CLUSTER:LITERAL:kafka-cluster"
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "says"),
+    [
+        ({"resource_type": "USER"}, "resource_type", "not one of TOPIC, GROUP"),
+        ({"resource_name": ""}, "resource_name", "a resource name is required"),
+        ({"pattern_type": "MATCH"}, "pattern_type", "not one of LITERAL, PREFIXED"),
+        ({"principal": ""}, "principal", "a principal is required"),
+        ({"principal": "alice"}, "principal", "alice"),
+        ({"host": "example.com"}, "host", "IP address"),
+        ({"operation": ""}, "operation", "is not one of"),
+        ({"operation": "ANY"}, "operation", "is not one of"),
+        ({"operation": "IDEMPOTENT_WRITE"}, "operation", "does not apply to TOPIC"),
+        ({"permission": "MAYBE"}, "permission", "not one of ALLOW, DENY"),
+        ({"resource_type": "CLUSTER", "resource_name": "x"}, "resource_name", "kafka-cluster"),
+        ({"resource_name": "*"}, "resource_name", "PREFIXED pattern cannot be '*'"),
+    ],
+)
+def test_bad_acl_fields_are_refused(change: dict[str, str], field: str, says: str) -> None:
+    err = refused(inputs.acl_binding, {**ACL_FORM, **change})
+    assert err.field == field
+    assert says in err.message
+
+
+def test_scram_form() -> None:
+    form = {"user": "bob", "mechanism": "SCRAM-SHA-256", "iterations": "8192", "password": "p" * 8}
+    assert inputs.scram_form(form) == inputs.ScramForm("bob", "SCRAM-SHA-256", 8192, "p" * 8)
+    assert inputs.scram_form({"user": "bob", "password": "p" * 8}).iterations == 4096
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "says"),
+    [
+        ({"user": ""}, "user", "required"),
+        ({"user": "a\nb"}, "user", "control characters"),
+        ({"mechanism": "PLAIN"}, "mechanism", "not one of SCRAM-SHA-256, SCRAM-SHA-512"),
+        ({"iterations": "100"}, "iterations", "expected 4096 to 16384"),
+        ({"password": "short"}, "password", "at least 8"),
+    ],
+)
+def test_bad_scram_fields_are_refused(change: dict[str, str], field: str, says: str) -> None:
+    form = {"user": "bob", "password": "long enough", **change}
+    err = refused(inputs.scram_form, form)
+    assert err.field == field
+    assert says in err.message
