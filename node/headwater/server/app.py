@@ -57,6 +57,7 @@ from headwater.kafka.apis import KafkaApis
 from headwater.kafka.cluster_apis import KafkaClusterApis
 from headwater.kafka.group_apis import KafkaGroupApis, OffsetsTopicCreator
 from headwater.records.control import ControlRecordType
+from headwater.server import host_metrics
 from headwater.server.auth.acl_runtime import BrokerAuthorization
 from headwater.server.auth.listener_auth import SessionLookup
 from headwater.server.auth.sasl import SaslAuthentication
@@ -232,6 +233,12 @@ class BrokerServer:
                 self.coordinator.controller.reassigning_partitions
                 if self.coordinator is not None and self.coordinator.is_controller
                 else 0
+            ),
+        )
+        self.metrics.register_host(
+            disks=functools.partial(host_metrics.disks, tuple(config.log_dir_list)),
+            certificates=functools.partial(
+                host_metrics.certificates, tuple(config.listener_layout.listeners)
             ),
         )
         groups = self.groups = group_coordinator(

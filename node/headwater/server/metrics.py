@@ -75,6 +75,59 @@ class _StateCollector:
         yield sizes
 
 
+class LogDirUsage(NamedTuple):
+    """The disk under one log directory (``log.dirs`` entry)."""
+
+    log_dir: str
+    total_bytes: int
+    free_bytes: int
+
+
+class CertificateExpiry(NamedTuple):
+    """When the certificate a TLS listener serves stops being valid."""
+
+    listener: str
+    not_after_s: float
+
+
+class _HostCollector:
+    """The broker's disks and certificates, read at scrape time."""
+
+    def __init__(
+        self,
+        *,
+        disks: Callable[[], Iterable[LogDirUsage]],
+        certificates: Callable[[], Iterable[CertificateExpiry]],
+    ) -> None:
+        self._disks = disks
+        self._certificates = certificates
+
+    def collect(self) -> Iterator[Any]:
+        total = GaugeMetricFamily(
+            "headwater_log_dir_total_bytes",
+            "Size of the filesystem holding a log directory.",
+            labels=["log_dir"],
+        )
+        free = GaugeMetricFamily(
+            "headwater_log_dir_free_bytes",
+            "Bytes available to the broker on the filesystem of a log directory.",
+            labels=["log_dir"],
+        )
+        for d in self._disks():
+            total.add_metric([d.log_dir], d.total_bytes)
+            free.add_metric([d.log_dir], d.free_bytes)
+        yield total
+        yield free
+        expiry = GaugeMetricFamily(
+            "headwater_tls_certificate_expiry_timestamp_seconds",
+            "When the certificate a TLS listener serves expires (its notAfter, Unix time).",
+            labels=["listener"],
+        )
+        for c in self._certificates():
+            expiry.add_metric([c.listener], c.not_after_s)
+        yield expiry
+
+
 class GroupOffset(NamedTuple):
     """One committed offset of a group this broker coordinates."""
 
@@ -206,6 +259,16 @@ class BrokerMetrics:
                 reassigning_partitions=reassigning_partitions,
             )
         )
+
+    def register_host(
+        self,
+        *,
+        disks: Callable[[], Iterable[LogDirUsage]],
+        certificates: Callable[[], Iterable[CertificateExpiry]] = tuple,
+    ) -> None:
+        """Export the log directories' disk usage and the listeners' certificate expiry
+        at scrape time."""
+        self.registry.register(_HostCollector(disks=disks, certificates=certificates))
 
     def register_groups(
         self,

@@ -28,6 +28,7 @@ Never logged or put in an exception message: key material, inline PEM values.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import os
 import re
@@ -72,6 +73,58 @@ def split_pem_keystore(data: bytes, *, where: str) -> PemKeystore:
     if not certs:
         raise TlsMaterialError(f"{where}: no PEM certificate found")
     return PemKeystore(keys[0] + b"\n", b"\n".join(certs) + b"\n")
+
+
+def _der_item(data: bytes, at: int) -> tuple[int, int, int]:
+    """(tag, start of contents, end of contents) of the DER item at ``at``."""
+    if at + 2 > len(data):
+        raise ValueError("truncated DER")
+    tag, length = data[at], data[at + 1]
+    at += 2
+    if length & 0x80:
+        count = length & 0x7F
+        if count == 0 or count > 4 or at + count > len(data):
+            raise ValueError("bad DER length")
+        length = int.from_bytes(data[at : at + count], "big")
+        at += count
+    if at + length > len(data):
+        raise ValueError("truncated DER")
+    return tag, at, at + length
+
+
+def certificate_not_after(pem: bytes) -> float:
+    """The end of validity (``notAfter``, seconds since the epoch) of the first certificate
+    in ``pem`` (a keystore's leaf).  ValueError when there is none or it does not parse.
+
+    Reads the DER structure X.509 fixes: Certificate = SEQUENCE { tbsCertificate =
+    SEQUENCE { [0] version (optional), serialNumber, signature, issuer, validity =
+    SEQUENCE { notBefore, notAfter }, ... }, ... }; a time is a UTCTime
+    (YYMMDDHHMMSSZ, years 1950-2049) or a GeneralizedTime (YYYYMMDDHHMMSSZ).
+    """
+    found = _CERT.search(pem)
+    if found is None:
+        raise ValueError("no PEM certificate")
+    der = std_ssl.PEM_cert_to_DER_cert(found.group(0).decode("ascii"))
+    _, cert, _ = _der_item(der, 0)
+    _, at, _ = _der_item(der, cert)  # tbsCertificate
+    tag, _, end = _der_item(der, at)
+    if tag == 0xA0:  # explicit version
+        at = end
+    for _ in range(3):  # serialNumber, signature, issuer
+        _, _, at = _der_item(der, at)
+    tag, validity, _ = _der_item(der, at)
+    if tag != 0x30:
+        raise ValueError("no validity in the certificate")
+    _, _, after = _der_item(der, validity)  # past notBefore
+    tag, start, end = _der_item(der, after)
+    text = der[start:end].decode("ascii")
+    if tag == 0x17:  # UTCTime
+        year = int(text[:2])
+        text = f"{1900 + year if year >= 50 else 2000 + year}{text[2:]}"
+    elif tag != 0x18:  # GeneralizedTime
+        raise ValueError(f"notAfter has an unknown time type {tag:#x}")
+    when = dt.datetime.strptime(text, "%Y%m%d%H%M%SZ").replace(tzinfo=dt.UTC)
+    return when.timestamp()
 
 
 def _read(path: str, what: str) -> bytes:

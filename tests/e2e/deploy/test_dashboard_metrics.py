@@ -1,8 +1,10 @@
 """Every expression of the chart's Grafana dashboards and alerts names series and labels
 that real brokers export.
 
-Two real brokers serve Prometheus metrics; a topic is produced to and read, and a consumer
-group joins (a rebalance), consumes and commits, so every kind of series exists.  Each
+Two real brokers serve Prometheus metrics, each with a TLS listener beside the plaintext
+one (so the certificate expiry gauge has a sample); a topic is produced to and read, and
+a consumer group joins (a rebalance), consumes and commits, so every kind of series
+exists.  Each
 broker's /metrics is scraped and parsed with prometheus_client's own parser, and each
 dashboard query (panel targets, variable queries, legends) and alert (with the labels
 its annotations use) must name only series found
@@ -20,6 +22,7 @@ from pathlib import Path
 import headwater
 import pytest
 from headwater.testing import Cluster
+from headwater.testing.tls import CertificateAuthority, write_keystore
 from headwater.testing.zookeeper import ZooKeeperServer, free_ports
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -35,11 +38,19 @@ def scraped(
     """Each exported series name with the labels it carries, over both brokers."""
     ports = dict(enumerate(free_ports(2)))
     data_dir: Path = tmp_path_factory.mktemp("dashboard-metrics")
+    keystore = write_keystore(
+        data_dir / "broker.pem", CertificateAuthority.create().issue("headwater-broker")
+    )
     with Cluster(
         brokers=2,
         data_dir=data_dir,
         zookeeper=zookeeper.connect_string,
-        overrides={"group.initial.rebalance.delay.ms": "0"},
+        listeners={"PLAINTEXT": "PLAINTEXT", "SECURE": "SSL"},
+        overrides={
+            "group.initial.rebalance.delay.ms": "0",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.name.secure.ssl.keystore.location": str(keystore),
+        },
         broker_overrides={b: {"metrics.port": str(p)} for b, p in ports.items()},
     ) as cluster:
         topic, group = f"t-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
@@ -85,14 +96,18 @@ def test_the_scrape_has_what_the_dashboards_need_to_be_tested(
     scraped: dict[str, set[str]],
 ) -> None:
     """So the next test cannot pass on an empty scrape."""
-    for name in ("headwater_group_lag", "headwater_broker_topic_bytes_in_total"):
+    for name in (
+        "headwater_group_lag",
+        "headwater_broker_topic_bytes_in_total",
+        "headwater_log_dir_free_bytes",
+        "headwater_tls_certificate_expiry_timestamp_seconds",
+    ):
         assert name in scraped, sorted(scraped)
 
 
-@pytest.mark.parametrize("path", dashboards.files(), ids=lambda p: p.stem)
-def test_every_expression_names_exported_series(scraped: dict[str, set[str]], path: Path) -> None:
+def problems_of(queries: list[dashboards.Query], scraped: dict[str, set[str]]) -> list[str]:
     problems = []
-    for query in dashboards.queries(path):
+    for query in queries:
         names = dashboards.names(query)
         if not names.metrics:
             problems.append(f"{query.where}: names no headwater series: {query.expr}")
@@ -103,4 +118,23 @@ def test_every_expression_names_exported_series(scraped: dict[str, set[str]], pa
             labels |= scraped.get(metric, set())
         for label in sorted(names.labels - labels):
             problems.append(f"{query.where}: no series of {sorted(names.metrics)} has {label!r}")
-    assert problems == []
+    return problems
+
+
+@pytest.mark.parametrize("path", dashboards.files(), ids=lambda p: p.stem)
+def test_every_expression_names_exported_series(scraped: dict[str, set[str]], path: Path) -> None:
+    assert problems_of(list(dashboards.queries(path)), scraped) == []
+
+
+def test_every_alert_names_exported_series(scraped: dict[str, set[str]]) -> None:
+    """The alerts' expressions, and the labels their annotations use."""
+    queries = list(dashboards.rule_queries())
+    assert len(queries) == len(dashboards.rules())
+    assert problems_of(queries, scraped) == []
+
+
+def test_the_check_finds_a_series_no_broker_exports(scraped: dict[str, set[str]]) -> None:
+    missing = dashboards.Query("x", "alert Made-up", "headwater_disk_not_a_series < 1")
+    assert problems_of([missing], scraped) == [
+        "alert Made-up: headwater_disk_not_a_series is not exported"
+    ]

@@ -104,6 +104,8 @@ def test_the_prometheus_rule_is_off_by_default_and_carries_the_alerts() -> None:
         "HeadwaterUnderReplicatedPartitions",
         "HeadwaterIsrShrinking",
         "HeadwaterConsumerLagGrowing",
+        "HeadwaterLogDirNearlyFull",
+        "HeadwaterCertificateExpiring",
     }
     for alert in alerts:
         assert alert["labels"]["severity"] in ("warning", "critical"), alert["alert"]
