@@ -3,8 +3,9 @@
 A user creates a topic, produces from the message page and browses it, watches a group's
 lag rise and fall (while a consumer runs) on its page without reloading (htmx polling under
 the Content-Security-Policy), resets the group's offsets with a dry run first, and is
-refused a change by a read-only console.  The browser's console must log no CSP
-violation or script error.  Screenshots of each page are kept in
+refused a change by a read-only console; on a cluster with ACLs, a user is refused
+creating an ACL the console's principal may not create, and the page says why.  The
+browser's console must log no CSP violation or script error.  Screenshots of each page are kept in
 ``test-artifacts/console/`` (gitignored).
 """
 
@@ -19,7 +20,9 @@ from pathlib import Path
 import pytest
 from headwater.client import Admin, Consumer, Producer, TopicPartition
 from headwater.console.server import RunningConsole
+from headwater.security.acls import AclOperation, ResourceType
 from headwater.testing import Cluster
+from headwater.testing.zookeeper import ZooKeeperServer
 from selenium import webdriver
 from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
@@ -29,6 +32,7 @@ from selenium.webdriver.support.expected_conditions import staleness_of
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from tests.e2e.console.web import serve_console
+from tests.e2e.security.acl_helpers import INTER_BROKER, acl, secured_cluster
 
 # About a minute on 2 idle cores (a two-broker cluster, Chromium, several live refreshes):
 # over make test's budget for one test, so `make console-browser` runs it.
@@ -219,3 +223,44 @@ def test_a_user_in_the_browser(
         shot("read-only-refused")
     with Admin(cluster.bootstrap) as admin:
         assert refused not in admin.list_topics()
+
+
+def test_a_change_the_acls_refuse_in_the_browser(
+    browser: WebDriver,
+    shot: Callable[[str], None],
+    zookeeper: ZooKeeperServer,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """The console's principal may describe the cluster (and so list ACLs) but not ALTER
+    it: creating an ACL is refused by the broker, and the page says so."""
+    describe = acl(ResourceType.CLUSTER, "kafka-cluster", AclOperation.DESCRIBE)
+    browser.get("about:blank")  # the last test's page stops polling its stopped console
+    script_errors(browser)  # and what it logged is read and dropped
+    with (
+        secured_cluster(
+            zookeeper.connect_string,
+            tmp_path_factory.mktemp("browser-acls"),
+            initial=(INTER_BROKER, describe),
+        ) as (cluster, writer),
+        serve_console(cluster.bootstrap) as console,
+    ):
+        browser.get(console.url + "/acls")
+        assert "DESCRIBE" in text_of(browser, "#acls")
+        fill(
+            browser,
+            "create-acl",
+            resource_type="TOPIC",
+            resource_name="payments",
+            principal="User:mallory",
+            operation="WRITE",
+        )
+        submit(browser, "create-acl")
+        assert message(browser).startswith(
+            "Refused by the cluster's ACLs: CLUSTER_AUTHORIZATION_FAILED"
+        ), message(browser)
+        shot("acl-refused")
+        assert not [b for b in writer.all() if b.pattern.name == "payments"]
+        # The refusal is the page's own status (403), which the browser logs as such.
+        refusal = f"{console.url}/acls - Failed to load resource: the server responded with a "
+        refusal += "status of 403"
+        assert [e for e in script_errors(browser) if not e.startswith(refusal)] == []
