@@ -88,7 +88,13 @@ class TopicRow(NamedTuple):
 
 
 class MoveRow(NamedTuple):
-    """A partition being reassigned; ``caught_up`` of its ``adding`` replicas are in sync."""
+    """A partition being reassigned; ``caught_up`` of its ``adding`` replicas are in sync.
+
+    ``copied_bytes`` is what the adding replicas that are not in sync yet hold, and
+    ``leader_bytes`` the leader's log size (None when the log dirs could not be
+    described, e.g. without DESCRIBE on the cluster): a replica has copied about
+    its size over the leader's.
+    """
 
     topic: str
     partition: int
@@ -96,11 +102,23 @@ class MoveRow(NamedTuple):
     adding: tuple[int, ...]
     removing: tuple[int, ...]
     caught_up: int
+    copied_bytes: int = 0
+    leader_bytes: int | None = None
 
     @property
     def progress(self) -> int:
-        """Percent of the new replicas that have caught up."""
-        return 100 * self.caught_up // len(self.adding) if self.adding else 100
+        """Percent of the move done: each caught-up new replica counts whole, each other
+        one by the share of the leader's bytes it holds (nothing when sizes are unknown);
+        below 100 until all are in sync."""
+        if not self.adding:
+            return 100
+        done = float(self.caught_up)
+        if self.leader_bytes:
+            behind = len(self.adding) - self.caught_up
+            done += min(float(behind), self.copied_bytes / self.leader_bytes)
+        # 100 only once every new replica is in sync (a copy can be whole a moment before)
+        top = 100 if self.caught_up == len(self.adding) else 99
+        return min(top, int(100 * done / len(self.adding)))
 
 
 class ClusterPage(NamedTuple):
@@ -273,22 +291,10 @@ class ClusterView:
             )
             for b in sorted(desc.brokers)
         ]
-        isr = {TopicPartition(p.topic, p.partition): p.isr for p in parts}
         moves: list[MoveRow] = []
         moves_error = ""
         try:
-            for tp, move in sorted(self.admin.list_partition_reassignments().items()):
-                in_sync = isr.get(tp, ())
-                moves.append(
-                    MoveRow(
-                        tp.topic,
-                        tp.partition,
-                        move.replicas,
-                        move.adding_replicas,
-                        move.removing_replicas,
-                        sum(1 for b in move.adding_replicas if b in in_sync),
-                    )
-                )
+            moves = self._moves(parts)
         except errors.HeadwaterError as exc:
             moves_error = str(exc)
         return ClusterPage(
@@ -303,6 +309,42 @@ class ClusterView:
             moves=moves,
             moves_error=moves_error,
         )
+
+    def _moves(self, parts: list[PartitionMetadata]) -> list[MoveRow]:
+        """The ongoing reassignments, with how far their new replicas have got."""
+        moving = self.admin.list_partition_reassignments()
+        if not moving:
+            return []
+        meta = {TopicPartition(p.topic, p.partition): p for p in parts}
+        sizes: dict[tuple[int, TopicPartition], int] = {}
+        try:
+            described = self.admin.describe_log_dirs(topics={tp.topic for tp in moving})
+            for broker, dirs in described.items():
+                for d in dirs.values():
+                    for tp, info in d.replica_infos.items():
+                        if not info.is_future:
+                            sizes[broker, tp] = max(sizes.get((broker, tp), 0), info.size)
+        except errors.HeadwaterError:
+            sizes = {}  # progress then counts caught-up replicas only
+        rows = []
+        for tp, move in sorted(moving.items()):
+            p = meta.get(tp)
+            in_sync = p.isr if p is not None else ()
+            behind = [b for b in move.adding_replicas if b not in in_sync]
+            leader_bytes = sizes.get((p.leader, tp)) if p is not None and sizes else None
+            rows.append(
+                MoveRow(
+                    tp.topic,
+                    tp.partition,
+                    move.replicas,
+                    move.adding_replicas,
+                    move.removing_replicas,
+                    len(move.adding_replicas) - len(behind),
+                    sum(sizes.get((b, tp), 0) for b in behind),
+                    leader_bytes,
+                )
+            )
+        return rows
 
     def topics(self) -> list[TopicRow]:
         rows = []

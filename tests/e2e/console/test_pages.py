@@ -4,11 +4,12 @@ sends it (cookies, CSRF tokens, forms), each checked against what the cluster th
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 
 import pytest
-from headwater.client import Admin, Consumer, Producer, TopicPartition
+from headwater.client import Admin, Consumer, NewTopic, Producer, TopicPartition
 from headwater.testing import Cluster
 
 from tests.e2e.console.web import WebClient, serve_console
@@ -289,3 +290,65 @@ def test_live_sections_poll_their_own_page(web: WebClient) -> None:
         "selfRequestsOnly": True,
         "historyCacheSize": 0,
     }
+
+
+def test_a_reassignment_shows_with_its_progress(cluster: Cluster, web: WebClient) -> None:
+    """A throttled move of a partition onto broker 1: the cluster page shows it with the
+    bytes its new replica has copied, the figure grows, and the row goes when it is done."""
+    name = unique("moving")
+    tp = TopicPartition(name, 0)
+    with Admin(cluster.bootstrap) as admin:
+        admin.create_topics([NewTopic(name, replica_assignment={0: [0]})])
+        with Producer(cluster.bootstrap, linger_ms=20) as producer:
+            for _ in range(2048):
+                producer.send(name, b"m" * 1024, partition=0)
+            producer.flush()
+        rate = "200000"  # bytes/s: about ten seconds for the 2 MiB
+        admin.alter_broker_configs(
+            None,
+            {
+                "leader.replication.throttled.rate": rate,
+                "follower.replication.throttled.rate": rate,
+            },
+        )
+        admin.alter_topic_configs(
+            name,
+            set_configs={
+                "leader.replication.throttled.replicas": "0:0",
+                "follower.replication.throttled.replicas": "0:1",
+            },
+        )
+        try:
+            assert admin.alter_partition_reassignments({tp: [0, 1]}) == {tp: None}
+            seen: list[int] = []
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                moves = web.get("/cluster").text.partition('<table id="moves">')[2]
+                row = re.search(rf"{name}</a>-0</td>.*?</tr>", moves)
+                if row is None:
+                    break
+                assert "<td>0,1</td><td>1</td><td></td>" in row.group(0)
+                assert "0 of 1 in sync" in row.group(0)
+                copied = re.search(r"([\d.]+ (?:B|KiB|MiB)) of ([\d.]+ MiB) copied", row.group(0))
+                assert copied is not None, row.group(0)
+                percent = re.search(r'class="move-progress">(\d+)%', row.group(0))
+                assert percent is not None
+                seen.append(int(percent.group(1)))
+                time.sleep(1)
+            assert len(seen) >= 2, "the move was over before the page showed it twice"
+            assert seen == sorted(seen) and seen[-1] > seen[0], seen
+            assert max(seen) < 100
+        finally:
+            admin.alter_broker_configs(
+                None,
+                {
+                    "leader.replication.throttled.rate": None,
+                    "follower.replication.throttled.rate": None,
+                },
+            )
+        deadline = time.monotonic() + 60
+        while tp in admin.list_partition_reassignments() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert tp not in admin.list_partition_reassignments()
+    page = web.get("/cluster")
+    assert f"{name}</a>-0" not in page.text.partition("Reassignments in progress")[2]
