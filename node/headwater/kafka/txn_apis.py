@@ -3,13 +3,12 @@
 InitProducerId with a transactional id, FindCoordinator with key_type 1 (TRANSACTION),
 AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn, DescribeTransactions,
 ListTransactions and DescribeProducers.  A transactional id is one transaction whichever
-door its producer uses: InitProducerId, FindCoordinator and EndTxn ask the
-:class:`~headwater.transactions.coordinator_runtime.TransactionCoordinatorRuntime`
-directly (with the gRPC servicers' ACL checks); the other requests are handed, converted,
-to the gRPC :class:`~headwater.server.services.transaction.TransactionService` itself,
-so that its ACL checks (Kafka's: TRANSACTIONAL_ID WRITE, TOPIC WRITE on added
-partitions, GROUP READ for the offsets, TRANSACTIONAL_ID DESCRIBE for the listings,
-TOPIC READ for DescribeProducers) and its partial-failure rules are the same code.
+door its producer uses: the handlers ask the runtimes the gRPC servicers ask (the
+:class:`~headwater.transactions.coordinator_runtime.TransactionCoordinatorRuntime`, the
+group coordinator for TxnOffsetCommit, the ReplicaManager for DescribeProducers) with the
+same ACL checks, Kafka's: TRANSACTIONAL_ID WRITE for the producer's calls (plus TOPIC
+WRITE on added partitions and GROUP READ for the offsets), TRANSACTIONAL_ID DESCRIBE for
+FindCoordinator and the listings, TOPIC READ for DescribeProducers.
 
 AddPartitionsToTxn v0-v3 is the client's form (one transaction); v4 is the brokers'
 batched form and needs CLUSTER_ACTION, as in Kafka.  The transaction version 2 forms
@@ -24,24 +23,28 @@ from __future__ import annotations
 import asyncio
 import datetime
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, cast
 
 from headwater.coordination.admin import NewTopic
 from headwater.coordination.broker import BrokerCoordinator
 from headwater.errors import ErrorCode
+from headwater.groups import values as gv
+from headwater.groups.coordinator_runtime import GroupCoordinatorRuntime
 from headwater.kafka.protocol import Request, build, error_code, response_module
 from headwater.security.acls import AclOperation as Op
 from headwater.security.acls import ResourceType
 from headwater.server.auth.authorization import RequestAuthorizer
 from headwater.server.convert import Context
+from headwater.server.runtime import hosted
 from headwater.server.runtime.metadata_cache import MetadataCache
 from headwater.server.runtime.offload import run_blocking
-from headwater.server.services.transaction import TransactionService
+from headwater.server.runtime.replica_manager import ReplicaManager
 from headwater.transactions import placement as txn_placement
+from headwater.transactions import views
 from headwater.transactions.coordinator_runtime import TransactionCoordinatorRuntime
 from headwater.transactions.placement import TRANSACTION_STATE_TOPIC
-from headwater.v1 import common_pb2, transaction_pb2
+from headwater.values import TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -75,12 +78,12 @@ def _by_topic(
 
 def partition_codes(
     requested: list[tuple[str, int]],
-    answered: list[common_pb2.PartitionError],
+    answered: Iterable[tuple[TopicPartition, ErrorCode]],
     whole: ErrorCode,
 ) -> list[tuple[str, int, ErrorCode]]:
     """Each requested partition's error: its own from ``answered``, else ``whole`` (the
     request's error, which Kafka reports on every partition)."""
-    own = {(p.topic, p.partition): ErrorCode(p.error) for p in answered}
+    own = {(tp.topic, tp.partition): code for tp, code in answered}
     return [(t, p, own.get((t, p), whole)) for t, p in requested]
 
 
@@ -136,16 +139,24 @@ class KafkaTxnApis:
         *,
         listener: str,
         runtime: TransactionCoordinatorRuntime,
-        service: TransactionService,
+        groups: GroupCoordinatorRuntime,
+        replicas: ReplicaManager,
         metadata: MetadataCache,
         authz: RequestAuthorizer,
+        is_known_partition: Callable[[TopicPartition], bool],
+        offsets_partition: Callable[[str], TopicPartition],
         ensure_transaction_state: Callable[[], None],
     ) -> None:
-        """``service``: the gRPC Transaction servicer the requests are handed to;
-        ``ensure_transaction_state`` starts creating ``__transaction_state``."""
+        """``groups``: the group coordinator TxnOffsetCommit goes to; ``replicas``: the
+        partition leaders DescribeProducers asks; ``offsets_partition(group_id)``: the
+        group's ``__consumer_offsets`` partition; ``ensure_transaction_state`` starts
+        creating ``__transaction_state``."""
         self._listener = listener
         self._runtime = runtime
-        self._service = service
+        self._groups = groups
+        self._replicas = replicas
+        self._is_known = is_known_partition
+        self._offsets_partition = offsets_partition
         self._metadata = metadata
         self._authz = authz
         self._ensure_transaction_state = ensure_transaction_state
@@ -276,18 +287,48 @@ class KafkaTxnApis:
     async def _add_partitions(
         self, tid: str, pid: int, epoch: int, topics: Any, *, verify_only: bool = False
     ) -> list[tuple[str, int, ErrorCode]]:
-        requested = [(t.name, p) for t in topics for p in t.partitions]
-        r = await self._service.AddPartitionsToTxn(
-            transaction_pb2.AddPartitionsToTxnRequest(
-                transactional_id=tid,
-                producer_id=pid,
-                producer_epoch=epoch,
-                partitions=[common_pb2.TopicPartition(topic=t, partition=p) for t, p in requested],
-                verify_only=verify_only,
-            ),
-            _NO_GRPC_CONTEXT,
+        """Each partition's error.  Kafka's rules: TRANSACTIONAL_ID WRITE for the whole
+        request; a partition without TOPIC WRITE or unknown gets its error and the others
+        OPERATION_NOT_ATTEMPTED; otherwise the coordinator's answer for every partition.
+        ``verify_only`` (a broker's question, KIP-890) adds nothing."""
+        tps = [TopicPartition(t.name, p) for t in topics for p in t.partitions]
+
+        def each(code: ErrorCode) -> list[tuple[str, int, ErrorCode]]:
+            return [(tp.topic, tp.partition, code) for tp in tps]
+
+        if verify_only:
+            return [
+                (
+                    tp.topic,
+                    tp.partition,
+                    self._runtime.verify_partition(
+                        tid, producer_id=pid, producer_epoch=epoch, partition=tp
+                    ),
+                )
+                for tp in tps
+            ]
+        if self._tid_denied(Op.WRITE, tid):
+            return each(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        refused = self._authz.topics(_NO_GRPC_CONTEXT, Op.WRITE, (tp.topic for tp in tps))
+        refused = refused or frozenset()
+        unknown = {tp for tp in tps if not self._is_known(tp)}
+        if refused or unknown:
+            return [
+                (
+                    tp.topic,
+                    tp.partition,
+                    ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                    if tp.topic in refused
+                    else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    if tp in unknown
+                    else ErrorCode.OPERATION_NOT_ATTEMPTED,
+                )
+                for tp in tps
+            ]
+        answer = await self._runtime.add_partitions(
+            tid, producer_id=pid, producer_epoch=epoch, partitions=tps
         )
-        return partition_codes(requested, list(r.partitions), ErrorCode(r.error))
+        return each(answer.error)
 
     async def add_partitions_to_txn(self, request: Request) -> Any:
         body, module = request.body, response_module(24, request.api_version)
@@ -355,20 +396,25 @@ class KafkaTxnApis:
     # -- AddOffsetsToTxn, EndTxn ----------------------------------------------------------
 
     async def add_offsets_to_txn(self, request: Request) -> Any:
+        """TRANSACTIONAL_ID WRITE and GROUP READ, as Kafka asks."""
         body, module = request.body, response_module(25, request.api_version)
-        r = await self._service.AddOffsetsToTxn(
-            transaction_pb2.AddOffsetsToTxnRequest(
-                transactional_id=body.transactional_id,
+        if self._tid_denied(Op.WRITE, body.transactional_id):
+            code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        elif not self._authz.group(_NO_GRPC_CONTEXT, Op.READ, body.group_id):
+            code = ErrorCode.GROUP_AUTHORIZATION_FAILED
+        elif not body.group_id:
+            code = ErrorCode.INVALID_GROUP_ID
+        else:
+            answer = await self._runtime.add_offsets(
+                body.transactional_id,
                 producer_id=body.producer_id,
                 producer_epoch=body.producer_epoch,
                 group_id=body.group_id,
-            ),
-            _NO_GRPC_CONTEXT,
-        )
+                offsets_partition=self._offsets_partition(body.group_id),
+            )
+            code = answer.error
         return build(
-            module.AddOffsetsToTxnResponse,
-            throttle_time=_NO_THROTTLE,
-            error_code=error_code(r.error),
+            module.AddOffsetsToTxnResponse, throttle_time=_NO_THROTTLE, error_code=error_code(code)
         )
 
     async def end_txn(self, request: Request) -> Any:
@@ -390,32 +436,40 @@ class KafkaTxnApis:
     # -- TxnOffsetCommit ------------------------------------------------------------------
 
     async def txn_offset_commit(self, request: Request) -> Any:
+        """To the group coordinator (TRANSACTIONAL_ID WRITE and GROUP READ): the offsets
+        are the producer's transactional batch in ``__consumer_offsets`` and count once the
+        transaction's COMMIT marker reaches it."""
         body, module = request.body, response_module(28, request.api_version)
         requested = [(t.name, p.partition_index) for t in body.topics for p in t.partitions]
-        r = await self._service.TxnOffsetCommit(
-            transaction_pb2.TxnOffsetCommitRequest(
-                transactional_id=body.transactional_id,
-                group_id=body.group_id,
-                producer_id=body.producer_id,
-                producer_epoch=body.producer_epoch,
-                generation_id=getattr(body, "generation_id", -1),
-                member_id=getattr(body, "member_id", ""),
-                group_instance_id=getattr(body, "group_instance_id", None) or "",
-                partitions=[
-                    transaction_pb2.TxnOffsetCommitPartition(
-                        topic=t.name,
-                        partition=p.partition_index,
-                        committed_offset=p.committed_offset,
-                        committed_leader_epoch=getattr(p, "committed_leader_epoch", -1),
-                        committed_metadata=p.committed_metadata or "",
-                    )
-                    for t in body.topics
-                    for p in t.partitions
-                ],
-            ),
-            _NO_GRPC_CONTEXT,
-        )
-        codes = partition_codes(requested, list(r.partitions), ErrorCode(r.error))
+        if self._tid_denied(Op.WRITE, body.transactional_id):
+            codes = [(t, p, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED) for t, p in requested]
+        elif not self._authz.group(_NO_GRPC_CONTEXT, Op.READ, body.group_id):
+            codes = [(t, p, ErrorCode.GROUP_AUTHORIZATION_FAILED) for t, p in requested]
+        elif body.producer_id < 0 or body.producer_epoch < 0:
+            codes = [(t, p, ErrorCode.INVALID_REQUEST) for t, p in requested]
+        else:
+            r = await self._groups.commit_offsets(
+                gv.OffsetCommitRequest(
+                    group_id=body.group_id,
+                    partitions=tuple(
+                        gv.OffsetCommit(
+                            t.name,
+                            p.partition_index,
+                            p.committed_offset,
+                            getattr(p, "committed_leader_epoch", -1),
+                            p.committed_metadata or "",
+                        )
+                        for t in body.topics
+                        for p in t.partitions
+                    ),
+                    generation_id=getattr(body, "generation_id", -1),
+                    member_id=getattr(body, "member_id", ""),
+                    group_instance_id=getattr(body, "group_instance_id", None) or None,
+                    producer_id=body.producer_id,
+                    producer_epoch=body.producer_epoch,
+                )
+            )
+            codes = partition_codes(requested, r.partitions, r.error_code)
         return build(
             module.TxnOffsetCommitResponse,
             throttle_time=_NO_THROTTLE,
@@ -439,32 +493,33 @@ class KafkaTxnApis:
     # -- DescribeTransactions, ListTransactions, DescribeProducers ------------------------
 
     async def describe_transactions(self, request: Request) -> Any:
+        """TRANSACTIONAL_ID DESCRIBE on each id."""
         body, module = request.body, response_module(65, request.api_version)
-        r = await self._service.DescribeTransactions(
-            transaction_pb2.DescribeTransactionsRequest(
-                transactional_ids=list(body.transactional_ids)
-            ),
-            _NO_GRPC_CONTEXT,
-        )
         states = []
-        for s in r.transaction_states:
-            found = s.error == common_pb2.NONE
+        for tid in body.transactional_ids:
+            if self._tid_denied(Op.DESCRIBE, tid):
+                d = views.TransactionDescription(
+                    tid, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "", 0, 0, 0, 0, ()
+                )
+            else:
+                d = self._runtime.describe(tid)
+            # An id in error has Kafka's zero defaults.
+            found = d.error is ErrorCode.NONE
             topics: dict[str, list[int]] = {}
-            for p in s.partitions:
-                topics.setdefault(p.topic, []).append(p.partition)
+            for tp in d.partitions:
+                topics.setdefault(tp.topic, []).append(tp.partition)
             states.append(
                 build(
                     module.TransactionState,
-                    error_code=error_code(s.error),
-                    transactional_id=s.transactional_id,
-                    transaction_state=s.transaction_state,
-                    # An id in error has Kafka's zero defaults.
+                    error_code=error_code(d.error),
+                    transactional_id=tid,
+                    transaction_state=d.state,
                     transaction_timeout=datetime.timedelta(
-                        milliseconds=s.transaction_timeout_ms if found else 0
+                        milliseconds=d.transaction_timeout_ms if found else 0
                     ),
-                    transaction_start_time=_time_ms(s.transaction_start_time_ms if found else 0),
-                    producer_id=s.producer_id if found else 0,
-                    producer_epoch=s.producer_epoch if found else 0,
+                    transaction_start_time=_time_ms(d.transaction_start_time_ms if found else 0),
+                    producer_id=d.producer_id if found else 0,
+                    producer_epoch=d.producer_epoch if found else 0,
                     topics=tuple(
                         build(module.TopicData, topic=t, partitions=tuple(sorted(ps)))
                         for t, ps in sorted(topics.items())
@@ -478,70 +533,67 @@ class KafkaTxnApis:
         )
 
     async def list_transactions(self, request: Request) -> Any:
+        """The ids this coordinator holds that the caller may DESCRIBE."""
         body, module = request.body, response_module(66, request.api_version)
-        r = await self._service.ListTransactions(
-            transaction_pb2.ListTransactionsRequest(
-                state_filters=list(body.state_filters),
-                producer_id_filters=list(body.producer_id_filters),
-                duration_filter=getattr(body, "duration_filter", -1),
-            ),
-            _NO_GRPC_CONTEXT,
+        duration = getattr(body, "duration_filter", -1)
+        listed, unknown = self._runtime.list_transactions(
+            state_filters=list(body.state_filters),
+            producer_id_filters=list(body.producer_id_filters),
+            duration_filter_ms=duration if duration > 0 else -1,
         )
         return build(
             module.ListTransactionsResponse,
             throttle_time=_NO_THROTTLE,
-            error_code=error_code(r.error),
-            unknown_state_filters=tuple(r.unknown_state_filters),
+            error_code=error_code(ErrorCode.NONE),
+            unknown_state_filters=tuple(unknown),
             transaction_states=tuple(
                 build(
                     module.TransactionState,
                     transactional_id=t.transactional_id,
                     producer_id=t.producer_id,
-                    transaction_state=t.transaction_state,
+                    transaction_state=t.state,
                 )
-                for t in r.transaction_states
+                for t in listed
+                if not self._tid_denied(Op.DESCRIBE, t.transactional_id)
             ),
         )
 
     async def describe_producers(self, request: Request) -> Any:
+        """Each partition's active producers, from its leader here (TOPIC READ)."""
         body, module = request.body, response_module(61, request.api_version)
-        r = await self._service.DescribeProducers(
-            transaction_pb2.DescribeProducersRequest(
-                partitions=[
-                    common_pb2.TopicPartition(topic=t.name, partition=p)
-                    for t in body.topics
-                    for p in t.partition_indexes
-                ]
-            ),
-            _NO_GRPC_CONTEXT,
-        )
-        topics: dict[str, list[Any]] = {}
-        for p in r.partitions:
-            topics.setdefault(p.topic, []).append(
-                build(
-                    module.PartitionResponse,
-                    partition_index=p.partition,
-                    error_code=error_code(p.error),
-                    error_message=p.error_message or None,
-                    active_producers=tuple(
-                        build(
-                            module.ProducerState,
-                            producer_id=a.producer_id,
-                            producer_epoch=a.producer_epoch,
-                            last_sequence=a.last_sequence,
-                            last_timestamp=a.last_timestamp,
-                            coordinator_epoch=a.coordinator_epoch,
-                            current_txn_start_offset=a.current_txn_start_offset,
-                        )
-                        for a in p.active_producers
-                    ),
+        refused = self._authz.topics(_NO_GRPC_CONTEXT, Op.READ, (t.name for t in body.topics))
+        topics = []
+        for t in body.topics:
+            partitions = []
+            for index in t.partition_indexes:
+                producers: list[hosted.ActiveProducer]
+                if refused is not None and t.name in refused:
+                    code, message, producers = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "", []
+                else:
+                    code, message, producers = self._replicas.active_producers(
+                        TopicPartition(t.name, index)
+                    )
+                partitions.append(
+                    build(
+                        module.PartitionResponse,
+                        partition_index=index,
+                        error_code=error_code(code),
+                        error_message=message or None,
+                        active_producers=tuple(
+                            build(
+                                module.ProducerState,
+                                producer_id=a.producer_id,
+                                producer_epoch=a.producer_epoch,
+                                last_sequence=a.last_sequence,
+                                last_timestamp=-1,
+                                coordinator_epoch=-1,
+                                current_txn_start_offset=a.current_txn_start_offset,
+                            )
+                            for a in producers
+                        ),
+                    )
                 )
-            )
+            topics.append(build(module.TopicResponse, name=t.name, partitions=tuple(partitions)))
         return build(
-            module.DescribeProducersResponse,
-            throttle_time=_NO_THROTTLE,
-            topics=tuple(
-                build(module.TopicResponse, name=t, partitions=tuple(ps))
-                for t, ps in topics.items()
-            ),
+            module.DescribeProducersResponse, throttle_time=_NO_THROTTLE, topics=tuple(topics)
         )

@@ -299,16 +299,6 @@ class BrokerServer:
             replication_factor=config.transaction_state_log_replication_factor,
             min_isr=config.transaction_state_log_min_isr,
         )
-        kafka_txn_service = TransactionService(
-            runtime=transactions,
-            groups=groups,
-            replicas=replicas,
-            is_known_partition=self.metadata.contains,
-            offsets_partition=lambda group_id: TopicPartition(
-                OFFSETS_TOPIC, groups.partition_for(group_id)
-            ),
-            authz=self.authorization.authz,
-        )
         self.kafka_servers = await kafka_server.start_kafka_listeners(
             config.kafka_listener_configs,
             apis=lambda name: KafkaApis(
@@ -350,9 +340,14 @@ class BrokerServer:
                 transactions=KafkaTxnApis(
                     listener=name,
                     runtime=transactions,
-                    service=kafka_txn_service,
+                    groups=groups,
+                    replicas=replicas,
                     metadata=self.metadata,
                     authz=self.authorization.authz,
+                    is_known_partition=self.metadata.contains,
+                    offsets_partition=lambda group_id: TopicPartition(
+                        OFFSETS_TOPIC, groups.partition_for(group_id)
+                    ),
                     ensure_transaction_state=create_transaction_state,
                 ),
             ),

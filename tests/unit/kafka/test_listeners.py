@@ -128,9 +128,12 @@ def test_every_supported_api_has_a_handler() -> None:
         transactions=KafkaTxnApis(
             listener="KAFKA",
             runtime=None,  # type: ignore[arg-type]
-            service=None,  # type: ignore[arg-type]
+            groups=None,  # type: ignore[arg-type]
+            replicas=None,  # type: ignore[arg-type]
             metadata=None,  # type: ignore[arg-type]
             authz=None,  # type: ignore[arg-type]
+            is_known_partition=lambda tp: False,
+            offsets_partition=lambda group: None,  # type: ignore[arg-type,return-value]
             ensure_transaction_state=lambda: None,
         ),
     )

@@ -1,6 +1,6 @@
 """The Kafka listener's transaction handlers (headwater.kafka.txn_apis) over a real
-coordinator runtime (an in-memory ``__transaction_state``) and the real gRPC Transaction
-servicer: Kafka's requests in, Kafka's answers out.
+coordinator runtime (an in-memory ``__transaction_state``): Kafka's requests in, Kafka's
+answers out.
 
 * transaction version 1 (Kafka's clients, EndTxn below v5): the epoch stays across
   transactions, the markers carry it, a retried EndTxn is answered as the first was;
@@ -39,10 +39,8 @@ from headwater.security.authorizer import AclAuthorizer, AclSnapshot, Authorizer
 from headwater.security.principal import KafkaPrincipal, RequestIdentity
 from headwater.server.auth.authorization import ALLOW_ALL, RequestAuthorizer
 from headwater.server.auth.identity import reset_identity, set_identity
-from headwater.server.services.transaction import TransactionService
 from headwater.transactions.coordinator_runtime import MarkerRequest, TransactionCoordinatorRuntime
 from headwater.transactions.metadata import TransactionConfig
-from headwater.v1 import common_pb2
 from headwater.values import TopicPartition
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -96,20 +94,15 @@ class Harness:
             allocate_producer_id=ProducerIds(),
             config=TransactionConfig(transaction_max_timeout_ms=60_000),
         )
-        service = TransactionService(
-            runtime=self.runtime,
-            groups=None,  # type: ignore[arg-type] (no TxnOffsetCommit reaches the groups)
-            replicas=None,  # type: ignore[arg-type]
-            is_known_partition=lambda tp: tp.topic == "t",
-            offsets_partition=lambda group: TopicPartition("__consumer_offsets", 0),
-            authz=authz,
-        )
         apis = KafkaTxnApis(
             listener="KAFKA",
             runtime=self.runtime,
-            service=service,
+            groups=None,  # type: ignore[arg-type] (no TxnOffsetCommit reaches the groups)
+            replicas=None,  # type: ignore[arg-type]
             metadata=None,  # type: ignore[arg-type]
             authz=authz,
+            is_known_partition=lambda tp: tp.topic == "t",
+            offsets_partition=lambda group: TopicPartition("__consumer_offsets", 0),
             ensure_transaction_state=lambda: None,
         )
 
@@ -378,7 +371,7 @@ def test_find_coordinator_of_another_key_type_without_groups_is_invalid() -> Non
 
 
 def test_partition_codes_fill_in_the_requests_error() -> None:
-    answered = [common_pb2.PartitionError(topic="a", partition=1, error=common_pb2.NONE)]
+    answered = [(TopicPartition("a", 1), ErrorCode.NONE)]
     assert partition_codes(
         [("a", 1), ("a", 2)], answered, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
     ) == [("a", 1, ErrorCode.NONE), ("a", 2, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)]
