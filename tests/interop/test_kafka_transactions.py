@@ -15,7 +15,9 @@ A two-broker cluster, each broker with a gRPC and a Kafka listener:
 * bad input, spoken with kio's message types: EndTxn with nothing open, a stale epoch, an
   unknown topic in AddPartitionsToTxn, a transaction timeout above
   ``transaction.max.timeout.ms`` and an empty transactional id each answer Kafka's error
-  and change nothing; AddPartitionsToTxn v4 with ``verify_only`` adds nothing.
+  and change nothing; AddPartitionsToTxn v4 with ``verify_only`` adds nothing;
+* fuzz: well-formed transaction requests with arbitrary values are each answered, and the
+  listener serves on.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from headwater.client import Admin, Consumer, NewTopic, Producer, TopicPartition
 from headwater.errors import ErrorCode
 from headwater.testing import Cluster
 from headwater.testing.zookeeper import free_port
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from .test_kafka_listener import _exchange
 
@@ -467,5 +471,96 @@ def test_bad_transaction_requests_answer_kafkas_errors_and_change_nothing(
         ]
         assert codes and all(c != 0 for c in codes), codes
         assert _held(cluster, tid) == ("Empty", pid, epoch, ())
+    finally:
+        raw.close()
+
+
+# -- fuzz: well-formed transaction requests with arbitrary values ---------------------------
+
+
+def _requests() -> st.SearchStrategy[Any]:
+    from kio.schema.add_offsets_to_txn.v3.request import AddOffsetsToTxnRequest
+    from kio.schema.add_partitions_to_txn.v3.request import (
+        AddPartitionsToTxnRequest,
+        AddPartitionsToTxnTopic,
+    )
+    from kio.schema.describe_producers.v0.request import DescribeProducersRequest, TopicRequest
+    from kio.schema.describe_transactions.v0.request import DescribeTransactionsRequest
+    from kio.schema.end_txn.v3.request import EndTxnRequest
+    from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
+    from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
+    from kio.schema.list_transactions.v1.request import ListTransactionsRequest
+
+    ids = st.text(max_size=12)
+    pid = st.integers(-2, 1 << 40)
+    epoch = st.integers(-2, 32767)
+    topics = st.sampled_from(["t-fuzz", "", "no-such-topic", "__transaction_state"])
+    parts = st.lists(st.integers(-2, 3), max_size=3).map(tuple)
+    return st.one_of(
+        st.builds(
+            InitProducerIdRequest,
+            transactional_id=st.one_of(st.none(), ids),
+            transaction_timeout=st.integers(0, (1 << 31) - 1).map(
+                lambda ms: datetime.timedelta(milliseconds=ms)
+            ),
+            producer_id=pid,
+            producer_epoch=epoch,
+        ),
+        st.builds(
+            FindCoordinatorRequest,
+            key_type=st.integers(-1, 2),
+            coordinator_keys=st.lists(ids, max_size=3).map(tuple),
+        ),
+        st.builds(
+            AddPartitionsToTxnRequest,
+            v3_and_below_transactional_id=ids,
+            v3_and_below_producer_id=pid,
+            v3_and_below_producer_epoch=epoch,
+            v3_and_below_topics=st.lists(
+                st.builds(AddPartitionsToTxnTopic, name=topics, partitions=parts), max_size=2
+            ).map(tuple),
+        ),
+        st.builds(
+            AddOffsetsToTxnRequest,
+            transactional_id=ids,
+            producer_id=pid,
+            producer_epoch=epoch,
+            group_id=ids,
+        ),
+        st.builds(
+            EndTxnRequest,
+            transactional_id=ids,
+            producer_id=pid,
+            producer_epoch=epoch,
+            committed=st.booleans(),
+        ),
+        st.builds(DescribeTransactionsRequest, transactional_ids=st.lists(ids).map(tuple)),
+        st.builds(
+            ListTransactionsRequest,
+            state_filters=st.lists(st.sampled_from(["Ongoing", "Empty", "x"])).map(tuple),
+            producer_id_filters=st.lists(pid, max_size=2).map(tuple),
+            duration_filter=st.integers(-2, 1 << 40),
+        ),
+        st.builds(
+            DescribeProducersRequest,
+            topics=st.lists(
+                st.builds(TopicRequest, name=topics, partition_indexes=parts), max_size=2
+            ).map(tuple),
+        ),
+    )
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(_requests(), min_size=1, max_size=4))
+def test_fuzz_transaction_requests_are_answered_and_the_listener_serves_on(
+    cluster: Cluster, requests: list[Any]
+) -> None:
+    raw = Raw(cluster.kafka_ports[1])  # type: ignore[attr-defined]
+    try:
+        for request in requests:
+            answer = raw(request)  # a response at the request's version, nothing else
+            assert type(answer).__name__ == type(request).__name__.replace("Request", "Response")
     finally:
         raw.close()
