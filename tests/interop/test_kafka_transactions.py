@@ -12,6 +12,8 @@ A two-broker cluster, each broker with a gRPC and a Kafka listener:
   ``read_committed`` consumer, and one committed (and one aborted) over gRPC by
   librdkafka's ``read_committed`` consumer;
 * kafka-python's transactional producer, when the installed version has one;
+* on the wire: an open transaction holds back ListOffsets' and Fetch's last stable offset,
+  and an aborted one is named in a READ_COMMITTED Fetch's ``aborted_transactions``;
 * bad input, spoken with kio's message types: EndTxn with nothing open, a stale epoch, an
   unknown topic in AddPartitionsToTxn, a transaction timeout above
   ``transaction.max.timeout.ms`` and an empty transactional id each answer Kafka's error
@@ -471,6 +473,87 @@ def test_bad_transaction_requests_answer_kafkas_errors_and_change_nothing(
         ]
         assert codes and all(c != 0 for c in codes), codes
         assert _held(cluster, tid) == ("Empty", pid, epoch, ())
+    finally:
+        raw.close()
+
+
+def test_read_committed_fetch_and_list_offsets_on_the_wire(cluster: Cluster) -> None:
+    """An open transaction holds the last stable offset back (ListOffsets' latest, Fetch's
+    ``last_stable_offset`` and records); once aborted, a READ_COMMITTED Fetch names it in
+    ``aborted_transactions`` and a READ_UNCOMMITTED one does not."""
+    from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
+    from kio.schema.list_offsets.v7.request import (
+        ListOffsetsPartition,
+        ListOffsetsRequest,
+        ListOffsetsTopic,
+    )
+
+    topic = new_topic(cluster, 1)
+    with Producer(cluster.bootstrap) as plain:
+        plain.send(topic, b"before", partition=0)
+        plain.flush(TIMEOUT_S)
+    p = rd_producer(cluster, unique("wire"))
+    p.init_transactions(TIMEOUT_S)
+    p.begin_transaction()
+    for i in range(3):
+        p.produce(topic, f"open-{i}".encode(), partition=0)
+    p.flush(TIMEOUT_S)
+    leader = cluster.leader_for(topic, 0)
+    raw = Raw(cluster.kafka_ports[leader])  # type: ignore[attr-defined]
+    try:
+
+        def latest(isolation: int) -> int:
+            r = raw(
+                ListOffsetsRequest(
+                    replica_id=-1,
+                    isolation_level=isolation,
+                    topics=(
+                        ListOffsetsTopic(
+                            name=topic,
+                            partitions=(ListOffsetsPartition(partition_index=0, timestamp=-1),),
+                        ),
+                    ),
+                )
+            )
+            (part,) = r.topics[0].partitions
+            assert part.error_code == 0, part
+            return int(part.offset)
+
+        def fetch(isolation: int) -> Any:
+            r = raw(
+                FetchRequest(
+                    max_wait=datetime.timedelta(milliseconds=10),
+                    min_bytes=1,
+                    isolation_level=isolation,
+                    topics=(
+                        FetchTopic(
+                            topic=topic,
+                            partitions=(
+                                FetchPartition(
+                                    partition=0, fetch_offset=0, partition_max_bytes=1 << 20
+                                ),
+                            ),
+                        ),
+                    ),
+                    forgotten_topics_data=(),
+                )
+            )
+            (part,) = r.responses[0].partitions
+            assert part.error_code == 0, part
+            return part
+
+        assert (latest(0), latest(1)) == (4, 1)  # HW past the open batch, LSO at its start
+        committed, uncommitted = fetch(1), fetch(0)
+        assert (committed.high_watermark, committed.last_stable_offset) == (4, 1)
+        assert len(uncommitted.records or b"") > len(committed.records or b"") > 0
+        p.abort_transaction(TIMEOUT_S)
+        deadline = time.monotonic() + TIMEOUT_S
+        while latest(1) < 5 and time.monotonic() < deadline:  # the ABORT marker is offset 4
+            time.sleep(0.1)
+        assert (latest(0), latest(1)) == (5, 5)
+        aborted = fetch(1)
+        assert [(a.first_offset,) for a in aborted.aborted_transactions or ()] == [(1,)]
+        assert not fetch(0).aborted_transactions
     finally:
         raw.close()
 
