@@ -3,15 +3,19 @@
 # each measured with its own perf tools (Kafka's ProducerPerformance/ConsumerPerformance/
 # EndToEndLatency, `headwater perf produce|consume|end-to-end`). Run from the project checkout
 # (needs its .venv):
-#   bash bench/kafka_side_by_side.sh [quick] [extra] [door]
+#   bash bench/kafka_side_by_side.sh [quick] [extra] [door] [txn]
 #     quick: smaller record counts
 #     extra: also the Kafka-door rows: Kafka's own ProducerPerformance and ConsumerPerformance
 #            pointed at Headwater's Kafka-protocol listener (the `kafka_bootstrap` that
 #            `headwater dev up` prints) beside the same tools pointed at Apache Kafka, the
 #            rows above's workloads (produce and consume 100 B and 1 KiB, 1 broker acks=1;
 #            produce 1 KiB, 3 brokers RF=3 acks=all); each door row also gives door/gRPC, its
-#            figure over `headwater perf`'s through the gRPC door in the same cluster
+#            figure over `headwater perf`'s through the gRPC door in the same cluster; and
+#            the transactional row: ProducerPerformance --transactional-id
+#            --transaction-duration-ms 100 (1 KiB, acks=all, 1 broker) at Apache Kafka and at
+#            the Kafka door, `headwater perf produce --transactional-id` at the gRPC door
 #     door:  only the Kafka-door rows (with the Kafka and gRPC figures they compare with)
+#     txn:   only the transactional Kafka-door row
 # Prints one table line per workload: kafka figure, headwater figure, ratio headwater/kafka
 # (for latency rows: kafka/headwater of the average, so > 1 means headwater is faster too).
 # The Kafka jars come from Maven Central through bench/kafka-pom.xml.
@@ -27,10 +31,11 @@ HW="$proj/.venv/bin/headwater"
 if [ ! -d "$work/lib" ]; then (cd "$here" && mvn -q -f kafka-pom.xml dependency:copy-dependencies -DoutputDirectory="$work/lib" -DincludeScope=runtime); fi
 CP="$work/lib/*"
 N100=${N100:-2000000}; N1K=${N1K:-500000}; NRF=${NRF:-300000}; NE2E=${NE2E:-10000}; E2E_RATE=${E2E_RATE:-1000}
+NTX=${NTX:-300000}; TXN_MS=${TXN_MS:-100}
 has_arg() { case " $ARGS " in *" $1 "*) true;; *) false;; esac; }
 ARGS="$*"
-for a in $ARGS; do case "$a" in quick|extra|door) ;; *) echo "unknown argument $a (quick, extra, door)"; exit 2;; esac; done
-has_arg quick && { N100=500000; N1K=150000; NRF=100000; NE2E=2000; }
+for a in $ARGS; do case "$a" in quick|extra|door|txn) ;; *) echo "unknown argument $a (quick, extra, door, txn)"; exit 2;; esac; done
+has_arg quick && { N100=500000; N1K=150000; NRF=100000; NE2E=2000; NTX=100000; }
 results="$work/results.txt"; : > "$results"
 
 zk_start() {
@@ -44,7 +49,7 @@ kafka_up() {  # $1 = broker count
   zk_start
   for i in $(seq 0 $(($1 - 1))); do
     rm -rf "$work/kafka-logs-$i"
-    printf 'broker.id=%s\nlisteners=PLAINTEXT://127.0.0.1:%s\nlog.dirs=%s/kafka-logs-%s\nzookeeper.connect=127.0.0.1:2191/kafka\nnum.partitions=1\noffsets.topic.replication.factor=1\nauto.create.topics.enable=false\n' \
+    printf 'broker.id=%s\nlisteners=PLAINTEXT://127.0.0.1:%s\nlog.dirs=%s/kafka-logs-%s\nzookeeper.connect=127.0.0.1:2191/kafka\nnum.partitions=1\noffsets.topic.replication.factor=1\ntransaction.state.log.replication.factor=1\ntransaction.state.log.min.isr=1\nauto.create.topics.enable=false\n' \
       "$i" $((9192 + i)) "$work" "$i" > "$work/server-$i.properties"
     java -Xmx1g -cp "$CP" kafka.Kafka "$work/server-$i.properties" >"$work/kafka-$i.log" 2>&1 & kpids+=($!)
   done
@@ -60,6 +65,12 @@ kprod() {  # topic n size acks -> records/s
     --producer-props bootstrap.servers="$KB" acks="$4" batch.size=1048576 linger.ms=5 max.request.size=2097152 | tail -1 |
     sed -E 's/.* ([0-9.]+) records\/sec \(([0-9.]+) MB\/sec\), ([0-9.]+) ms avg latency, ([0-9.]+) ms max latency.*/\1 \2/'
 }
+kprodtx() {  # topic n size -> records/s MB/s: transactions of TXN_MS ms (acks=all)
+  java -cp "$CP" org.apache.kafka.tools.ProducerPerformance --topic "$1" --num-records "$2" --record-size "$3" --throughput -1 \
+    --producer-props bootstrap.servers="$KB" acks=all batch.size=1048576 linger.ms=5 max.request.size=2097152 \
+    --transactional-id "perf-$1-$$" --transaction-duration-ms "$TXN_MS" | tail -1 |
+    sed -E 's/.* ([0-9.]+) records\/sec \(([0-9.]+) MB\/sec\), ([0-9.]+) ms avg latency, ([0-9.]+) ms max latency.*/\1 \2/'
+}
 kcons() {  # topic n -> records/s MB/s
   java -cp "$CP" org.apache.kafka.tools.ConsumerPerformance --bootstrap-server "$KB" --topic "$1" --messages "$2" 2>/dev/null | tail -1 |
     awk -F', *' '{print $10, $9}'   # fetch.nMsg.sec fetch.MB.sec: group join time left out
@@ -72,6 +83,9 @@ hw_up() { rm -rf "$work/hw"; "$HW" dev up --brokers "$1" --data-dir "$work/hw" -
 hw_down() { "$HW" dev down --data-dir "$work/hw" >/dev/null 2>&1; }
 htopic() { "$HW" topics create "$1" --partitions 1 --replication-factor "$2" ${3:+--config $3} >/dev/null || { echo "headwater: topic $1 not created"; exit 1; }; }
 hprod() { "$HW" perf produce --topic "$1" --num-records "$2" --record-size "$3" --acks "$4" --batch-size 1048576 --linger-ms 5 --output json | tail -1 |
+  python3 -c 'import json,sys; d=json.loads(sys.stdin.read()); print(d["records_per_s"], d["mb_per_s"])'; }
+hprodtx() { "$HW" perf produce --topic "$1" --num-records "$2" --record-size "$3" --acks all --batch-size 1048576 --linger-ms 5 \
+  --transactional-id "perf-$1-$$" --transaction-duration-ms "$TXN_MS" --output json | tail -1 |
   python3 -c 'import json,sys; d=json.loads(sys.stdin.read()); print(d["records_per_s"], d["mb_per_s"])'; }
 hcons() { "$HW" perf consume --topic "$1" --messages "$2" --output json | tail -1 |
   python3 -c 'import json,sys; d=json.loads(sys.stdin.read()); print(d["records_per_s"], d["mb_per_s"])'; }
@@ -108,7 +122,25 @@ PY
 kafka_door() { KB=$(python3 -c 'import json,sys;print(json.load(open(sys.argv[1])).get("kafka_bootstrap") or "")' "$work/hw-up.json")
   [ -n "$KB" ] || { echo "headwater dev up reported no kafka_bootstrap"; exit 1; }; }
 
+# Transactions through the Kafka door: Kafka's ProducerPerformance committing every TXN_MS ms
+# against Apache Kafka and against Headwater's Kafka listener, `headwater perf produce
+# --transactional-id` through the gRPC door of the same cluster for door/gRPC (1 broker).
+txn_rows() {
+  kafka_up 1; ktopic atx 1; ktopic warmtx 1
+  kprodtx warmtx 100000 1024 >/dev/null
+  local kt dt gt; kt=$(kprodtx atx "$NTX" 1024)
+  kafka_down
+  hw_up 1; kafka_door; htopic ktx 1; htopic gtx 1; htopic warmtx 1
+  kprodtx warmtx 50000 1024 >/dev/null
+  dt=$(kprodtx ktx "$NTX" 1024); gt=$(hprodtx gtx "$NTX" 1024)
+  hw_down; KB=127.0.0.1:9192
+  door_row "Kafka tools: 1 KiB txn ${TXN_MS} ms (door)" $kt $dt $gt
+}
+
 trap 'kafka_down; hw_down' EXIT
+if has_arg txn; then
+  txn_rows; exit 0
+fi
 if ! has_arg door; then
 # 1 broker, acks=1
 kafka_up 1; ktopic a100 1; ktopic a1k 1; ktopic warm 1; ktopic e2e 1
@@ -140,6 +172,7 @@ row "produce 1 KiB, 3 brokers RF=3 acks=all" $k5 $h5
 fi
 
 has_arg extra || has_arg door || exit 0
+txn_rows
 # The Kafka door: Kafka's own perf tools against Headwater's Kafka listener (1 broker, acks=1),
 # and `headwater perf` through the gRPC door of the same cluster for door/gRPC.
 if [ -z "${k1:-}" ]; then   # `door` alone: Apache Kafka's figures for the same workloads

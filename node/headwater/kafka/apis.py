@@ -38,6 +38,7 @@ from headwater.kafka.fetch_sessions import (
 )
 from headwater.kafka.group_apis import KafkaGroupApis
 from headwater.kafka.protocol import Request, build, error_code, response_module
+from headwater.kafka.txn_apis import KafkaTxnApis
 from headwater.security.acls import AclOperation as Op
 from headwater.security.acls import ResourceType
 from headwater.server.auth.authorization import RequestAuthorizer
@@ -107,13 +108,16 @@ class KafkaApis:
         admin: KafkaAdminApis | None = None,
         acls: KafkaAclApis | None = None,
         cluster: KafkaClusterApis | None = None,
+        transactions: KafkaTxnApis | None = None,
     ) -> None:
         """``next_producer_id``: the broker's producer id allocator, shared with the gRPC
         listeners so that no two producers get the same id; ``groups``, ``admin``,
         ``acls`` and ``cluster``: the group, topic and config, ACL and replica
         administration APIs (:mod:`headwater.kafka.group_apis`,
         :mod:`headwater.kafka.admin_apis`, :mod:`headwater.kafka.acl_apis`,
-        :mod:`headwater.kafka.cluster_apis`)."""
+        :mod:`headwater.kafka.cluster_apis`); ``transactions``: the transaction APIs
+        (:mod:`headwater.kafka.txn_apis`), which answer FindCoordinator's key_type 1 and
+        InitProducerId with a transactional id and leave the rest to the handlers here."""
         self._next_producer_id = next_producer_id
         self._fetch_sessions = FetchSessionCache(first_id=random.randrange(1, 1 << 31))
         self._listener = listener
@@ -137,6 +141,13 @@ class KafkaApis:
             **(acls.handlers() if acls is not None else {}),
             **(cluster.handlers() if cluster is not None else {}),
         }
+        if transactions is not None:
+            self._handlers.update(
+                transactions.handlers(
+                    find_coordinator=self._handlers.get(10),
+                    init_producer_id=self._init_producer_id,
+                )
+            )
 
     @property
     def api_keys(self) -> frozenset[int]:
@@ -169,7 +180,7 @@ class KafkaApis:
         module = response_module(22, request.api_version)
         pid, epoch, code = -1, -1, ErrorCode.NONE
         if body.transactional_id is not None:
-            code = ErrorCode.INVALID_REQUEST  # transactions are not served on this listener
+            code = ErrorCode.INVALID_REQUEST  # no transaction coordinator on this listener
         elif authz.enabled and not (
             authz.cluster(_NO_GRPC_CONTEXT, Op.IDEMPOTENT_WRITE)
             or authz.by_resource_type(_NO_GRPC_CONTEXT, Op.WRITE, ResourceType.TOPIC)
@@ -321,7 +332,9 @@ class KafkaApis:
         module = response_module(0, request.api_version)
         requested = [(t.name, p) for t in body.topic_data for p in t.partition_data]
         refused = self._authz.topics(_NO_GRPC_CONTEXT, Op.WRITE, (name for name, _ in requested))
-        if body.transactional_id:  # no transactions on this listener (no InitProducerId)
+        if body.transactional_id and not self._authz.allowed(
+            _NO_GRPC_CONTEXT, Op.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id
+        ):
             refused = frozenset(name for name, _ in requested)
             denied = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
         else:
@@ -334,6 +347,7 @@ class KafkaApis:
                 for name, p in requested
                 if refused is None or name not in refused
             ],
+            transactional_id=body.transactional_id or "",
         )
         timer.done()
         if body.acks == 0:
@@ -423,6 +437,7 @@ class KafkaApis:
                 for w in reading
                 if refused is None or w.tp.topic not in refused
             ],
+            isolation_level=getattr(body, "isolation_level", 0),
         )
         timer.done()
         answers: dict[str, list[Any]] = {}
@@ -481,6 +496,7 @@ class KafkaApis:
                         timestamp=p.timestamp,
                         current_leader_epoch=getattr(p, "current_leader_epoch", -1),
                         replica_id=-1,
+                        isolation_level=getattr(body, "isolation_level", 0),
                     )
                 partitions.append(
                     build(
@@ -537,9 +553,13 @@ def _partition_data(module: Any, partition: int, code: ErrorCode, r: hosted.Fetc
         partition_index=partition,
         error_code=error_code(code),
         high_watermark=r.high_watermark,
-        last_stable_offset=r.high_watermark,  # no transactions: the LSO is the HW
+        last_stable_offset=r.last_stable_offset if r.last_stable_offset >= 0 else r.high_watermark,
         log_start_offset=r.log_start_offset,
-        aborted_transactions=(),
+        # READ_COMMITTED: the aborted transactions the records overlap.
+        aborted_transactions=tuple(
+            build(module.AbortedTransaction, producer_id=pid, first_offset=first)
+            for pid, first in r.aborted
+        ),
         preferred_read_replica=-1,
         records=r.records,
     )

@@ -71,6 +71,10 @@ API_NAMES: Final = {
     20: "DeleteTopics",
     21: "DeleteRecords",
     22: "InitProducerId",
+    24: "AddPartitionsToTxn",
+    25: "AddOffsetsToTxn",
+    26: "EndTxn",
+    28: "TxnOffsetCommit",
     29: "DescribeAcls",
     30: "CreateAcls",
     31: "DeleteAcls",
@@ -86,6 +90,9 @@ API_NAMES: Final = {
     46: "ListPartitionReassignments",
     47: "OffsetDelete",
     60: "DescribeCluster",
+    61: "DescribeProducers",
+    65: "DescribeTransactions",
+    66: "ListTransactions",
 }
 
 SUPPORTED: Final[Mapping[int, tuple[int, int]]] = {
@@ -107,7 +114,11 @@ SUPPORTED: Final[Mapping[int, tuple[int, int]]] = {
     19: (2, 7),  # CreateTopics
     20: (1, 5),  # DeleteTopics: v6 names topics by id as well
     21: (0, 2),  # DeleteRecords
-    22: (0, 4),  # InitProducerId: idempotent producers (no transactions yet)
+    22: (0, 4),  # InitProducerId: v5+ is transaction version 2 (KIP-890) and 2PC (KIP-939)
+    24: (0, 4),  # AddPartitionsToTxn: v0-v3 clients, v4 brokers; v5 is transaction version 2
+    25: (0, 3),  # AddOffsetsToTxn: v4 is transaction version 2
+    26: (0, 4),  # EndTxn: v5 is transaction version 2
+    28: (0, 3),  # TxnOffsetCommit: v4 is transaction version 2
     29: (1, 3),  # DescribeAcls: v0 (no pattern types) is gone from Kafka 4 (KIP-896)
     30: (1, 3),  # CreateAcls
     31: (1, 3),  # DeleteAcls
@@ -123,6 +134,9 @@ SUPPORTED: Final[Mapping[int, tuple[int, int]]] = {
     46: (0, 0),  # ListPartitionReassignments
     47: (0, 0),  # OffsetDelete
     60: (0, 1),  # DescribeCluster: brokers (there are no KRaft controllers)
+    61: (0, 0),  # DescribeProducers
+    65: (0, 0),  # DescribeTransactions
+    66: (0, 1),  # ListTransactions: v2 filters by a transactional id pattern (KIP-1152)
 }
 """API key -> (lowest, highest) version this listener answers; what ApiVersions lists."""
 

@@ -56,6 +56,7 @@ from headwater.kafka.admin_apis import KafkaAdminApis
 from headwater.kafka.apis import KafkaApis
 from headwater.kafka.cluster_apis import KafkaClusterApis
 from headwater.kafka.group_apis import KafkaGroupApis, OffsetsTopicCreator
+from headwater.kafka.txn_apis import KafkaTxnApis, TransactionStateCreator
 from headwater.records.control import ControlRecordType
 from headwater.server import host_metrics
 from headwater.server.auth.acl_runtime import BrokerAuthorization
@@ -298,6 +299,13 @@ class BrokerServer:
             num_partitions=groups.num_partitions,
             replication_factor=config.offsets_topic_replication_factor,
         )
+        create_transaction_state = TransactionStateCreator(
+            coordinator=lambda: self.coordinator,
+            metadata=self.metadata,
+            num_partitions=transactions.num_partitions,
+            replication_factor=config.transaction_state_log_replication_factor,
+            min_isr=config.transaction_state_log_min_isr,
+        )
         self.kafka_servers = await kafka_server.start_kafka_listeners(
             config.kafka_listener_configs,
             apis=lambda name: KafkaApis(
@@ -335,6 +343,19 @@ class BrokerServer:
                         authz=self.authorization.authz,
                         refresh=self.authorization.refresh,
                     )
+                ),
+                transactions=KafkaTxnApis(
+                    listener=name,
+                    runtime=transactions,
+                    groups=groups,
+                    replicas=replicas,
+                    metadata=self.metadata,
+                    authz=self.authorization.authz,
+                    is_known_partition=self.metadata.contains,
+                    offsets_partition=lambda group_id: TopicPartition(
+                        OFFSETS_TOPIC, groups.partition_for(group_id)
+                    ),
+                    ensure_transaction_state=create_transaction_state,
                 ),
             ),
             max_request_bytes=config.socket_request_max_bytes,

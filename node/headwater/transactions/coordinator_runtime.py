@@ -397,8 +397,16 @@ class TransactionCoordinatorRuntime:
         )
 
     async def end_transaction(
-        self, transactional_id: str, *, producer_id: int, producer_epoch: int, commit: bool
+        self,
+        transactional_id: str,
+        *,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        bump_epoch: bool = True,
     ) -> Answer:
+        """EndTxn; ``bump_epoch`` False for a transaction version 1 producer (see
+        :func:`decisions.end_transaction`)."""
         if refused := _bad_id(transactional_id):
             return refused
         result = TransactionResult.COMMIT if commit else TransactionResult.ABORT
@@ -412,6 +420,7 @@ class TransactionCoordinatorRuntime:
                 result=result,
                 now_ms=now,
                 allocate_producer_id=self._allocate,
+                bump_epoch=bump_epoch,
             ),
         )
 

@@ -161,13 +161,19 @@ def _prepare_end(
     allocate_producer_id: AllocateProducerId,
     fenced: bool,
     reply: Reply | Refuse | None,
+    bump_epoch: bool = True,
 ) -> Transition:
     """Ongoing (or, for an abort, Empty/Complete*) -> PrepareCommit/PrepareAbort, epoch bumped.
 
     ``fenced``: the coordinator ends the transaction itself (timeout, InitProducerId), so
     the old epoch is not remembered as a retry (``last_producer_epoch`` is cleared).
+    ``bump_epoch`` False: a transaction version 1 producer's EndTxn, which keeps its epoch
+    (the markers carry it, and a retry carries it too).
     """
-    epoch, next_producer_id = _end_bump(current, allocate_producer_id)
+    if bump_epoch:
+        epoch, next_producer_id = _end_bump(current, allocate_producer_id)
+    else:
+        epoch, next_producer_id = current.producer_epoch, NO_PRODUCER_ID
     target = S.PREPARE_COMMIT if result is TransactionResult.COMMIT else S.PREPARE_ABORT
     after = current.replace(
         state=target,
@@ -371,12 +377,15 @@ def end_transaction(
     result: TransactionResult,
     now_ms: int,
     allocate_producer_id: AllocateProducerId,
+    bump_epoch: bool = True,
 ) -> Decision:
     """EndTxn: decide the open transaction's result; the answer carries the bumped epoch.
 
     With nothing open, an abort is accepted (it bumps the epoch and writes no marker
     anywhere: a producer unsure of its state may always abort) and a commit is
-    INVALID_TXN_STATE.
+    INVALID_TXN_STATE.  ``bump_epoch`` False is transaction version 1 (Kafka's clients
+    before KIP-890 part 2, EndTxn below v5): the epoch stays, so a retry carries the
+    current epoch and is answered as the first EndTxn was.
     """
     if refused := _check_transactional_id(transactional_id):
         return refused
@@ -412,6 +421,7 @@ def end_transaction(
             allocate_producer_id=allocate_producer_id,
             fenced=False,
             reply=None,
+            bump_epoch=bump_epoch,
         )
     if current.state in (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
         return Refuse(

@@ -12,6 +12,7 @@ from headwater.kafka.cluster_apis import KafkaClusterApis
 from headwater.kafka.group_apis import KafkaGroupApis
 from headwater.kafka.listeners import kafka_listeners
 from headwater.kafka.server import KafkaServer, registration_endpoints
+from headwater.kafka.txn_apis import KafkaTxnApis
 from headwater.server.config import BrokerConfig, ConfigError, validate_config
 from headwater.server.listeners import EndPoint, ListenerConfigError, SecurityProtocol
 
@@ -123,6 +124,17 @@ def test_every_supported_api_has_a_handler() -> None:
             coordinator=lambda: None,
             log_manager=lambda: None,
             authz=None,  # type: ignore[arg-type]
+        ),
+        transactions=KafkaTxnApis(
+            listener="KAFKA",
+            runtime=None,  # type: ignore[arg-type]
+            groups=None,  # type: ignore[arg-type]
+            replicas=None,  # type: ignore[arg-type]
+            metadata=None,  # type: ignore[arg-type]
+            authz=None,  # type: ignore[arg-type]
+            is_known_partition=lambda tp: False,
+            offsets_partition=lambda group: None,  # type: ignore[arg-type,return-value]
+            ensure_transaction_state=lambda: None,
         ),
     )
     assert apis.api_keys == frozenset(protocol.SUPPORTED)
