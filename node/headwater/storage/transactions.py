@@ -17,6 +17,10 @@ Rules (Kafka's, with KIP-890's epoch bump at every transaction end):
 * each aborted transaction is indexed as (producer id, first offset, last offset = the
   marker's offset, the LSO once it ended), so a fetch can name the aborted
   transactions its range overlaps (:meth:`TransactionIndex.collect`);
+* a marker repeating the one that ended the producer's last transaction here (same
+  type, same epoch, nothing opened since) is a retry of WriteTxnMarkers: it is answered
+  with the first one's offset and never appended again
+  (:meth:`PartitionTransactions.written_marker`);
 * a batch or marker older than the producer's latest epoch in this partition is refused
   INVALID_PRODUCER_EPOCH: after a marker at epoch E + 1, a late write of the ended
   transaction (epoch E) cannot reopen it; a non-transactional batch from a producer
@@ -157,6 +161,9 @@ class PartitionTransactions:
         """producer id -> first offset of its open transaction, in first-offset order."""
         self.epochs: dict[int, int] = {}
         """producer id -> the latest epoch it wrote with (data or marker)."""
+        self.ended: dict[int, tuple[int, bool, int]] = {}
+        """producer id -> (epoch, committed, offset) of the marker that ended its last
+        transaction here."""
 
     @property
     def first_unstable_offset(self) -> int | None:
@@ -167,6 +174,16 @@ class PartitionTransactions:
         """The LSO: no READ_COMMITTED reader may see this offset or anything after it."""
         first = self.first_unstable_offset
         return high_watermark if first is None else min(first, high_watermark)
+
+    def written_marker(self, producer_id: int, producer_epoch: int, committed: bool) -> int | None:
+        """The offset of this very marker if it is already in the log: the producer has
+        nothing open here and its last marker had this type and epoch (else None)."""
+        if producer_id in self.open:
+            return None
+        ended = self.ended.get(producer_id)
+        if ended is None or ended[:2] != (producer_epoch, committed):
+            return None
+        return ended[2]
 
     def check_append(
         self, producer_id: int, producer_epoch: int, *, is_transactional: bool, is_control: bool
@@ -199,6 +216,9 @@ class PartitionTransactions:
                 self.open[pid] = header.base_offset
             return None
         first = self.open.pop(pid, None)
+        if marker is not None:
+            committed = marker.type is ControlRecordType.COMMIT
+            self.ended[pid] = (header.producer_epoch, committed, header.base_offset)
         if first is None or marker is None or marker.type is not ControlRecordType.ABORT:
             return None
         marker_offset = header.base_offset

@@ -162,6 +162,23 @@ def test_a_marker_older_than_the_producers_epoch_is_refused(harness: Harness) ->
     asyncio.run(scenario())
 
 
+def test_a_retried_marker_is_answered_without_appending_it_again(harness: Harness) -> None:
+    async def scenario() -> None:
+        m = await lead(harness)
+        coordinator = Coordinator()
+        m.verify_transaction = coordinator
+        coordinator.added.add((PID, 0, TP))
+        assert await produce(m, txn_batch(b"a")) is ErrorCode.NONE
+        for _ in range(3):  # the coordinator's retries of one WriteTxnMarkers
+            assert await marker(m, ControlRecordType.COMMIT, 1) is ErrorCode.NONE
+        log = m.partitions[TP].log
+        assert log.log_end_offset == 2  # one data record, one marker
+        controls = [b for b in read_batches(log.read(0, 1 << 20).records) if b.is_control]
+        assert len(controls) == 1
+
+    asyncio.run(scenario())
+
+
 def test_a_new_leader_rebuilds_open_and_aborted_transactions_from_the_log(
     harness: Harness,
 ) -> None:

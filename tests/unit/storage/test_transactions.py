@@ -127,6 +127,19 @@ def test_a_commit_or_a_marker_with_nothing_open_is_not_indexed() -> None:
     assert log.state.open == {}
 
 
+def test_a_repeated_marker_is_found_written_until_the_producer_writes_again() -> None:
+    log = LogBuilder(segment_batches=100)
+    log.data(1)
+    assert log.state.written_marker(1, 1, committed=True) is None  # open: not written yet
+    end = log.marker(1, COMMIT)
+    assert log.state.written_marker(1, 1, committed=True) == end
+    assert log.state.written_marker(1, 1, committed=False) is None  # another type
+    assert log.state.written_marker(1, 2, committed=True) is None  # another epoch
+    assert log.state.written_marker(2, 1, committed=True) is None  # another producer
+    log.data(1, epoch=1)  # the next transaction opens: the old marker is no answer to it
+    assert log.state.written_marker(1, 1, committed=True) is None
+
+
 def test_a_late_write_of_an_ended_transaction_is_fenced() -> None:
     """KIP-890: the marker carries epoch E + 1; a delayed produce or marker at E is refused."""
     log = LogBuilder()

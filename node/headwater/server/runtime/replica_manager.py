@@ -304,6 +304,15 @@ class ReplicaManager:
             code = txn_log.check_marker(hosted.transactions, marker)
             if code is not ErrorCode.NONE:
                 return ProduceResult(tp, code, "a newer epoch was written here"), None
+            already = txn_log.written_marker(hosted.transactions, marker)
+            if already is not None:  # a retry: answer once the first copy is replicated
+                result = ProduceResult(
+                    tp,
+                    ErrorCode.NONE,
+                    base_offset=already,
+                    log_start_offset=hosted.log.log_start_offset,
+                )
+                return result, (next(self._produce_ids) if acks == -1 else None)
             return self._append_checked(tp, hosted, records, acks, None, marker)
         found = txn_log.inspect(hosted.transactions, records)
         if found.error is not ErrorCode.NONE:

@@ -99,6 +99,13 @@ def check_marker(txns: PartitionTransactions, marker: EndTransactionMarker) -> E
     )
 
 
+def written_marker(txns: PartitionTransactions, marker: EndTransactionMarker) -> int | None:
+    """The offset where ``marker`` already is (a WriteTxnMarkers retry), or None."""
+    return txns.written_marker(
+        marker.producer_id, marker.producer_epoch, marker.type is ControlRecordType.COMMIT
+    )
+
+
 def appended(
     txns: PartitionTransactions,
     aborted: TransactionIndex,
@@ -120,6 +127,7 @@ def rebuild(txns: PartitionTransactions, aborted: TransactionIndex, plog: Log) -
     """
     txns.open.clear()
     txns.epochs.clear()
+    txns.ended.clear()
     aborted.entries.clear()
     seen = 0
     try:
@@ -138,6 +146,7 @@ def rebuild(txns: PartitionTransactions, aborted: TransactionIndex, plog: Log) -
         log.warning("cannot rebuild the transactions of %s: %s", plog, errors.describe(exc))
         txns.open.clear()
         txns.epochs.clear()
+        txns.ended.clear()
         aborted.entries.clear()
     return seen
 
@@ -150,4 +159,5 @@ __all__ = [
     "inspect",
     "marker_batch",
     "rebuild",
+    "written_marker",
 ]
