@@ -2,11 +2,16 @@
 
 Kafka keeps this in ``ProducerStateManager`` (the open transactions per producer) and in
 each segment's ``.txnindex`` (``TransactionIndex``: the transactions aborted in that
-segment).  This module is that state without the files: :class:`PartitionTransactions`
-is fed every appended batch in offset order, and returns an :class:`AbortedTxn` for each
-abort marker that ends an open transaction; the caller appends it to the
-:class:`TransactionIndex` of the segment the marker landed in.  :func:`rebuild` does the
-same over a whole log, which is how recovery rebuilds the indexes after an unclean stop.
+segment).  :class:`PartitionTransactions` is fed every appended batch in offset order,
+and returns an :class:`AbortedTxn` for each abort marker that ends an open transaction;
+the caller appends it to the :class:`TransactionIndexFile` of the segment the marker
+landed in (the ``.txnindex`` beside the segment's ``.log``).  :func:`rebuild` does the
+same over a whole log, which is how recovery rebuilds the indexes when a file is bad.
+
+An abort is indexed in the segment of its *marker*, which is never older than the
+transaction's data: retention deletes whole segments oldest first, so while any record
+of an aborted transaction remains, so does the segment holding its index entry, and a
+READ_COMMITTED fetch of the remaining records still learns that they were aborted.
 
 Rules (Kafka's, with KIP-890's epoch bump at every transaction end):
 
@@ -38,8 +43,11 @@ Rules (Kafka's, with KIP-890's epoch bump at every transaction end):
 from __future__ import annotations
 
 import bisect
+import contextlib
+import os
 import struct
 from collections.abc import Iterable
+from pathlib import Path
 from typing import NamedTuple
 
 from headwater.errors import CorruptRecordError, ErrorCode
@@ -48,14 +56,17 @@ from headwater.records.control import ControlRecordType, EndTransactionMarker, r
 from headwater.records.header import BatchHeader
 
 __all__ = [
+    "TXN_INDEX_SUFFIX",
     "AbortedTxn",
     "PartitionTransactions",
     "TransactionIndex",
+    "TransactionIndexFile",
     "decode_aborted",
     "encode_aborted",
     "rebuild",
 ]
 
+TXN_INDEX_SUFFIX = ".txnindex"
 ABORTED_TXN_VERSION = 0
 _ENTRY = struct.Struct(">hqqqq")
 ENTRY_SIZE = _ENTRY.size  # 34
@@ -137,6 +148,79 @@ class TransactionIndex:
     @classmethod
     def from_bytes(cls, data: bytes) -> TransactionIndex:
         return cls(decode_aborted(data))
+
+
+class TransactionIndexFile:
+    """A segment's ``.txnindex``: its :class:`TransactionIndex`, kept in step with the file.
+
+    Each abort is appended to the file as its marker lands (34 bytes, written but not
+    fsynced: the file is redone from the log whenever it cannot be trusted).  ``valid``
+    is False when the file found on opening could not be read whole (a partial entry,
+    an unknown version, entries out of order or outside ``[base_offset, ...)``): the
+    index is then empty and the owner must rebuild it (:meth:`reset`) before using it.
+    """
+
+    def __init__(self, path: Path, base_offset: int) -> None:
+        self.path = path
+        self.base_offset = base_offset
+        self.index = TransactionIndex()
+        self.valid = True
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return
+        try:
+            index = TransactionIndex.from_bytes(data)
+        except (CorruptRecordError, ValueError):
+            self.valid = False
+            return
+        if index.entries and index.entries[0].last_offset < base_offset:
+            self.valid = False
+            return
+        self.index = index
+
+    @property
+    def entries(self) -> list[AbortedTxn]:
+        return self.index.entries
+
+    def append(self, entry: AbortedTxn) -> None:
+        """Index an abort whose marker is in this segment."""
+        if entry.last_offset < self.base_offset:
+            raise ValueError(
+                f"abort marker at {entry.last_offset} is before segment {self.base_offset}"
+            )
+        self.index.append(entry)
+        with open(self.path, "ab") as f:
+            f.write(encode_aborted([entry]))
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop the aborts whose marker is at or after ``offset``."""
+        before = len(self.index.entries)
+        self.index.truncate_to(offset)
+        if len(self.index.entries) != before:
+            self._rewrite()
+
+    def reset(self, entries: Iterable[AbortedTxn] = ()) -> None:
+        """Replace the index and its file (a rebuild from the log)."""
+        self.index = TransactionIndex(entries)
+        self.valid = True
+        self._rewrite()
+
+    def _rewrite(self) -> None:
+        if not self.index.entries:
+            self.delete()
+            return
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_bytes(self.index.to_bytes())
+        os.replace(tmp, self.path)
+
+    def flush(self) -> None:
+        """fsync the file, if there is one."""
+        with contextlib.suppress(FileNotFoundError), open(self.path, "rb") as f:
+            os.fsync(f.fileno())
+
+    def delete(self) -> None:
+        self.path.unlink(missing_ok=True)
 
 
 def collect_aborted(

@@ -192,18 +192,18 @@ def test_a_new_leader_rebuilds_open_and_aborted_transactions_from_the_log(
         assert await produce(m, txn_batch(b"b", epoch=1)) is ErrorCode.NONE  # left open
         await follow_to_end(m)
         hosted = m.partitions[TP]
-        before = (dict(hosted.transactions.open), list(hosted.aborted.entries))
+        before = (dict(hosted.transactions.open), hosted.log.collect_aborted(0, 100))
         # Become follower, then leader again: the state is rebuilt from the log alone.
         m.become_leader_or_follower(
             controller_epoch=1, states=[harness.state(leader=1, isr=(0, 1), epoch=2)]
         )
         hosted.transactions.open.clear()
-        hosted.aborted.entries.clear()
+        hosted.log.reset_aborted_from(0)
         m.become_leader_or_follower(
             controller_epoch=1, states=[harness.state(leader=0, isr=(0, 1), epoch=3)]
         )
         hosted = m.partitions[TP]
-        assert (dict(hosted.transactions.open), list(hosted.aborted.entries)) == before
+        assert (dict(hosted.transactions.open), hosted.log.collect_aborted(0, 100)) == before
         assert before[0] == {PID: 2}
         assert [(e.producer_id, e.first_offset, e.last_offset) for e in before[1]] == [(PID, 0, 1)]
 

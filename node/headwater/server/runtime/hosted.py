@@ -22,7 +22,7 @@ from headwater.replication.follower import LocalLog, StartAt, TruncateTo
 from headwater.replication.producer_state import ProducerStateManager
 from headwater.server.metrics import PartitionSnapshot
 from headwater.storage import Log
-from headwater.storage.transactions import PartitionTransactions, TransactionIndex
+from headwater.storage.transactions import PartitionTransactions
 from headwater.values import TopicPartition
 
 _log = logging.getLogger(__name__)
@@ -116,8 +116,9 @@ class HostedPartition:
     """Idempotent producers' state; rebuilt from the log on becoming leader."""
     transactions: PartitionTransactions = dataclasses.field(default_factory=PartitionTransactions)
     """Open transactions and transactional producers' epochs; rebuilt on becoming leader."""
-    aborted: TransactionIndex = dataclasses.field(default_factory=TransactionIndex)
-    """The transactions aborted in this partition (the in-memory ``.txnindex``)."""
+    snapshot_segment: int = -1
+    """The active segment when the leader last loaded or wrote the producer snapshot:
+    a new one (the log rolled) means a new snapshot is due."""
 
     def snapshot(self) -> PartitionSnapshot:
         """This partition's figures for the metrics scrape."""

@@ -62,7 +62,6 @@ from headwater.server.runtime.replication_quotas import ReplicationQuotas
 from headwater.server.runtime.topic_configs import TopicConfigs
 from headwater.storage import LogConfig, LogManager
 from headwater.storage.cleaner import CleanerStats, LogCleaner
-from headwater.storage.transactions import collect_aborted
 from headwater.values import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -368,7 +367,9 @@ class ReplicaManager:
             hosted.producers.update(producer_batch, base_offset=base_offset)
         if marker is not None or transactional is not None:
             header = transactional if transactional is not None else parse_header(records, 0)
-            txn_log.appended(hosted.transactions, hosted.aborted, header, base_offset, marker)
+            txn_log.appended(hosted.transactions, hosted.log, header, base_offset, marker)
+        if hosted.log.active_base_offset != hosted.snapshot_segment:
+            self._snapshot_producers(hosted)
         self._metrics.bytes_in.labels(tp.topic).inc(len(records))
         self._metrics.messages_in.labels(tp.topic).inc(info.num_records)
         if state.on_leader_append(hosted.log.log_end_offset):
@@ -516,7 +517,7 @@ class ReplicaManager:
             self.quotas.leader.record(len(result.records), self._clock_ms())
             self._metrics.replication_throttled_bytes.labels("leader").inc(len(result.records))
         if read_committed and result.error is ErrorCode.NONE and max_offset is not None:
-            aborted = collect_aborted([hosted.aborted], spec.fetch_offset, max_offset)
+            aborted = hosted.log.collect_aborted(spec.fetch_offset, max_offset)
             result = result._replace(
                 last_stable_offset=max_offset,
                 aborted=tuple((a.producer_id, a.first_offset) for a in aborted),
@@ -822,8 +823,18 @@ class ReplicaManager:
         if changed:
             assign_epoch(hosted.log, lai.leader_epoch, hosted.log.log_end_offset)
             if was_follower:
-                idempotence.rebuild(hosted.producers, hosted.log)
-                txn_log.rebuild(hosted.transactions, hosted.aborted, hosted.log)
+                loaded = txn_log.load_producer_state(
+                    hosted.producers, hosted.transactions, hosted.log
+                )
+                hosted.snapshot_segment = hosted.log.active_base_offset
+                log.info(
+                    "%s: producer state from %s, %d batches replayed",
+                    tp,
+                    "the whole log"
+                    if loaded.snapshot_offset is None
+                    else f"the snapshot at {loaded.snapshot_offset}",
+                    loaded.replayed,
+                )
             log.info("%s: leader in epoch %d, ISR %s", tp, lai.leader_epoch, list(lai.isr))
         # A re-elected leader or a re-sent state may have a smaller ISR, so a higher
         # high watermark: answer the acks=all produces it now covers.
@@ -867,7 +878,22 @@ class ReplicaManager:
         log_manager = self._log_manager
         return await run_blocking(lambda: cleaner.maybe_clean(log_manager.logs(), now_ms=now_ms))
 
+    def _snapshot_producers(self, hosted: HostedPartition) -> None:
+        """Write the leader's producer state as the log's snapshot (at a roll, at shutdown)."""
+        hosted.snapshot_segment = hosted.log.active_base_offset
+        try:
+            txn_log.take_snapshot(hosted.producers, hosted.transactions, hosted.log)
+        except (OSError, ValueError, errors.HeadwaterError) as exc:  # the next load replays more
+            log.warning(
+                "%s: cannot write the producer snapshot: %s",
+                hosted.state.topic_partition,
+                errors.describe(exc),
+            )
+
     def shutdown(self) -> None:
+        for hosted in self.partitions.values():
+            if hosted.state.is_leader:
+                self._snapshot_producers(hosted)
         self._configs.shutdown()
         for task in list(self._background):
             task.cancel()
