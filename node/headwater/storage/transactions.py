@@ -18,7 +18,7 @@ Rules (Kafka's, with KIP-890's epoch bump at every transaction end):
 * a producer's transaction opens at the first transactional batch it writes to the
   partition and ends at its next control batch (COMMIT or ABORT marker);
 * the *last stable offset* (LSO) is the first offset of the earliest open transaction,
-  capped at the high watermark; a READ_COMMITTED fetch serves nothing at or past it;
+  raised to the log start offset and capped at the high watermark; a READ_COMMITTED fetch serves nothing at or past it;
 * each aborted transaction is indexed as (producer id, first offset, last offset = the
   marker's offset, the LSO once it ended), so a fetch can name the aborted
   transactions its range overlaps (:meth:`TransactionIndex.collect`);
@@ -254,10 +254,16 @@ class PartitionTransactions:
         """The first offset of the earliest open transaction (None: none is open)."""
         return min(self.open.values(), default=None)
 
-    def last_stable_offset(self, high_watermark: int) -> int:
-        """The LSO: no READ_COMMITTED reader may see this offset or anything after it."""
+    def last_stable_offset(self, high_watermark: int, log_start_offset: int = 0) -> int:
+        """The LSO: no READ_COMMITTED reader may see this offset or anything after it.
+
+        Never below the log start offset (Kafka's ``maybeIncrementFirstUnstableOffset``):
+        when retention or DeleteRecords removed the start of an open transaction, the LSO
+        is the first offset left, so READ_COMMITTED offsets stay inside the log."""
         first = self.first_unstable_offset
-        return high_watermark if first is None else min(first, high_watermark)
+        if first is None:
+            return high_watermark
+        return min(max(first, log_start_offset), high_watermark)
 
     def written_marker(self, producer_id: int, producer_epoch: int, committed: bool) -> int | None:
         """The offset of this very marker if it is already in the log: the producer has

@@ -234,6 +234,43 @@ def test_read_committed_list_offsets_latest_is_the_lso(harness: Harness) -> None
     asyncio.run(scenario())
 
 
+def test_delete_records_past_an_open_transactions_start_raises_the_lso(
+    harness: Harness,
+) -> None:
+    """Kafka: the LSO is never below the log start offset, so READ_COMMITTED offsets
+    stay inside the log; the rest of the transaction stays unreadable until it ends."""
+
+    async def scenario() -> None:
+        m = await lead(harness)
+        coordinator = Coordinator()
+        m.verify_transaction = coordinator
+        coordinator.added.add((PID, 0, TP))
+        assert await produce(m, txn_batch(b"a", b"b")) is ErrorCode.NONE
+        assert await produce(m, txn_batch(b"c", seq=2)) is ErrorCode.NONE
+        await follow_to_end(m)
+        code, low, _ = await m.delete_records(TP, 2)
+        assert (code, low) == (ErrorCode.NONE, 2)
+        latest = m.list_offset(
+            TP, timestamp=-1, current_leader_epoch=-1, replica_id=-1, isolation_level=READ_COMMITTED
+        )
+        assert latest.offset == 2  # not 0, below the log start
+        [r] = await m.fetch(
+            replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20,
+            specs=[FetchSpec(TP, 2, -1, 1 << 20)], isolation_level=READ_COMMITTED,
+        )  # fmt: skip
+        assert r.error is ErrorCode.NONE
+        assert (r.records, r.last_stable_offset) == (b"", 2)  # still open: nothing served
+        assert await marker(m, ControlRecordType.ABORT, 1) is ErrorCode.NONE
+        [done] = await m.fetch(
+            replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20,
+            specs=[FetchSpec(TP, 2, -1, 1 << 20)], isolation_level=READ_COMMITTED,
+        )  # fmt: skip
+        assert done.last_stable_offset == 4
+        assert done.aborted == ((PID, 0),)  # the remaining record is named aborted
+
+    asyncio.run(scenario())
+
+
 def test_active_producers_name_the_open_transaction(harness: Harness) -> None:
     async def scenario() -> None:
         m = await lead(harness)

@@ -100,6 +100,9 @@ def test_an_open_transaction_holds_the_last_stable_offset_at_its_first_offset() 
     assert log.state.first_unstable_offset == first == 2
     assert log.state.last_stable_offset(high_watermark=log.end) == first
     assert log.state.last_stable_offset(high_watermark=1) == 1  # capped at the HW
+    # Retention removed the transaction's start: the LSO is the first offset left.
+    assert log.state.last_stable_offset(high_watermark=log.end, log_start_offset=3) == 3
+    assert log.state.last_stable_offset(high_watermark=3, log_start_offset=5) == 3
     log.marker(1, COMMIT)
     assert log.state.first_unstable_offset is None
     assert log.state.last_stable_offset(high_watermark=log.end) == log.end

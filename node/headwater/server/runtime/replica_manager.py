@@ -498,7 +498,7 @@ class ReplicaManager:
         max_offset = None if replica_id >= 0 else state.high_watermark
         txns = hosted.transactions
         if txns.open and max_offset is not None:
-            stable = txns.last_stable_offset(max_offset)
+            stable = txns.last_stable_offset(max_offset, hosted.log.log_start_offset)
             if read_committed:
                 max_offset = stable
         throttled = replica_id >= 0 and self.quotas.leader_throttled(
@@ -650,10 +650,14 @@ class ReplicaManager:
             and timestamp == LATEST_TIMESTAMP
             and found.error is ErrorCode.NONE
         ):
-            lso = hosted.transactions.last_stable_offset(hosted.state.high_watermark)
+            lso = hosted.transactions.last_stable_offset(
+                hosted.state.high_watermark, hosted.log.log_start_offset
+            )
             return found._replace(offset=lso)
         if isolation_level == READ_COMMITTED and replica_id < 0 and found.offset >= 0:
-            lso = hosted.transactions.last_stable_offset(hosted.state.high_watermark)
+            lso = hosted.transactions.last_stable_offset(
+                hosted.state.high_watermark, hosted.log.log_start_offset
+            )
             if found.offset >= lso and timestamp != EARLIEST_TIMESTAMP:
                 return OffsetLookup(tp, ErrorCode.NONE, "", -1, -1, -1)
         return found
