@@ -18,7 +18,8 @@ Rules (Kafka's, with KIP-890's epoch bump at every transaction end):
 * a producer's transaction opens at the first transactional batch it writes to the
   partition and ends at its next control batch (COMMIT or ABORT marker);
 * the *last stable offset* (LSO) is the first offset of the earliest open transaction,
-  raised to the log start offset and capped at the high watermark; a READ_COMMITTED fetch serves nothing at or past it;
+  raised to the log start offset and capped at the high watermark; a READ_COMMITTED
+  fetch serves nothing at or past it;
 * each aborted transaction is indexed as (producer id, first offset, last offset = the
   marker's offset, the LSO once it ended), so a fetch can name the aborted
   transactions its range overlaps (:meth:`TransactionIndex.collect`);
