@@ -1,5 +1,9 @@
 """Transactions survive a broker's restart from its files (gRPC path, real processes).
 
+Also, since a one-broker cluster's group coordinator is known: OffsetFetch with
+``require_stable`` (KIP-447) answers UNSTABLE_OFFSET_COMMIT while a transactional offset
+commit is pending, and a read_committed consumer waits for it.
+
 A one-broker cluster, so the partition's state after a restart can only come from that
 broker's own ``.txnindex``, ``.snapshot`` and ``.log`` files: after ``kill -9`` mid-
 transactions a READ_COMMITTED consumer reads exactly what it read before (no aborted
@@ -11,15 +15,21 @@ twice (one control batch per transaction and partition).
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import grpc
 import headwater
 import pytest
+from headwater.client.types import ConsumerGroupMetadata
+from headwater.errors import ErrorCode
 from headwater.records import read_batches
 from headwater.testing import Cluster
 from headwater.testing.zookeeper import ZooKeeperServer
+from headwater.v1 import common_pb2, group_pb2, group_pb2_grpc
 
 from tests.e2e.groups.conftest import wait_until
 
@@ -178,3 +188,51 @@ def test_one_marker_per_transaction_and_partition(one_broker: Cluster) -> None:
     for path in sorted(partition_dir(cluster, topic).glob("*.log")):
         markers += sum(1 for b in read_batches(path.read_bytes()) if b.is_control)
     assert markers == 6
+
+
+def test_require_stable_waits_for_a_pending_transactional_offset_commit(
+    one_broker: Cluster,
+) -> None:
+    cluster = one_broker
+    topic = make_topic(cluster)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    tp = TP(topic, 0)
+
+    def offset_fetch(require_stable: bool) -> group_pb2.OffsetFetchResponsePartition:
+        with grpc.insecure_channel(cluster.brokers[0].address) as channel:
+            resp = group_pb2_grpc.GroupStub(channel).OffsetFetch(
+                group_pb2.OffsetFetchRequest(
+                    group_id=group,
+                    partitions=[common_pb2.TopicPartition(topic=topic, partition=0)],
+                    require_stable=require_stable,
+                ),
+                timeout=10,
+            )
+        assert resp.error_code == 0
+        [p] = resp.partitions
+        return p
+
+    with producer(cluster, f"tx-{uuid.uuid4().hex[:8]}") as p:
+        p.init_transactions()
+        p.begin_transaction()
+        p.send(topic, b"out", partition=0)
+        p.send_offsets_to_transaction({tp: 7}, ConsumerGroupMetadata(group))
+        assert ErrorCode(offset_fetch(True).error_code) is ErrorCode.UNSTABLE_OFFSET_COMMIT
+        plain = offset_fetch(False)  # without require_stable: the last committed (none)
+        assert (ErrorCode(plain.error_code), plain.committed_offset) == (ErrorCode.NONE, -1)
+        with headwater.Consumer(
+            bootstrap_servers=cluster.bootstrap,
+            group_id=group,
+            isolation_level="read_committed",
+            default_api_timeout_ms=30000,
+        ) as consumer:
+            timer = threading.Timer(2.0, p.commit_transaction)
+            started = time.monotonic()
+            timer.start()
+            try:
+                assert consumer.committed(tp) == 7  # waits for the commit, never None
+            finally:
+                timer.join()
+            assert time.monotonic() - started >= 1.5
+    stable = offset_fetch(True)
+    assert (ErrorCode(stable.error_code), stable.committed_offset) == (ErrorCode.NONE, 7)
