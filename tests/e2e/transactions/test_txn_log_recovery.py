@@ -15,6 +15,9 @@ twice (one control batch per transaction and partition).
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -236,3 +239,36 @@ def test_require_stable_waits_for_a_pending_transactional_offset_commit(
             assert time.monotonic() - started >= 1.5
     stable = offset_fetch(True)
     assert (ErrorCode(stable.error_code), stable.committed_offset) == (ErrorCode.NONE, 7)
+
+
+def cli(cluster: Cluster, *args: str) -> object:
+    out = subprocess.run(
+        [sys.executable, "-m", "headwater.cli.main", "transactions", *args,
+         "--bootstrap-server", cluster.bootstrap, "--output", "json"],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    return json.loads(out.stdout)
+
+
+def test_find_hanging_leaves_out_a_transaction_its_coordinator_holds(
+    one_broker: Cluster,
+) -> None:
+    cluster = one_broker
+    topic = make_topic(cluster)
+    with producer(cluster, f"tx-{uuid.uuid4().hex[:8]}") as p:
+        p.init_transactions()
+        p.begin_transaction()
+        p.send(topic, b"open", partition=0)
+        p.flush(30)
+        time.sleep(0.1)
+        producers = cli(cluster, "describe-producers", "--topic", topic, "--partition", "0")
+        assert isinstance(producers, list)
+        [state] = producers
+        assert state["current_transaction_start_offset"] == 0
+        assert 0 < state["last_timestamp"] <= time.time() * 1000
+        # Older than a 0-minute timeout, but Ongoing at its coordinator: not hanging.
+        found = cli(cluster, "find-hanging", "--topic", topic, "--max-transaction-timeout", "0")
+        assert found == []
+        found = cli(cluster, "find-hanging", "--broker-id", "0", "--max-transaction-timeout", "0")
+        assert found == []
+        p.abort_transaction()

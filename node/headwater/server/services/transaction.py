@@ -370,7 +370,7 @@ class TransactionService(transaction_pb2_grpc.TransactionServicer):
                             producer_id=a.producer_id,
                             producer_epoch=a.producer_epoch,
                             last_sequence=a.last_sequence,
-                            last_timestamp=-1,
+                            last_timestamp=a.last_timestamp,
                             coordinator_epoch=-1,
                             current_txn_start_offset=a.current_txn_start_offset,
                         )
