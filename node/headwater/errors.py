@@ -101,6 +101,7 @@ class ErrorCode(enum.IntEnum):
     NO_REASSIGNMENT_IN_PROGRESS = 85
     GROUP_SUBSCRIBED_TO_TOPIC = 86
     INVALID_RECORD = 87
+    UNSTABLE_OFFSET_COMMIT = 88
     PRODUCER_FENCED = 90
     RESOURCE_NOT_FOUND = 91
     DUPLICATE_RESOURCE = 92
@@ -443,6 +444,14 @@ class InvalidRecordError(HeadwaterError):
 
 class ProducerFencedError(HeadwaterError):
     code = ErrorCode.PRODUCER_FENCED
+
+
+class UnstableOffsetCommitError(HeadwaterError):
+    """A transactional offset commit of the partition is pending (OffsetFetch with
+    require_stable, KIP-447): retry once the transaction ends."""
+
+    code = ErrorCode.UNSTABLE_OFFSET_COMMIT
+    retriable = True
 
 
 class TopicAuthorizationFailedError(HeadwaterError):

@@ -7,13 +7,21 @@ KIP-994 filters); ``describe`` asks an id's coordinator for its state, producer 
 epoch, timeout, start time and the partitions of its open transaction;
 ``describe-producers`` asks a partition's leader for its active producers and the start
 offset of the transaction each has open there; ``abort`` writes an ABORT marker for the
-transaction that starts at ``--start-offset`` of a partition (a hanging transaction).
+transaction that starts at ``--start-offset`` of a partition (a hanging transaction);
+``find-hanging`` names those transactions, as Kafka's ``find-hanging`` does: open in a
+partition (DescribeProducers) with no write for longer than the longest timeout a
+transaction may have (``--max-transaction-timeout``, minutes, Kafka's
+``transaction.max.timeout.ms`` default 15), and not known to their coordinator as an
+open transaction holding that partition (ListTransactions by producer id, then
+DescribeTransactions) -- see :func:`hanging_transactions`.
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
 
 from headwater.cli._common import (
     CliError,
@@ -24,6 +32,66 @@ from headwater.cli._common import (
     print_json,
 )
 from headwater.client import TopicPartition
+from headwater.client.admin.transactions import ProducerState, TransactionDescription
+
+OPEN_STATES = frozenset({"Ongoing", "PrepareCommit", "PrepareAbort"})
+"""Coordinator states in which a transaction still holds its partitions."""
+
+
+class OpenTransaction(NamedTuple):
+    """A transaction a partition's leader has open (one row of find-hanging)."""
+
+    topic: str
+    partition: int
+    producer_id: int
+    producer_epoch: int
+    start_offset: int
+    last_timestamp: int
+    """The producer's last write to the partition (-1: unknown)."""
+    duration_min: int
+    """Minutes since that write (-1: unknown)."""
+
+
+def stale_open_transactions(
+    producers: Mapping[TopicPartition, Iterable[ProducerState]],
+    *,
+    now_ms: int,
+    max_transaction_timeout_ms: int,
+) -> list[OpenTransaction]:
+    """The open transactions whose producer wrote nothing for longer than a transaction
+    may last: the candidates (a producer with no known timestamp is one)."""
+    out = []
+    for tp, states in producers.items():
+        for p in states:
+            if p.current_transaction_start_offset < 0:
+                continue
+            age = now_ms - p.last_timestamp if p.last_timestamp >= 0 else -1
+            if 0 <= age <= max_transaction_timeout_ms:
+                continue
+            out.append(
+                OpenTransaction(
+                    tp.topic,
+                    tp.partition,
+                    p.producer_id,
+                    p.producer_epoch,
+                    p.current_transaction_start_offset,
+                    p.last_timestamp,
+                    age // 60_000 if age >= 0 else -1,
+                )
+            )
+    return sorted(out)
+
+
+def hanging_transactions(
+    candidates: Iterable[OpenTransaction], described: Iterable[TransactionDescription]
+) -> list[OpenTransaction]:
+    """The candidates no coordinator keeps: a transaction is *not* hanging while a
+    transactional id with its producer id is open (Ongoing, PrepareCommit,
+    PrepareAbort) and holds its partition -- the coordinator will end it."""
+    held = {(d.producer_id, tp) for d in described if d.state in OPEN_STATES for tp in d.partitions}
+    return [
+        c for c in candidates if (c.producer_id, TopicPartition(c.topic, c.partition)) not in held
+    ]
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -94,6 +162,50 @@ def cmd_abort(args: argparse.Namespace) -> int:
     return 0
 
 
+def _partitions(admin: Any, args: argparse.Namespace) -> list[TopicPartition]:
+    topics = admin.describe_topics(None if args.topic is None else [args.topic])
+    out = []
+    for desc in topics.values():
+        for p in desc.partitions:
+            if args.partition is not None and p.partition != args.partition:
+                continue
+            if args.broker_id is not None and p.leader != args.broker_id:
+                continue
+            out.append(TopicPartition(p.topic, p.partition))
+    if args.partition is not None and not out:
+        raise CliError(f"{args.topic} has no partition {args.partition}")
+    return sorted(out)
+
+
+def cmd_find_hanging(args: argparse.Namespace) -> int:
+    if (args.topic is None) == (args.broker_id is None):
+        raise CliError("give exactly one of --topic or --broker-id")
+    if args.partition is not None and args.topic is None:
+        raise CliError("--partition needs --topic")
+    if args.max_transaction_timeout < 0:
+        raise CliError("--max-transaction-timeout must be >= 0 (minutes)")
+    with client_errors(), admin_for(args) as admin:
+        candidates = stale_open_transactions(
+            admin.describe_producers(_partitions(admin, args)),
+            now_ms=int(time.time() * 1000),
+            max_transaction_timeout_ms=args.max_transaction_timeout * 60_000,
+        )
+        pids = sorted({c.producer_id for c in candidates})
+        listed = admin.list_transactions(producer_ids=pids) if pids else []
+        ids = [t.transactional_id for t in listed]
+        described = admin.describe_transactions(ids).values() if ids else []
+        hanging = hanging_transactions(candidates, described)
+    if args.output == "json":
+        print_json([h._asdict() for h in hanging])
+        return 0
+    print(
+        "TOPIC\tPARTITION\tPRODUCER-ID\tPRODUCER-EPOCH\tSTART-OFFSET\tLAST-TIMESTAMP\tDURATION(MIN)"
+    )
+    for h in hanging:
+        print("\t".join(str(v) for v in h))
+    return 0
+
+
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("transactions", help="list and describe transactional ids")
     sub = parser.add_subparsers(dest="transactions_command", metavar="ACTION", required=True)
@@ -122,6 +234,22 @@ def register(subparsers: Any) -> None:
     add_bootstrap_option(p)
     add_output_option(p)
     p.set_defaults(func=cmd_abort)
+    p = sub.add_parser(
+        "find-hanging",
+        help="open transactions of partitions that their coordinator does not know",
+    )
+    p.add_argument("--topic", help="the partitions of this topic")
+    p.add_argument("--partition", type=int, help="only this partition of --topic")
+    p.add_argument("--broker-id", type=int, help="the partitions this broker leads")
+    p.add_argument(
+        "--max-transaction-timeout",
+        type=int,
+        default=15,
+        help="minutes a transaction may last (the brokers' transaction.max.timeout.ms)",
+    )
+    add_bootstrap_option(p)
+    add_output_option(p)
+    p.set_defaults(func=cmd_find_hanging)
     p = sub.add_parser("describe", help="one id's state, producer and open partitions")
     p.add_argument("transactional_id")
     add_bootstrap_option(p)

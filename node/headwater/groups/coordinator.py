@@ -400,13 +400,14 @@ class GroupCoordinator(GroupOffsets):
         *,
         member_id: str | None = None,
         member_epoch: int = -1,
+        require_stable: bool = False,
     ) -> OffsetFetchResponse:
         group = self.consumer.groups.get(group_id)
         if group is not None:
             code = self.consumer.check_fetch(group, member_id, member_epoch)
             if code is not ErrorCode.NONE:
                 return OffsetFetchResponse(code)
-        return super().fetch_offsets(group_id, partitions)
+        return super().fetch_offsets(group_id, partitions, require_stable=require_stable)
 
     def delete_offsets(
         self,

@@ -389,13 +389,18 @@ class GroupCoordinatorRuntime:
         *,
         member_id: str | None = None,
         member_epoch: int = -1,
+        require_stable: bool = False,
     ) -> OffsetFetchResponse:
         try:
             _, shard = self._shard_for(group_id)
         except NotCoordinator as exc:
             return OffsetFetchResponse(exc.code)
         return shard.coordinator.fetch_offsets(
-            group_id, partitions, member_id=member_id, member_epoch=member_epoch
+            group_id,
+            partitions,
+            member_id=member_id,
+            member_epoch=member_epoch,
+            require_stable=require_stable,
         )
 
     def describe_group(self, group_id: str) -> GroupDescription:

@@ -101,17 +101,38 @@ class GroupOffsets(GroupMembership):
         return out.decision()
 
     def fetch_offsets(
-        self, group_id: str, partitions: Iterable[TopicPartition] | None = None
+        self,
+        group_id: str,
+        partitions: Iterable[TopicPartition] | None = None,
+        *,
+        require_stable: bool = False,
     ) -> OffsetFetchResponse:
-        """Committed offsets (None where nothing is committed); all of them without a list."""
+        """Committed offsets (None where nothing is committed); all of them without a list.
+
+        ``require_stable`` (KIP-447): a partition with a transactional commit pending for
+        the group is named in ``unstable`` (all partitions: the pending ones included).
+        """
         group = self.groups.get(group_id)
         held = group.offsets if group is not None else {}
+        pending = self.pending_partitions(group_id) if require_stable else set()
+        offsets: dict[TopicPartition, CommittedOffset | None]
         if partitions is None:
-            return OffsetFetchResponse(ErrorCode.NONE, dict(held))
+            offsets = dict(held)
+            for tp in pending:
+                offsets.setdefault(tp, None)
+        else:
+            offsets = {TopicPartition(*tp): held.get(TopicPartition(*tp)) for tp in partitions}
         return OffsetFetchResponse(
-            ErrorCode.NONE,
-            {TopicPartition(*tp): held.get(TopicPartition(*tp)) for tp in partitions},
+            ErrorCode.NONE, offsets, unstable=frozenset(pending.intersection(offsets))
         )
+
+    def pending_partitions(self, group_id: str) -> set[TopicPartition]:
+        """The partitions with a transactional offset commit of ``group_id`` pending."""
+        return {
+            tp
+            for by_group in self.pending_txn_offsets.values()
+            for tp in by_group.get(group_id, {})
+        }
 
     def delete_groups(self, group_ids: Iterable[str], *, request_id: int, now_ms: int) -> Decision:
         """Delete empty groups with their offsets; the reply is ``((group, code), ...)``."""

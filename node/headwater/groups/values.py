@@ -214,6 +214,9 @@ class OffsetFetchResponse:
     error_code: ErrorCode
     offsets: dict[TopicPartition, CommittedOffset | None] = dataclasses.field(default_factory=dict)
     error_message: str = ""
+    unstable: frozenset[TopicPartition] = frozenset()
+    """With ``require_stable``: the partitions of ``offsets`` whose transactional offset
+    commit is pending (answered UNSTABLE_OFFSET_COMMIT, KIP-447)."""
 
 
 class MemberDescription(NamedTuple):

@@ -22,13 +22,13 @@ producer id, the epoch and the sequence ranges and offsets of the last
 **Where the state comes from.** Nothing but the log: every field needed is in
 the batch headers (``producerId``, ``producerEpoch``, ``baseSequence``,
 ``baseOffset``, ``lastOffsetDelta``), which followers copy byte for byte.  The
-runtime rebuilds the state with :meth:`ProducerStateManager.replay` over the
-headers of the whole log (a header scan, records are never read) whenever a
-replica becomes leader, which includes every broker start, since a broker
-starts with no roles and is told them by the controller.  Kafka keeps
-``.snapshot`` files so that the scan starts from the last snapshot; with
-Headwater's segment sizes a full header scan is cheap enough, and a snapshot can
-be added later without changing this module.  While a replica is leader only
+runtime rebuilds the state whenever a replica becomes leader, which includes
+every broker start, since a broker starts with no roles and is told them by the
+controller: from the newest producer snapshot the leader wrote
+(:mod:`headwater.replication.producer_snapshot`, Kafka's ``.snapshot``: at each
+segment roll and at a clean shutdown), then :meth:`ProducerStateManager.replay`
+over the headers after it (a header scan, records are never read); without a
+whole snapshot, over the headers of the whole log.  While a replica is leader only
 it appends, and a leader never truncates its own log, so applying its own
 appends (:meth:`ProducerStateManager.update`) keeps the state exact.
 

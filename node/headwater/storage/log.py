@@ -37,6 +37,7 @@ from headwater.storage.config import LogConfig
 from headwater.storage.epoch_cache import LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
 from headwater.storage.recovery import LoadInfo, load_segments, new_segment
 from headwater.storage.segment import INT32_MAX, LogSegment, segment_file_name
+from headwater.storage.transactions import AbortedTxn, collect_aborted
 from headwater.storage.values import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
@@ -57,6 +58,10 @@ __all__ = [
     "TimestampAndOffset",
     "parse_topic_partition",
 ]
+
+
+PRODUCER_SNAPSHOT_SUFFIX = ".snapshot"
+PRODUCER_SNAPSHOTS_KEPT = 2
 
 
 class Log:
@@ -105,6 +110,7 @@ class Log:
         self.epoch_cache = LeaderEpochCache(directory / LEADER_EPOCH_CHECKPOINT)
         self.epoch_cache.truncate_from_end(self._next_offset)
         self.epoch_cache.truncate_from_start(self._log_start_offset)
+        self._delete_snapshots_from(self._next_offset + 1)
 
     @classmethod
     def open(
@@ -398,6 +404,7 @@ class Log:
             self._recovery_point = min(self._recovery_point, self._next_offset)
             self._high_watermark = min(self._high_watermark, self._next_offset)
             self.epoch_cache.truncate_from_end(self._next_offset)
+            self._delete_snapshots_from(self._next_offset + 1)
             return True
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -414,6 +421,7 @@ class Log:
         self._next_offset = self._log_start_offset = offset
         self._recovery_point = self._high_watermark = offset
         self.epoch_cache.clear()
+        self._delete_snapshots_from(0)
 
     def maybe_increment_log_start_offset(self, offset: int) -> bool:
         """Raise the log start offset to ``offset``; True if it moved.
@@ -486,6 +494,109 @@ class Log:
                 self._recovery_point = max(self._recovery_point, new_start)
                 self.epoch_cache.truncate_from_start(new_start)
         return count
+
+    # -- aborted transactions and producer snapshots ------------------------------------------
+
+    @property
+    def active_base_offset(self) -> int:
+        """The base offset of the active segment (it changes when the log rolls)."""
+        with self._lock:
+            return self._bases[-1]
+
+    def append_aborted(self, entry: AbortedTxn) -> None:
+        """Index an abort in the ``.txnindex`` of the segment holding its marker."""
+        with self._lock:
+            self._check_open()
+            i = bisect.bisect_right(self._bases, entry.last_offset) - 1
+            if i < 0 or entry.last_offset >= self._next_offset:
+                raise ValueError(f"abort marker at {entry.last_offset} is not in {self!r}")
+            self._segments[i].txn_index.append(entry)
+
+    def collect_aborted(self, fetch_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        """The aborted transactions a READ_COMMITTED fetch of
+        ``[fetch_offset, upper_bound_offset)`` must name (Kafka's
+        ``collectAbortedTransactions``: the indexes from the segment holding
+        ``fetch_offset`` on)."""
+        with self._lock:
+            first = max(bisect.bisect_right(self._bases, fetch_offset) - 1, 0)
+            return collect_aborted(
+                (s.txn_index.index for s in self._segments[first:]),
+                fetch_offset,
+                upper_bound_offset,
+            )
+
+    def aborted_indexes_valid(self) -> bool:
+        """Whether every ``.txnindex`` was read whole and lies inside its segment."""
+        with self._lock:
+            for segment in self._segments:
+                index = segment.txn_index
+                if not index.valid:
+                    return False
+                if index.entries and index.entries[-1].last_offset >= segment.next_offset:
+                    return False
+            return True
+
+    def reset_aborted_from(self, offset: int) -> None:
+        """Drop every indexed abort whose marker is at or after ``offset`` (all of them
+        for 0), ready to index them again from the log."""
+        with self._lock:
+            self._check_open()
+            for segment in self._segments:
+                if offset <= segment.base_offset or not segment.txn_index.valid:
+                    segment.txn_index.reset()
+                else:
+                    segment.txn_index.truncate_to(offset)
+
+    def _snapshot_offsets(self) -> list[int]:
+        offsets = []
+        for path in self.dir.glob("*" + PRODUCER_SNAPSHOT_SUFFIX):
+            stem = path.name[: -len(PRODUCER_SNAPSHOT_SUFFIX)]
+            if stem.isdigit():
+                offsets.append(int(stem))
+        return sorted(offsets)
+
+    def _snapshot_path(self, offset: int) -> Path:
+        return self.dir / segment_file_name(offset, PRODUCER_SNAPSHOT_SUFFIX)
+
+    def write_producer_snapshot(self, offset: int, data: bytes) -> None:
+        """Store ``data`` (the producer state of every batch below ``offset``) as the
+        ``<offset>.snapshot`` file, crash-safely; keep only the newest few."""
+        with self._lock:
+            self._check_open()
+            if not self._log_start_offset <= offset <= self._next_offset:
+                raise ValueError(f"snapshot offset {offset} is outside {self!r}")
+            path = self._snapshot_path(offset)
+            tmp = path.with_name(path.name + ".tmp")
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+            for old in self._snapshot_offsets()[:-PRODUCER_SNAPSHOTS_KEPT]:
+                self._snapshot_path(old).unlink(missing_ok=True)
+
+    def producer_snapshots(self) -> list[int]:
+        """The offsets of the stored producer snapshots, oldest first."""
+        with self._lock:
+            return [o for o in self._snapshot_offsets() if o <= self._next_offset]
+
+    def read_producer_snapshot(self, offset: int) -> bytes | None:
+        """The bytes of the snapshot at ``offset`` (None: gone or unreadable)."""
+        with self._lock:
+            try:
+                return self._snapshot_path(offset).read_bytes()
+            except OSError:
+                return None
+
+    def delete_producer_snapshot(self, offset: int) -> None:
+        with self._lock:
+            self._snapshot_path(offset).unlink(missing_ok=True)
+
+    def _delete_snapshots_from(self, offset: int) -> None:
+        """A snapshot past the log's end describes batches the log no longer has."""
+        for o in self._snapshot_offsets():
+            if o >= offset:
+                self._snapshot_path(o).unlink(missing_ok=True)
 
     # -- durability and lifecycle ------------------------------------------------------------
 

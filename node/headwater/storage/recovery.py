@@ -59,9 +59,11 @@ def _base_offsets(directory: Path) -> list[int]:
             continue
         if suffix == "log":
             bases.append(int(stem))
-        elif suffix in ("index", "timeindex"):
+        elif suffix in ("index", "timeindex", "txnindex"):
             if not (directory / f"{stem}.log").exists():
                 (directory / entry).unlink()  # an index without its log
+        elif suffix == "snapshot":
+            continue  # producer state, read by the partition's leader
         else:
             (directory / entry).unlink(missing_ok=True)  # .deleted, .tmp and the like
     return sorted(bases)

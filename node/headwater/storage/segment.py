@@ -1,4 +1,4 @@
-"""One log segment: a ``.log`` file of whole RecordBatches plus its two indexes.
+"""One log segment: a ``.log`` file of whole RecordBatches plus its indexes.
 
 A partition's log is a sequence of segments named by their base offset
 (``00000000000000001500.log``), as in Kafka.  Only the last one (the active
@@ -18,6 +18,7 @@ from pathlib import Path
 from headwater.errors import CorruptRecordError, KafkaStorageError
 from headwater.records import HEADER_SIZE, BatchHeader, parse_header, verify_crc
 from headwater.storage.index import OffsetIndex, TimeIndex
+from headwater.storage.transactions import TXN_INDEX_SUFFIX, TransactionIndexFile
 
 __all__ = ["INT32_MAX", "LogSegment", "segment_file_name"]
 
@@ -54,7 +55,7 @@ def _write_all(fd: int, pieces: Sequence[Buffer]) -> None:
 
 
 class LogSegment:
-    """The ``.log``, ``.index`` and ``.timeindex`` of one segment.
+    """The ``.log``, ``.index``, ``.timeindex`` and ``.txnindex`` of one segment.
 
     Invariants: the ``.log`` holds whole, CRC-valid batches with strictly
     increasing offsets, all >= ``base_offset`` and < ``base_offset + 2**31``;
@@ -91,6 +92,11 @@ class LogSegment:
             base_offset,
             max_index_bytes=max_index_bytes,
         )
+        self.txn_index = TransactionIndexFile(
+            directory / segment_file_name(base_offset, TXN_INDEX_SUFFIX), base_offset
+        )
+        """The transactions aborted by a marker in this segment (kept by the partition
+        leader; see :mod:`headwater.storage.transactions`)."""
         self.index_interval_bytes = index_interval_bytes
         self.created_ms = created_ms
         self.next_offset = base_offset
@@ -354,14 +360,17 @@ class LogSegment:
         self.size = position
         self.offset_index.truncate_to_position(position)
         self.time_index.truncate_to_offset(header.base_offset)
+        self.txn_index.truncate_to(header.base_offset)
         self._load_tail()
         return removed
 
     def flush(self) -> None:
-        """fsync the log and both indexes."""
+        """fsync the log and its indexes."""
         os.fsync(self._fd)
         self.offset_index.flush()
         self.time_index.flush()
+        if self.txn_index.entries:
+            self.txn_index.flush()
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -371,11 +380,12 @@ class LogSegment:
         self.time_index.close()
 
     def delete(self) -> None:
-        """Close and remove the three files."""
+        """Close and remove the segment's files."""
         self.close()
         self.log_path.unlink(missing_ok=True)
         self.offset_index.delete()
         self.time_index.delete()
+        self.txn_index.delete()
 
     def __repr__(self) -> str:
         return f"LogSegment(base_offset={self.base_offset}, size={self.size})"

@@ -2,21 +2,31 @@
 
 Kafka keeps this in ``ProducerStateManager`` (the open transactions per producer) and in
 each segment's ``.txnindex`` (``TransactionIndex``: the transactions aborted in that
-segment).  This module is that state without the files: :class:`PartitionTransactions`
-is fed every appended batch in offset order, and returns an :class:`AbortedTxn` for each
-abort marker that ends an open transaction; the caller appends it to the
-:class:`TransactionIndex` of the segment the marker landed in.  :func:`rebuild` does the
-same over a whole log, which is how recovery rebuilds the indexes after an unclean stop.
+segment).  :class:`PartitionTransactions` is fed every appended batch in offset order,
+and returns an :class:`AbortedTxn` for each abort marker that ends an open transaction;
+the caller appends it to the :class:`TransactionIndexFile` of the segment the marker
+landed in (the ``.txnindex`` beside the segment's ``.log``).  :func:`rebuild` does the
+same over a whole log, which is how recovery rebuilds the indexes when a file is bad.
+
+An abort is indexed in the segment of its *marker*, which is never older than the
+transaction's data: retention deletes whole segments oldest first, so while any record
+of an aborted transaction remains, so does the segment holding its index entry, and a
+READ_COMMITTED fetch of the remaining records still learns that they were aborted.
 
 Rules (Kafka's, with KIP-890's epoch bump at every transaction end):
 
 * a producer's transaction opens at the first transactional batch it writes to the
   partition and ends at its next control batch (COMMIT or ABORT marker);
 * the *last stable offset* (LSO) is the first offset of the earliest open transaction,
-  capped at the high watermark; a READ_COMMITTED fetch serves nothing at or past it;
+  raised to the log start offset and capped at the high watermark; a READ_COMMITTED
+  fetch serves nothing at or past it;
 * each aborted transaction is indexed as (producer id, first offset, last offset = the
   marker's offset, the LSO once it ended), so a fetch can name the aborted
   transactions its range overlaps (:meth:`TransactionIndex.collect`);
+* a marker repeating the one that ended the producer's last transaction here (same
+  type, same epoch, nothing opened since) is a retry of WriteTxnMarkers: it is answered
+  with the first one's offset and never appended again
+  (:meth:`PartitionTransactions.written_marker`);
 * a batch or marker older than the producer's latest epoch in this partition is refused
   INVALID_PRODUCER_EPOCH: after a marker at epoch E + 1, a late write of the ended
   transaction (epoch E) cannot reopen it; a non-transactional batch from a producer
@@ -34,8 +44,11 @@ Rules (Kafka's, with KIP-890's epoch bump at every transaction end):
 from __future__ import annotations
 
 import bisect
+import contextlib
+import os
 import struct
 from collections.abc import Iterable
+from pathlib import Path
 from typing import NamedTuple
 
 from headwater.errors import CorruptRecordError, ErrorCode
@@ -44,14 +57,17 @@ from headwater.records.control import ControlRecordType, EndTransactionMarker, r
 from headwater.records.header import BatchHeader
 
 __all__ = [
+    "TXN_INDEX_SUFFIX",
     "AbortedTxn",
     "PartitionTransactions",
     "TransactionIndex",
+    "TransactionIndexFile",
     "decode_aborted",
     "encode_aborted",
     "rebuild",
 ]
 
+TXN_INDEX_SUFFIX = ".txnindex"
 ABORTED_TXN_VERSION = 0
 _ENTRY = struct.Struct(">hqqqq")
 ENTRY_SIZE = _ENTRY.size  # 34
@@ -135,6 +151,79 @@ class TransactionIndex:
         return cls(decode_aborted(data))
 
 
+class TransactionIndexFile:
+    """A segment's ``.txnindex``: its :class:`TransactionIndex`, kept in step with the file.
+
+    Each abort is appended to the file as its marker lands (34 bytes, written but not
+    fsynced: the file is redone from the log whenever it cannot be trusted).  ``valid``
+    is False when the file found on opening could not be read whole (a partial entry,
+    an unknown version, entries out of order or outside ``[base_offset, ...)``): the
+    index is then empty and the owner must rebuild it (:meth:`reset`) before using it.
+    """
+
+    def __init__(self, path: Path, base_offset: int) -> None:
+        self.path = path
+        self.base_offset = base_offset
+        self.index = TransactionIndex()
+        self.valid = True
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return
+        try:
+            index = TransactionIndex.from_bytes(data)
+        except (CorruptRecordError, ValueError):
+            self.valid = False
+            return
+        if index.entries and index.entries[0].last_offset < base_offset:
+            self.valid = False
+            return
+        self.index = index
+
+    @property
+    def entries(self) -> list[AbortedTxn]:
+        return self.index.entries
+
+    def append(self, entry: AbortedTxn) -> None:
+        """Index an abort whose marker is in this segment."""
+        if entry.last_offset < self.base_offset:
+            raise ValueError(
+                f"abort marker at {entry.last_offset} is before segment {self.base_offset}"
+            )
+        self.index.append(entry)
+        with open(self.path, "ab") as f:
+            f.write(encode_aborted([entry]))
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop the aborts whose marker is at or after ``offset``."""
+        before = len(self.index.entries)
+        self.index.truncate_to(offset)
+        if len(self.index.entries) != before:
+            self._rewrite()
+
+    def reset(self, entries: Iterable[AbortedTxn] = ()) -> None:
+        """Replace the index and its file (a rebuild from the log)."""
+        self.index = TransactionIndex(entries)
+        self.valid = True
+        self._rewrite()
+
+    def _rewrite(self) -> None:
+        if not self.index.entries:
+            self.delete()
+            return
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_bytes(self.index.to_bytes())
+        os.replace(tmp, self.path)
+
+    def flush(self) -> None:
+        """fsync the file, if there is one."""
+        with contextlib.suppress(FileNotFoundError), open(self.path, "rb") as f:
+            os.fsync(f.fileno())
+
+    def delete(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
 def collect_aborted(
     indexes: Iterable[TransactionIndex], fetch_offset: int, upper_bound_offset: int
 ) -> list[AbortedTxn]:
@@ -157,16 +246,35 @@ class PartitionTransactions:
         """producer id -> first offset of its open transaction, in first-offset order."""
         self.epochs: dict[int, int] = {}
         """producer id -> the latest epoch it wrote with (data or marker)."""
+        self.ended: dict[int, tuple[int, bool, int]] = {}
+        """producer id -> (epoch, committed, offset) of the marker that ended its last
+        transaction here."""
 
     @property
     def first_unstable_offset(self) -> int | None:
         """The first offset of the earliest open transaction (None: none is open)."""
         return min(self.open.values(), default=None)
 
-    def last_stable_offset(self, high_watermark: int) -> int:
-        """The LSO: no READ_COMMITTED reader may see this offset or anything after it."""
+    def last_stable_offset(self, high_watermark: int, log_start_offset: int = 0) -> int:
+        """The LSO: no READ_COMMITTED reader may see this offset or anything after it.
+
+        Never below the log start offset (Kafka's ``maybeIncrementFirstUnstableOffset``):
+        when retention or DeleteRecords removed the start of an open transaction, the LSO
+        is the first offset left, so READ_COMMITTED offsets stay inside the log."""
         first = self.first_unstable_offset
-        return high_watermark if first is None else min(first, high_watermark)
+        if first is None:
+            return high_watermark
+        return min(max(first, log_start_offset), high_watermark)
+
+    def written_marker(self, producer_id: int, producer_epoch: int, committed: bool) -> int | None:
+        """The offset of this very marker if it is already in the log: the producer has
+        nothing open here and its last marker had this type and epoch (else None)."""
+        if producer_id in self.open:
+            return None
+        ended = self.ended.get(producer_id)
+        if ended is None or ended[:2] != (producer_epoch, committed):
+            return None
+        return ended[2]
 
     def check_append(
         self, producer_id: int, producer_epoch: int, *, is_transactional: bool, is_control: bool
@@ -199,6 +307,9 @@ class PartitionTransactions:
                 self.open[pid] = header.base_offset
             return None
         first = self.open.pop(pid, None)
+        if marker is not None:
+            committed = marker.type is ControlRecordType.COMMIT
+            self.ended[pid] = (header.producer_epoch, committed, header.base_offset)
         if first is None or marker is None or marker.type is not ControlRecordType.ABORT:
             return None
         marker_offset = header.base_offset

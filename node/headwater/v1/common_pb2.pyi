@@ -105,6 +105,7 @@ class _ErrorCodeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorCode.V
     NO_REASSIGNMENT_IN_PROGRESS: _ErrorCode.ValueType  # 85
     GROUP_SUBSCRIBED_TO_TOPIC: _ErrorCode.ValueType  # 86
     INVALID_RECORD: _ErrorCode.ValueType  # 87
+    UNSTABLE_OFFSET_COMMIT: _ErrorCode.ValueType  # 88
     PRODUCER_FENCED: _ErrorCode.ValueType  # 90
     RESOURCE_NOT_FOUND: _ErrorCode.ValueType  # 91
     DUPLICATE_RESOURCE: _ErrorCode.ValueType  # 92
@@ -202,6 +203,7 @@ ELECTION_NOT_NEEDED: ErrorCode.ValueType  # 84
 NO_REASSIGNMENT_IN_PROGRESS: ErrorCode.ValueType  # 85
 GROUP_SUBSCRIBED_TO_TOPIC: ErrorCode.ValueType  # 86
 INVALID_RECORD: ErrorCode.ValueType  # 87
+UNSTABLE_OFFSET_COMMIT: ErrorCode.ValueType  # 88
 PRODUCER_FENCED: ErrorCode.ValueType  # 90
 RESOURCE_NOT_FOUND: ErrorCode.ValueType  # 91
 DUPLICATE_RESOURCE: ErrorCode.ValueType  # 92

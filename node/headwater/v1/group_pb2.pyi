@@ -601,6 +601,7 @@ class OffsetFetchRequest(_message.Message):
     PARTITIONS_FIELD_NUMBER: _builtins.int
     MEMBER_ID_FIELD_NUMBER: _builtins.int
     MEMBER_EPOCH_FIELD_NUMBER: _builtins.int
+    REQUIRE_STABLE_FIELD_NUMBER: _builtins.int
     group_id: _builtins.str
     member_id: _builtins.str
     """A consumer-protocol member names itself (Kafka's OffsetFetch v9): its epoch is checked.
@@ -608,6 +609,10 @@ class OffsetFetchRequest(_message.Message):
     """
     member_epoch: _builtins.int
     """the member's epoch, with member_id"""
+    require_stable: _builtins.bool
+    """KIP-447: a partition with a pending transactional offset commit is answered
+    UNSTABLE_OFFSET_COMMIT instead of its last committed offset (read_committed consumers).
+    """
     @_builtins.property
     def partitions(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.TopicPartition]:
         """empty: every committed partition of the group"""
@@ -619,10 +624,11 @@ class OffsetFetchRequest(_message.Message):
         partitions: _abc.Iterable[_common_pb2.TopicPartition] | None = ...,
         member_id: _builtins.str = ...,
         member_epoch: _builtins.int = ...,
+        require_stable: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["group_id", b"group_id", "member_epoch", b"member_epoch", "member_id", b"member_id", "partitions", b"partitions"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["group_id", b"group_id", "member_epoch", b"member_epoch", "member_id", b"member_id", "partitions", b"partitions", "require_stable", b"require_stable"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -7,6 +7,7 @@ TopicAuthorizationFailedError from poll."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -57,6 +58,25 @@ def consume_one(cluster: Cluster, topic: str, group: str) -> list[bytes | None]:
             if got:
                 break
         return got
+
+
+def test_idempotent_producer_refused_init_producer_id_fails_at_once(
+    secured: tuple[Cluster, AclWriter],
+) -> None:
+    """DESCRIBE on a topic but WRITE on none (and no IDEMPOTENT_WRITE): InitProducerId is
+    CLUSTER_AUTHORIZATION_FAILED, fatal as in Kafka -- not retried for the whole
+    delivery_timeout_ms. Runs before any WRITE is granted in this module's cluster."""
+    cluster, writer = secured
+    with Admin(cluster.bootstrap) as admin:
+        admin.create_topics([NewTopic("idem", 1, 1)])
+    writer.add(acl(TOPIC, "idem", Op.DESCRIBE))
+    started = time.monotonic()
+    with (
+        Producer(cluster.bootstrap, max_block_ms=10000, delivery_timeout_ms=120000) as producer,
+        pytest.raises(errors.ClusterAuthorizationFailedError),
+    ):
+        producer.send("idem", b"refused").result(timeout=60)
+    assert time.monotonic() - started < 30
 
 
 def test_producer_needs_write(secured: tuple[Cluster, AclWriter]) -> None:

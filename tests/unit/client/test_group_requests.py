@@ -104,6 +104,24 @@ def test_offset_fetch_round_trip() -> None:
     }
 
 
+def test_an_unstable_offset_is_a_retriable_error_not_a_missing_offset() -> None:
+    """KIP-447: read as "nothing committed", the consumer would reset its position."""
+    assert requests.offset_fetch("g", [TP("a", 0)], require_stable=True).require_stable
+    resp = group_pb2.OffsetFetchResponse(
+        partitions=[
+            group_pb2.OffsetFetchResponsePartition(
+                topic="a",
+                partition_index=0,
+                committed_offset=-1,
+                error_code=ErrorCode.UNSTABLE_OFFSET_COMMIT,
+            )
+        ]
+    )
+    with pytest.raises(errors.UnstableOffsetCommitError) as info:
+        requests.parse_offset_fetch(resp, [TP("a", 0)])
+    assert info.value.retriable
+
+
 def test_offset_fetch_error_is_raised() -> None:
     resp = group_pb2.OffsetFetchResponse(error_code=ErrorCode.NOT_COORDINATOR)
     with pytest.raises(errors.HeadwaterError) as info:

@@ -270,6 +270,31 @@ def first_acknowledged(h: Harness) -> Any:
     return fut
 
 
+def test_an_init_producer_id_refused_by_acls_fails_every_record_at_once() -> None:
+    """Kafka treats CLUSTER_AUTHORIZATION_FAILED on InitProducerId as fatal: no retry
+    until delivery_timeout_ms, and records sent afterwards fail the same way."""
+    h = Harness()
+    asked = []
+
+    def refuse(request: Any, timeout: float) -> Any:
+        asked.append(request)
+        return broker_pb2.InitProducerIdResponse(
+            error=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message="no IDEMPOTENT_WRITE"
+        )
+
+    h.broker.InitProducerId = refuse  # type: ignore[method-assign]
+    futs = h.send(2)
+    h.step()
+    for fut in futs:
+        with pytest.raises(errors.ClusterAuthorizationFailedError):
+            fut.result(0)
+    later = h.send(1)
+    h.step()
+    with pytest.raises(errors.ClusterAuthorizationFailedError):
+        later[0].result(0)
+    assert len(asked) == 1 and h.broker.calls == []  # asked once, nothing produced
+
+
 def test_batches_of_one_partition_pipeline_with_consecutive_sequences() -> None:
     h = Harness()
     first_acknowledged(h)

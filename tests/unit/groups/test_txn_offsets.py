@@ -100,3 +100,26 @@ async def test_a_transaction_still_open_at_a_reload_stays_pending() -> None:
     assert committed(rt2) == 9
     await rt.close()
     await rt2.close()
+
+
+@pytest.mark.asyncio
+async def test_require_stable_names_the_partitions_with_a_pending_commit() -> None:
+    """KIP-447: OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT (here:
+    ``unstable``) while a TxnOffsetCommit of the group's partition awaits its marker."""
+    log = FakeLog()
+    rt = runtime(log)
+    await rt.on_become_leader(0, 1)
+    plain = OffsetCommitRequest("g", (OffsetCommit("t", 0, 5), OffsetCommit("t", 1, 6)))
+    assert (await rt.commit_offsets(plain)).error_code is ErrorCode.NONE
+    assert (await rt.commit_offsets(txn_commit(42))).error_code is ErrorCode.NONE
+    t1 = TopicPartition("t", 1)
+    stable = rt.fetch_offsets("g", [T0, t1], require_stable=True)
+    assert stable.unstable == {T0}
+    assert rt.fetch_offsets("g", None, require_stable=True).unstable == {T0}
+    assert rt.fetch_offsets("other", [T0], require_stable=True).unstable == frozenset()
+    assert rt.fetch_offsets("g", [T0]).unstable == frozenset()  # not asked: the last commit
+    await write_marker(log, ControlRecordType.COMMIT)
+    rt.complete_transaction(0, PID, commit=True)
+    assert rt.fetch_offsets("g", [T0], require_stable=True).unstable == frozenset()
+    assert committed(rt) == 42
+    await rt.close()

@@ -162,6 +162,23 @@ def test_a_marker_older_than_the_producers_epoch_is_refused(harness: Harness) ->
     asyncio.run(scenario())
 
 
+def test_a_retried_marker_is_answered_without_appending_it_again(harness: Harness) -> None:
+    async def scenario() -> None:
+        m = await lead(harness)
+        coordinator = Coordinator()
+        m.verify_transaction = coordinator
+        coordinator.added.add((PID, 0, TP))
+        assert await produce(m, txn_batch(b"a")) is ErrorCode.NONE
+        for _ in range(3):  # the coordinator's retries of one WriteTxnMarkers
+            assert await marker(m, ControlRecordType.COMMIT, 1) is ErrorCode.NONE
+        log = m.partitions[TP].log
+        assert log.log_end_offset == 2  # one data record, one marker
+        controls = [b for b in read_batches(log.read(0, 1 << 20).records) if b.is_control]
+        assert len(controls) == 1
+
+    asyncio.run(scenario())
+
+
 def test_a_new_leader_rebuilds_open_and_aborted_transactions_from_the_log(
     harness: Harness,
 ) -> None:
@@ -175,18 +192,18 @@ def test_a_new_leader_rebuilds_open_and_aborted_transactions_from_the_log(
         assert await produce(m, txn_batch(b"b", epoch=1)) is ErrorCode.NONE  # left open
         await follow_to_end(m)
         hosted = m.partitions[TP]
-        before = (dict(hosted.transactions.open), list(hosted.aborted.entries))
+        before = (dict(hosted.transactions.open), hosted.log.collect_aborted(0, 100))
         # Become follower, then leader again: the state is rebuilt from the log alone.
         m.become_leader_or_follower(
             controller_epoch=1, states=[harness.state(leader=1, isr=(0, 1), epoch=2)]
         )
         hosted.transactions.open.clear()
-        hosted.aborted.entries.clear()
+        hosted.log.reset_aborted_from(0)
         m.become_leader_or_follower(
             controller_epoch=1, states=[harness.state(leader=0, isr=(0, 1), epoch=3)]
         )
         hosted = m.partitions[TP]
-        assert (dict(hosted.transactions.open), list(hosted.aborted.entries)) == before
+        assert (dict(hosted.transactions.open), hosted.log.collect_aborted(0, 100)) == before
         assert before[0] == {PID: 2}
         assert [(e.producer_id, e.first_offset, e.last_offset) for e in before[1]] == [(PID, 0, 1)]
 
@@ -213,6 +230,43 @@ def test_read_committed_list_offsets_latest_is_the_lso(harness: Harness) -> None
 
         assert latest(0) == 2  # the high watermark
         assert latest(READ_COMMITTED) == 1  # stops at the open transaction
+
+    asyncio.run(scenario())
+
+
+def test_delete_records_past_an_open_transactions_start_raises_the_lso(
+    harness: Harness,
+) -> None:
+    """Kafka: the LSO is never below the log start offset, so READ_COMMITTED offsets
+    stay inside the log; the rest of the transaction stays unreadable until it ends."""
+
+    async def scenario() -> None:
+        m = await lead(harness)
+        coordinator = Coordinator()
+        m.verify_transaction = coordinator
+        coordinator.added.add((PID, 0, TP))
+        assert await produce(m, txn_batch(b"a", b"b")) is ErrorCode.NONE
+        assert await produce(m, txn_batch(b"c", seq=2)) is ErrorCode.NONE
+        await follow_to_end(m)
+        code, low, _ = await m.delete_records(TP, 2)
+        assert (code, low) == (ErrorCode.NONE, 2)
+        latest = m.list_offset(
+            TP, timestamp=-1, current_leader_epoch=-1, replica_id=-1, isolation_level=READ_COMMITTED
+        )
+        assert latest.offset == 2  # not 0, below the log start
+        [r] = await m.fetch(
+            replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20,
+            specs=[FetchSpec(TP, 2, -1, 1 << 20)], isolation_level=READ_COMMITTED,
+        )  # fmt: skip
+        assert r.error is ErrorCode.NONE
+        assert (r.records, r.last_stable_offset) == (b"", 2)  # still open: nothing served
+        assert await marker(m, ControlRecordType.ABORT, 1) is ErrorCode.NONE
+        [done] = await m.fetch(
+            replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20,
+            specs=[FetchSpec(TP, 2, -1, 1 << 20)], isolation_level=READ_COMMITTED,
+        )  # fmt: skip
+        assert done.last_stable_offset == 4
+        assert done.aborted == ((PID, 0),)  # the remaining record is named aborted
 
     asyncio.run(scenario())
 

@@ -163,6 +163,52 @@ def test_write_txn_markers_appends_a_control_batch(harness: Harness) -> None:
     asyncio.run(scenario())
 
 
+def test_txn_offset_commit_needs_the_group_added_by_add_offsets_to_txn(
+    harness: Harness,
+) -> None:
+    async def scenario() -> None:
+        svc, runtime = await service(harness)
+        await svc._groups.on_become_leader(0, 1)
+
+        async def verify(tid: str, pid: int, epoch: int, tp: TopicPartition) -> ErrorCode:
+            return runtime.verify_partition(
+                tid, producer_id=pid, producer_epoch=epoch, partition=tp
+            )
+
+        harness.manager.verify_transaction = verify
+        init = await runtime.init_producer_id("x", transaction_timeout_ms=10_000)
+        commit = transaction_pb2.TxnOffsetCommitRequest(
+            transactional_id="x",
+            group_id="g",
+            producer_id=init.producer_id,
+            producer_epoch=init.producer_epoch,
+            generation_id=-1,
+            partitions=[
+                transaction_pb2.TxnOffsetCommitPartition(topic="t", partition=0, committed_offset=5)
+            ],
+        )
+        refused = await svc.TxnOffsetCommit(commit, CTX)
+        assert ErrorCode(refused.error) is ErrorCode.INVALID_TXN_STATE
+        assert [ErrorCode(p.error) for p in refused.partitions] == [ErrorCode.INVALID_TXN_STATE]
+        assert "AddOffsetsToTxn" in refused.error_message
+        added = await svc.AddOffsetsToTxn(
+            transaction_pb2.AddOffsetsToTxnRequest(
+                transactional_id="x",
+                producer_id=init.producer_id,
+                producer_epoch=init.producer_epoch,
+                group_id="g",
+            ),
+            CTX,
+        )
+        assert added.error == 0
+        accepted = await svc.TxnOffsetCommit(commit, CTX)
+        assert ErrorCode(accepted.error) is not ErrorCode.INVALID_TXN_STATE
+        assert [ErrorCode(p.error) for p in accepted.partitions] == [ErrorCode.NONE]
+        await runtime.close()
+
+    asyncio.run(scenario())
+
+
 class _Peer:
     def peer(self) -> str:
         return "ipv4:127.0.0.1:5555"

@@ -100,6 +100,9 @@ def test_an_open_transaction_holds_the_last_stable_offset_at_its_first_offset() 
     assert log.state.first_unstable_offset == first == 2
     assert log.state.last_stable_offset(high_watermark=log.end) == first
     assert log.state.last_stable_offset(high_watermark=1) == 1  # capped at the HW
+    # Retention removed the transaction's start: the LSO is the first offset left.
+    assert log.state.last_stable_offset(high_watermark=log.end, log_start_offset=3) == 3
+    assert log.state.last_stable_offset(high_watermark=3, log_start_offset=5) == 3
     log.marker(1, COMMIT)
     assert log.state.first_unstable_offset is None
     assert log.state.last_stable_offset(high_watermark=log.end) == log.end
@@ -125,6 +128,19 @@ def test_a_commit_or_a_marker_with_nothing_open_is_not_indexed() -> None:
     log.marker(3, ABORT)
     assert log.indexes[0].entries == []
     assert log.state.open == {}
+
+
+def test_a_repeated_marker_is_found_written_until_the_producer_writes_again() -> None:
+    log = LogBuilder(segment_batches=100)
+    log.data(1)
+    assert log.state.written_marker(1, 1, committed=True) is None  # open: not written yet
+    end = log.marker(1, COMMIT)
+    assert log.state.written_marker(1, 1, committed=True) == end
+    assert log.state.written_marker(1, 1, committed=False) is None  # another type
+    assert log.state.written_marker(1, 2, committed=True) is None  # another epoch
+    assert log.state.written_marker(2, 1, committed=True) is None  # another producer
+    log.data(1, epoch=1)  # the next transaction opens: the old marker is no answer to it
+    assert log.state.written_marker(1, 1, committed=True) is None
 
 
 def test_a_late_write_of_an_ended_transaction_is_fenced() -> None:

@@ -54,6 +54,8 @@ class ProducerState(NamedTuple):
     last_sequence: int
     current_transaction_start_offset: int
     """-1: no transaction of this producer is open in the partition."""
+    last_timestamp: int = -1
+    """The timestamp of the producer's last write to the partition (-1: unknown)."""
 
 
 class TransactionsAdmin:
@@ -174,7 +176,11 @@ class TransactionsAdmin:
                 raise errors.for_code(answer.error, answer.error_message or f"producers of {tp}")
             out[tp] = [
                 ProducerState(
-                    a.producer_id, a.producer_epoch, a.last_sequence, a.current_txn_start_offset
+                    a.producer_id,
+                    a.producer_epoch,
+                    a.last_sequence,
+                    a.current_txn_start_offset,
+                    a.last_timestamp,
                 )
                 for a in answer.active_producers
             ]

@@ -221,6 +221,7 @@ class Consumer:
                     on_assignment=self._assignment_changed,
                     clock=clock,
                 )
+            self._group.require_stable = s.read_committed
             if committed_offsets is None:
                 self._committed = self._group
         self._fetcher = Fetcher(

@@ -91,6 +91,9 @@ class GroupOffsets:
         self._commit_pool = concurrent.futures.ThreadPoolExecutor(1, "headwater-commit")
         self._auto_commit: concurrent.futures.Future[None] | None = None
         self._completed_callbacks: list[Callable[[], None]] = []
+        self.require_stable = False
+        """KIP-447, set for a read_committed consumer: an offset whose transactional
+        commit is pending is fetched again (UNSTABLE_OFFSET_COMMIT) rather than used."""
 
     # -- CommittedOffsets hook ------------------------------------------------------------
 
@@ -149,7 +152,7 @@ class GroupOffsets:
 
     def _offset_fetch_request(self, wanted: frozenset[TopicPartition]) -> Any:
         """The OffsetFetch for ``wanted`` (a classic member does not name itself)."""
-        return requests.offset_fetch(self.group_id, wanted)
+        return requests.offset_fetch(self.group_id, wanted, require_stable=self.require_stable)
 
     def _fetched(
         self, resp: Any, wanted: frozenset[TopicPartition]

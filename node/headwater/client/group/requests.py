@@ -18,6 +18,7 @@ from headwater.client.group.classic.member import JoinStart
 from headwater.client.group.consumer.member import HeartbeatPlan
 from headwater.client.group.listener import OffsetAndMetadata
 from headwater.client.types import TopicPartition
+from headwater.errors import ErrorCode
 from headwater.v1 import common_pb2, group_pb2
 
 
@@ -106,14 +107,21 @@ def offset_commit(
 
 
 def offset_fetch(
-    group_id: str, tps: Iterable[TopicPartition], *, member_id: str = "", member_epoch: int = -1
+    group_id: str,
+    tps: Iterable[TopicPartition],
+    *,
+    member_id: str = "",
+    member_epoch: int = -1,
+    require_stable: bool = False,
 ) -> group_pb2.OffsetFetchRequest:
-    """A consumer-protocol member names itself and its epoch (Kafka's OffsetFetch v9)."""
+    """A consumer-protocol member names itself and its epoch (Kafka's OffsetFetch v9);
+    a read_committed consumer requires stable offsets (KIP-447)."""
     return group_pb2.OffsetFetchRequest(
         group_id=group_id,
         partitions=[common_pb2.TopicPartition(topic=t, partition=p) for t, p in sorted(tps)],
         member_id=member_id,
         member_epoch=member_epoch,
+        require_stable=require_stable,
     )
 
 
@@ -159,11 +167,16 @@ def heartbeat_assignment(resp: Any) -> list[TopicPartition] | None:
 def parse_offset_fetch(
     resp: Any, wanted: Iterable[TopicPartition]
 ) -> dict[TopicPartition, OffsetAndMetadata | None]:
-    """Each wanted partition's committed offset (None: none); raises the group's error."""
+    """Each wanted partition's committed offset (None: none); raises the group's error,
+    and UnstableOffsetCommitError (retriable) while a transactional commit is pending."""
     if resp.error_code:
         raise errors.for_code(resp.error_code, resp.error_message)
     found: dict[TopicPartition, OffsetAndMetadata | None] = dict.fromkeys(wanted)
     for p in resp.partitions:
+        if p.error_code == ErrorCode.UNSTABLE_OFFSET_COMMIT:
+            raise errors.UnstableOffsetCommitError(
+                f"{p.topic}-{p.partition_index} has a transactional offset commit pending"
+            )
         if p.committed_offset >= 0:
             found[TopicPartition(p.topic, p.partition_index)] = OffsetAndMetadata(
                 p.committed_offset, p.metadata, p.committed_leader_epoch

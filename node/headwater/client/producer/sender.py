@@ -111,6 +111,8 @@ class Sender:
         self._forced = False
         self._pid_retry_after_ms = 0.0
         self._pid_attempts = 0
+        self._fatal: errors.HeadwaterError | None = None
+        """An InitProducerId refused for good (authorization): every record fails with it."""
         self._transactions = transactions
         self._transactional_id = transactions.transactional_id if transactions else ""
         self._add_retry_after_ms = 0.0
@@ -168,7 +170,13 @@ class Sender:
         wait_ms = min(check.next_check_ms, _IDLE_WAIT_MS)
         if not check.ready:
             return wait_ms
+        if self._fatal is not None:
+            self._abort(self._fatal)
+            return wait_ms
         if self._idempotence is not None and not self._ensure_producer_id(now):
+            if self._fatal is not None:
+                self._abort(self._fatal)
+                return wait_ms
             return min(wait_ms, max(1.0, self._pid_retry_after_ms - now))
         ready = check.ready
         if self._transactions is not None:
@@ -451,7 +459,12 @@ class Sender:
                 log.debug("InitProducerId via %s failed: %s", address, exc)
                 continue
             if resp.error:
-                log.debug("InitProducerId refused: %s", errors.for_code(resp.error))
+                refused = errors.for_code(resp.error, resp.error_message)
+                if refused.code in _FATAL_INIT_ERRORS:  # Kafka: fatal, never retried
+                    log.error("InitProducerId refused: %s", refused)
+                    self._fatal = refused
+                    return False
+                log.debug("InitProducerId refused: %s", refused)
                 break
             state.set_producer_id(ProducerIdAndEpoch(resp.producer_id, resp.producer_epoch))
             self._pid_attempts = 0
@@ -459,6 +472,15 @@ class Sender:
         self._metadata.request_update()
         self._pid_retry_after_ms = now + self._settings.retry.backoff_ms(self._pid_attempts)
         return False
+
+
+_FATAL_INIT_ERRORS = frozenset(
+    {
+        errors.ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+        errors.ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+    }
+)
+"""InitProducerId answers that no retry can change: the producer fails every record."""
 
 
 def _report(fut: Any, address: str, done: connection.Done) -> None:

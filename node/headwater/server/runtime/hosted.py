@@ -17,12 +17,13 @@ from typing import NamedTuple
 from headwater import errors
 from headwater.clock import wall_ms as wall_ms  # for server/app.py; import headwater.clock
 from headwater.errors import ErrorCode
+from headwater.records import HEADER_SIZE, parse_header
 from headwater.replication import Partition
 from headwater.replication.follower import LocalLog, StartAt, TruncateTo
 from headwater.replication.producer_state import ProducerStateManager
 from headwater.server.metrics import PartitionSnapshot
 from headwater.storage import Log
-from headwater.storage.transactions import PartitionTransactions, TransactionIndex
+from headwater.storage.transactions import PartitionTransactions
 from headwater.values import TopicPartition
 
 _log = logging.getLogger(__name__)
@@ -66,6 +67,8 @@ class ActiveProducer(NamedTuple):
     last_sequence: int
     current_txn_start_offset: int
     """-1: no transaction of this producer is open in the partition."""
+    last_timestamp: int = -1
+    """The max timestamp of the producer's last batch here (-1: unknown)."""
 
 
 class OffsetLookup(NamedTuple):
@@ -116,8 +119,9 @@ class HostedPartition:
     """Idempotent producers' state; rebuilt from the log on becoming leader."""
     transactions: PartitionTransactions = dataclasses.field(default_factory=PartitionTransactions)
     """Open transactions and transactional producers' epochs; rebuilt on becoming leader."""
-    aborted: TransactionIndex = dataclasses.field(default_factory=TransactionIndex)
-    """The transactions aborted in this partition (the in-memory ``.txnindex``)."""
+    snapshot_segment: int = -1
+    """The active segment when the leader last loaded or wrote the producer snapshot:
+    a new one (the log rolled) means a new snapshot is due."""
 
     def snapshot(self) -> PartitionSnapshot:
         """This partition's figures for the metrics scrape."""
@@ -168,8 +172,17 @@ class HostedPartition:
         }
         for pid, entry in self.producers.entries():
             epoch = max(entry.producer_epoch, txns.epochs.get(pid, entry.producer_epoch))
-            out[pid] = ActiveProducer(pid, epoch, entry.last_sequence, txns.open.get(pid, -1))
+            last = self._batch_timestamp(entry.batches[-1].base_offset) if entry.batches else -1
+            out[pid] = ActiveProducer(pid, epoch, entry.last_sequence, txns.open.get(pid, -1), last)
         return [out[pid] for pid in sorted(out)]
+
+    def _batch_timestamp(self, offset: int) -> int:
+        """The max timestamp of the batch at ``offset`` (-1: no longer in the log)."""
+        try:
+            data = self.log.read(offset, 1).records
+            return parse_header(bytes(data[:HEADER_SIZE]), 0).max_timestamp if data else -1
+        except (OSError, errors.HeadwaterError):
+            return -1
 
     def refuse_fetch(self, spec: FetchSpec, *, broker_id: int) -> FetchResult | None:
         """The answer to ``spec`` if this replica cannot serve it as leader, else None."""

@@ -62,7 +62,6 @@ from headwater.server.runtime.replication_quotas import ReplicationQuotas
 from headwater.server.runtime.topic_configs import TopicConfigs
 from headwater.storage import LogConfig, LogManager
 from headwater.storage.cleaner import CleanerStats, LogCleaner
-from headwater.storage.transactions import collect_aborted
 from headwater.values import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -304,6 +303,15 @@ class ReplicaManager:
             code = txn_log.check_marker(hosted.transactions, marker)
             if code is not ErrorCode.NONE:
                 return ProduceResult(tp, code, "a newer epoch was written here"), None
+            already = txn_log.written_marker(hosted.transactions, marker)
+            if already is not None:  # a retry: answer once the first copy is replicated
+                result = ProduceResult(
+                    tp,
+                    ErrorCode.NONE,
+                    base_offset=already,
+                    log_start_offset=hosted.log.log_start_offset,
+                )
+                return result, (next(self._produce_ids) if acks == -1 else None)
             return self._append_checked(tp, hosted, records, acks, None, marker)
         found = txn_log.inspect(hosted.transactions, records)
         if found.error is not ErrorCode.NONE:
@@ -359,7 +367,9 @@ class ReplicaManager:
             hosted.producers.update(producer_batch, base_offset=base_offset)
         if marker is not None or transactional is not None:
             header = transactional if transactional is not None else parse_header(records, 0)
-            txn_log.appended(hosted.transactions, hosted.aborted, header, base_offset, marker)
+            txn_log.appended(hosted.transactions, hosted.log, header, base_offset, marker)
+        if hosted.log.active_base_offset != hosted.snapshot_segment:
+            self._snapshot_producers(hosted)
         self._metrics.bytes_in.labels(tp.topic).inc(len(records))
         self._metrics.messages_in.labels(tp.topic).inc(info.num_records)
         if state.on_leader_append(hosted.log.log_end_offset):
@@ -488,7 +498,7 @@ class ReplicaManager:
         max_offset = None if replica_id >= 0 else state.high_watermark
         txns = hosted.transactions
         if txns.open and max_offset is not None:
-            stable = txns.last_stable_offset(max_offset)
+            stable = txns.last_stable_offset(max_offset, hosted.log.log_start_offset)
             if read_committed:
                 max_offset = stable
         throttled = replica_id >= 0 and self.quotas.leader_throttled(
@@ -507,7 +517,7 @@ class ReplicaManager:
             self.quotas.leader.record(len(result.records), self._clock_ms())
             self._metrics.replication_throttled_bytes.labels("leader").inc(len(result.records))
         if read_committed and result.error is ErrorCode.NONE and max_offset is not None:
-            aborted = collect_aborted([hosted.aborted], spec.fetch_offset, max_offset)
+            aborted = hosted.log.collect_aborted(spec.fetch_offset, max_offset)
             result = result._replace(
                 last_stable_offset=max_offset,
                 aborted=tuple((a.producer_id, a.first_offset) for a in aborted),
@@ -640,10 +650,14 @@ class ReplicaManager:
             and timestamp == LATEST_TIMESTAMP
             and found.error is ErrorCode.NONE
         ):
-            lso = hosted.transactions.last_stable_offset(hosted.state.high_watermark)
+            lso = hosted.transactions.last_stable_offset(
+                hosted.state.high_watermark, hosted.log.log_start_offset
+            )
             return found._replace(offset=lso)
         if isolation_level == READ_COMMITTED and replica_id < 0 and found.offset >= 0:
-            lso = hosted.transactions.last_stable_offset(hosted.state.high_watermark)
+            lso = hosted.transactions.last_stable_offset(
+                hosted.state.high_watermark, hosted.log.log_start_offset
+            )
             if found.offset >= lso and timestamp != EARLIEST_TIMESTAMP:
                 return OffsetLookup(tp, ErrorCode.NONE, "", -1, -1, -1)
         return found
@@ -813,8 +827,18 @@ class ReplicaManager:
         if changed:
             assign_epoch(hosted.log, lai.leader_epoch, hosted.log.log_end_offset)
             if was_follower:
-                idempotence.rebuild(hosted.producers, hosted.log)
-                txn_log.rebuild(hosted.transactions, hosted.aborted, hosted.log)
+                loaded = txn_log.load_producer_state(
+                    hosted.producers, hosted.transactions, hosted.log
+                )
+                hosted.snapshot_segment = hosted.log.active_base_offset
+                log.info(
+                    "%s: producer state from %s, %d batches replayed",
+                    tp,
+                    "the whole log"
+                    if loaded.snapshot_offset is None
+                    else f"the snapshot at {loaded.snapshot_offset}",
+                    loaded.replayed,
+                )
             log.info("%s: leader in epoch %d, ISR %s", tp, lai.leader_epoch, list(lai.isr))
         # A re-elected leader or a re-sent state may have a smaller ISR, so a higher
         # high watermark: answer the acks=all produces it now covers.
@@ -858,7 +882,22 @@ class ReplicaManager:
         log_manager = self._log_manager
         return await run_blocking(lambda: cleaner.maybe_clean(log_manager.logs(), now_ms=now_ms))
 
+    def _snapshot_producers(self, hosted: HostedPartition) -> None:
+        """Write the leader's producer state as the log's snapshot (at a roll, at shutdown)."""
+        hosted.snapshot_segment = hosted.log.active_base_offset
+        try:
+            txn_log.take_snapshot(hosted.producers, hosted.transactions, hosted.log)
+        except (OSError, ValueError, errors.HeadwaterError) as exc:  # the next load replays more
+            log.warning(
+                "%s: cannot write the producer snapshot: %s",
+                hosted.state.topic_partition,
+                errors.describe(exc),
+            )
+
     def shutdown(self) -> None:
+        for hosted in self.partitions.values():
+            if hosted.state.is_leader:
+                self._snapshot_producers(hosted)
         self._configs.shutdown()
         for task in list(self._background):
             task.cancel()

@@ -6,10 +6,14 @@ are never decoded) and says whether it may be appended and whether the transacti
 coordinator must first confirm that the partition is in the producer's open
 transaction (KIP-890: the first transactional write of a transaction to a partition).
 A client may never write a control batch; only the coordinator's WriteTxnMarkers does
-(:func:`marker_batch`).  On becoming leader, :func:`rebuild` replays the headers of the
-whole local log -- decoding only the control batches, one record each -- into the
-open transactions and the in-memory aborted-transaction index, as recovery would from
-the ``.txnindex`` files: the log is the replicated copy of both.
+(:func:`marker_batch`).  Each abort is indexed in the ``.txnindex`` of the segment
+holding its marker.  The leader writes the producer state (idempotence and
+transactions) as a snapshot when the log rolls and at a clean shutdown
+(:func:`take_snapshot`); on becoming leader, :func:`load_producer_state` starts from the
+newest whole snapshot and ``.txnindex`` files and replays the headers after it --
+decoding only the control batches, one record each -- or, when a file is damaged,
+replays the whole log and rewrites the indexes: the log is the replicated copy of all
+of them.
 
 Called only by the :class:`~headwater.server.runtime.replica_manager.ReplicaManager`,
 on the broker's event loop.
@@ -30,8 +34,10 @@ from headwater.records.control import (
     read_marker,
 )
 from headwater.records.header import BatchHeader
+from headwater.replication import producer_snapshot
+from headwater.replication.producer_state import ProducerBatch, ProducerStateManager
 from headwater.storage import Log
-from headwater.storage.transactions import PartitionTransactions, TransactionIndex
+from headwater.storage.transactions import PartitionTransactions
 
 log = logging.getLogger(__name__)
 
@@ -99,9 +105,16 @@ def check_marker(txns: PartitionTransactions, marker: EndTransactionMarker) -> E
     )
 
 
+def written_marker(txns: PartitionTransactions, marker: EndTransactionMarker) -> int | None:
+    """The offset where ``marker`` already is (a WriteTxnMarkers retry), or None."""
+    return txns.written_marker(
+        marker.producer_id, marker.producer_epoch, marker.type is ControlRecordType.COMMIT
+    )
+
+
 def appended(
     txns: PartitionTransactions,
-    aborted: TransactionIndex,
+    plog: Log,
     header: BatchHeader,
     base_offset: int,
     marker: EndTransactionMarker | None,
@@ -109,45 +122,116 @@ def appended(
     """Account for a batch appended at ``base_offset``; index it if it ends an abort."""
     entry = txns.append(header._replace(base_offset=base_offset), marker)
     if entry is not None:
-        aborted.append(entry)
+        plog.append_aborted(entry)
 
 
-def rebuild(txns: PartitionTransactions, aborted: TransactionIndex, plog: Log) -> int:
-    """Replace both with what ``plog`` holds; return the transactional batches seen.
+class LoadedState(NamedTuple):
+    """How :func:`load_producer_state` found the state."""
 
-    On a read error both are left empty (every transaction reads as committed to a
-    READ_COMMITTED consumer until the next rebuild), and the error is logged.
+    snapshot_offset: int | None
+    """The snapshot it started from (None: the whole log was replayed)."""
+    replayed: int
+    """Batches of producers read from the log after the snapshot."""
+
+
+def take_snapshot(producers: ProducerStateManager, txns: PartitionTransactions, plog: Log) -> int:
+    """Write both states as the log's producer snapshot at its end; return that offset."""
+    offset = plog.log_end_offset
+    plog.write_producer_snapshot(offset, producer_snapshot.encode(producers, txns))
+    return offset
+
+
+def load_producer_state(
+    producers: ProducerStateManager, txns: PartitionTransactions, plog: Log
+) -> LoadedState:
+    """Replace both states and the log's aborted-transaction indexes with what the log
+    holds: from the newest readable snapshot and the ``.txnindex`` files when they are
+    whole, replaying only the batches after the snapshot; from the whole log otherwise.
+
+    On a read error of the log itself both states are left empty (every producer is
+    unknown, every transaction reads as committed until the next load), and it is logged.
     """
-    txns.open.clear()
-    txns.epochs.clear()
-    aborted.entries.clear()
+    start = _restore_snapshot(producers, txns, plog)
+    if start is None:
+        producers.clear()
+        txns.open.clear()
+        txns.epochs.clear()
+        txns.ended.clear()
+    plog.reset_aborted_from(start or 0)
     seen = 0
     try:
-        for segment in plog.segments:
-            for _position, header in segment.iter_headers(0):
-                if header.producer_id < 0 or not header.is_transactional:
-                    continue
+        seen = _replay(producers, txns, plog, start or 0)
+    except (OSError, errors.HeadwaterError) as exc:
+        log.warning("cannot rebuild the producer state of %s: %s", plog, errors.describe(exc))
+        producers.clear()
+        txns.open.clear()
+        txns.epochs.clear()
+        txns.ended.clear()
+    return LoadedState(start, seen)
+
+
+def _restore_snapshot(
+    producers: ProducerStateManager, txns: PartitionTransactions, plog: Log
+) -> int | None:
+    """Restore the newest whole snapshot; its offset, or None (replay everything)."""
+    if not plog.aborted_indexes_valid():
+        log.warning("%s: a .txnindex is damaged; rebuilding from the whole log", plog)
+        return None
+    for offset in reversed(plog.producer_snapshots()):
+        data = plog.read_producer_snapshot(offset)
+        try:
+            if data is None:
+                raise errors.CorruptRecordError("unreadable")
+            snapshot = producer_snapshot.decode(data)
+        except errors.CorruptRecordError as exc:
+            log.warning("%s: producer snapshot at %d is damaged (%s)", plog, offset, exc)
+            plog.delete_producer_snapshot(offset)
+            continue
+        snapshot.restore(producers, txns)
+        return offset
+    return None
+
+
+def _replay(
+    producers: ProducerStateManager, txns: PartitionTransactions, plog: Log, start: int
+) -> int:
+    seen = 0
+    for segment in plog.segments:
+        if segment.next_offset <= start:
+            continue
+        for _position, header in segment.iter_headers(0):
+            if header.producer_id < 0 or header.last_offset < start:
+                continue
+            if not header.is_control:
+                producers.update(
+                    ProducerBatch(
+                        header.producer_id,
+                        header.producer_epoch,
+                        header.base_sequence,
+                        header.last_offset_delta,
+                    ),
+                    base_offset=header.base_offset,
+                )
+            if header.is_transactional:
                 marker = None
                 if header.is_control:
                     data = plog.read(header.base_offset, header.size_in_bytes).records
                     batch = next(iter(read_batches(bytes(data))), None)
                     marker = read_marker(batch) if batch is not None else None
-                appended(txns, aborted, header, header.base_offset, marker)
-                seen += 1
-    except (OSError, errors.HeadwaterError) as exc:
-        log.warning("cannot rebuild the transactions of %s: %s", plog, errors.describe(exc))
-        txns.open.clear()
-        txns.epochs.clear()
-        aborted.entries.clear()
+                appended(txns, plog, header, header.base_offset, marker)
+            seen += 1
     return seen
 
 
 __all__ = [
     "ClientBatch",
     "ControlRecordType",
+    "LoadedState",
     "appended",
     "check_marker",
     "inspect",
+    "load_producer_state",
     "marker_batch",
-    "rebuild",
+    "take_snapshot",
+    "written_marker",
 ]

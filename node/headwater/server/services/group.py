@@ -463,6 +463,7 @@ class GroupService(group_pb2_grpc.GroupServicer):
             wanted or None,
             member_id=_opt(request.member_id),
             member_epoch=request.member_epoch,
+            require_stable=request.require_stable,
         )
         offsets = sorted(r.offsets.items())
         refused = authz.topics(context, Op.DESCRIBE, (tp.topic for tp, _ in offsets)) or ()
@@ -488,7 +489,18 @@ class GroupService(group_pb2_grpc.GroupServicer):
                     metadata=off.metadata if off is not None else "",
                 )
                 for tp, off in offsets
-                if tp.topic not in refused
+                if tp.topic not in refused and tp not in r.unstable
+            ]
+            + [
+                group_pb2.OffsetFetchResponsePartition(
+                    topic=tp.topic,
+                    partition_index=tp.partition,
+                    committed_offset=-1,
+                    committed_leader_epoch=-1,
+                    error_code=pb_error(ErrorCode.UNSTABLE_OFFSET_COMMIT),
+                )
+                for tp, _ in offsets
+                if tp.topic not in refused and tp in r.unstable
             ],
         )
 

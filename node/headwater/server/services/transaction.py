@@ -9,9 +9,12 @@ group of AddOffsetsToTxn), TRANSACTIONAL_ID DESCRIBE for DescribeTransactions an
 ListTransactions, CLUSTER_ACTION for the broker-to-broker calls (WriteTxnMarkers --
 also ALTER on the cluster, an administrator aborting a hanging transaction, KIP-1037 --
 and AddPartitionsToTxn with ``verify_only``), READ on the topic for DescribeProducers.
-TxnOffsetCommit goes to the group coordinator (this broker must coordinate the group):
-the offsets are written as the producer's transactional batch and count once the
-transaction's COMMIT marker reaches the group's ``__consumer_offsets`` partition.
+TxnOffsetCommit goes to the group coordinator (this broker must coordinate the group),
+once the transaction coordinator confirms that AddOffsetsToTxn added the group's
+``__consumer_offsets`` partition to the producer's open transaction (KIP-890
+verification, Kafka's KAFKA-15449: INVALID_TXN_STATE otherwise): the offsets are written
+as the producer's transactional batch and count once the transaction's COMMIT marker
+reaches that partition.
 
 FindCoordinator for transactions is served by the Group service, and InitProducerId
 with a transactional id by the Broker service; both reach the same runtime.
@@ -187,6 +190,18 @@ class TransactionService(transaction_pb2_grpc.TransactionServicer):
             return whole(ErrorCode.GROUP_AUTHORIZATION_FAILED, "no READ on the group")
         if request.producer_id < 0 or request.producer_epoch < 0:
             return whole(ErrorCode.INVALID_REQUEST, "a producer id and epoch are required")
+        offsets_tp = self._offsets_partition(request.group_id)
+        verified = await self._replicas.verify_transaction(
+            request.transactional_id, request.producer_id, request.producer_epoch, offsets_tp
+        )
+        if verified is not ErrorCode.NONE:
+            return whole(
+                verified,
+                f"the transaction coordinator has not added group {request.group_id!r} "
+                f"({offsets_tp}) to the open transaction (AddOffsetsToTxn first)"
+                if verified is ErrorCode.INVALID_TXN_STATE
+                else "the transaction coordinator did not verify the transaction",
+            )
         r = await self._groups.commit_offsets(
             gv.OffsetCommitRequest(
                 group_id=request.group_id,
@@ -355,7 +370,7 @@ class TransactionService(transaction_pb2_grpc.TransactionServicer):
                             producer_id=a.producer_id,
                             producer_epoch=a.producer_epoch,
                             last_sequence=a.last_sequence,
-                            last_timestamp=-1,
+                            last_timestamp=a.last_timestamp,
                             coordinator_epoch=-1,
                             current_txn_start_offset=a.current_txn_start_offset,
                         )

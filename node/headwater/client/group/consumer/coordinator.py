@@ -150,7 +150,13 @@ class ConsumerProtocolCoordinator(ConsumerCoordinator):
         with self._lock:
             m = self._cmember
             member, epoch = (m.member_id, m.member_epoch) if m.joined else ("", -1)
-        return requests.offset_fetch(self.group_id, wanted, member_id=member, member_epoch=epoch)
+        return requests.offset_fetch(
+            self.group_id,
+            wanted,
+            member_id=member,
+            member_epoch=epoch,
+            require_stable=self.require_stable,
+        )
 
     def _fetched(
         self, resp: Any, wanted: frozenset[TopicPartition]
