@@ -26,7 +26,7 @@ from headwater import errors
 from headwater.coordination import names
 from headwater.coordination.model import BrokerRegistration
 from headwater.errors import ErrorCode
-from headwater.kafka import protocol
+from headwater.kafka import protocol, topic_ids
 from headwater.kafka.acl_apis import KafkaAclApis
 from headwater.kafka.admin_apis import KafkaAdminApis
 from headwater.kafka.cluster_apis import KafkaClusterApis
@@ -49,7 +49,7 @@ from headwater.server.runtime.replica_manager import ReplicaManager
 from headwater.values import TopicPartition
 
 ZERO_UUID = uuid.UUID(int=0)
-"""Kafka's "no topic id"; Headwater topics have none yet."""
+"""Kafka's "no topic id": a topic Metadata does not know has none."""
 
 _NO_THROTTLE = datetime.timedelta(0)
 _NO_GRPC_CONTEXT = cast(Context, None)
@@ -245,7 +245,7 @@ class KafkaApis:
                     module.MetadataResponseTopic,
                     error_code=error_code(ErrorCode.NONE),
                     name=name,
-                    topic_id=ZERO_UUID,
+                    topic_id=topic_ids.topic_id(cache.cluster_id, name),
                     is_internal=names.is_internal(name),
                     partitions=tuple(partitions),
                 )

@@ -86,6 +86,8 @@ API_NAMES: Final = {
     46: "ListPartitionReassignments",
     47: "OffsetDelete",
     60: "DescribeCluster",
+    68: "ConsumerGroupHeartbeat",
+    69: "ConsumerGroupDescribe",
 }
 
 SUPPORTED: Final[Mapping[int, tuple[int, int]]] = {
@@ -123,6 +125,8 @@ SUPPORTED: Final[Mapping[int, tuple[int, int]]] = {
     46: (0, 0),  # ListPartitionReassignments
     47: (0, 0),  # OffsetDelete
     60: (0, 1),  # DescribeCluster: brokers (there are no KRaft controllers)
+    68: (0, 1),  # ConsumerGroupHeartbeat (KIP-848): v1 adds the topic regex
+    69: (0, 1),  # ConsumerGroupDescribe
 }
 """API key -> (lowest, highest) version this listener answers; what ApiVersions lists."""
 
