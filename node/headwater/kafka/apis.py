@@ -38,6 +38,7 @@ from headwater.kafka.fetch_sessions import (
 )
 from headwater.kafka.group_apis import KafkaGroupApis
 from headwater.kafka.protocol import Request, build, error_code, response_module
+from headwater.kafka.user_apis import KafkaUserApis
 from headwater.security.acls import AclOperation as Op
 from headwater.security.acls import ResourceType
 from headwater.server.auth.authorization import RequestAuthorizer
@@ -107,13 +108,15 @@ class KafkaApis:
         admin: KafkaAdminApis | None = None,
         acls: KafkaAclApis | None = None,
         cluster: KafkaClusterApis | None = None,
+        users: KafkaUserApis | None = None,
     ) -> None:
         """``next_producer_id``: the broker's producer id allocator, shared with the gRPC
         listeners so that no two producers get the same id; ``groups``, ``admin``,
         ``acls`` and ``cluster``: the group, topic and config, ACL and replica
         administration APIs (:mod:`headwater.kafka.group_apis`,
         :mod:`headwater.kafka.admin_apis`, :mod:`headwater.kafka.acl_apis`,
-        :mod:`headwater.kafka.cluster_apis`)."""
+        :mod:`headwater.kafka.cluster_apis`); ``users``: SCRAM credentials and client quotas
+        (:mod:`headwater.kafka.user_apis`)."""
         self._next_producer_id = next_producer_id
         self._fetch_sessions = FetchSessionCache(first_id=random.randrange(1, 1 << 31))
         self._listener = listener
@@ -136,6 +139,7 @@ class KafkaApis:
             **(admin.handlers() if admin is not None else {}),
             **(acls.handlers() if acls is not None else {}),
             **(cluster.handlers() if cluster is not None else {}),
+            **(users.handlers() if users is not None else {}),
         }
 
     @property

@@ -85,6 +85,9 @@ API_NAMES: Final = {
     45: "AlterPartitionReassignments",
     46: "ListPartitionReassignments",
     47: "OffsetDelete",
+    48: "DescribeClientQuotas",
+    50: "DescribeUserScramCredentials",
+    51: "AlterUserScramCredentials",
     60: "DescribeCluster",
     68: "ConsumerGroupHeartbeat",
     69: "ConsumerGroupDescribe",
@@ -124,6 +127,9 @@ SUPPORTED: Final[Mapping[int, tuple[int, int]]] = {
     45: (0, 0),  # AlterPartitionReassignments: v1 may change the replication factor
     46: (0, 0),  # ListPartitionReassignments
     47: (0, 0),  # OffsetDelete
+    48: (0, 1),  # DescribeClientQuotas: there are no client quotas (matches nothing)
+    50: (0, 0),  # DescribeUserScramCredentials
+    51: (0, 0),  # AlterUserScramCredentials
     60: (0, 1),  # DescribeCluster: brokers (there are no KRaft controllers)
     68: (0, 1),  # ConsumerGroupHeartbeat (KIP-848): v1 adds the topic regex
     69: (0, 1),  # ConsumerGroupDescribe

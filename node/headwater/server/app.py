@@ -56,6 +56,7 @@ from headwater.kafka.admin_apis import KafkaAdminApis
 from headwater.kafka.apis import KafkaApis
 from headwater.kafka.cluster_apis import KafkaClusterApis
 from headwater.kafka.group_apis import KafkaGroupApis, OffsetsTopicCreator
+from headwater.kafka.user_apis import KafkaUserApis
 from headwater.records.control import ControlRecordType
 from headwater.server.auth.acl_runtime import BrokerAuthorization
 from headwater.server.auth.listener_auth import SessionLookup
@@ -329,6 +330,7 @@ class BrokerServer:
                         refresh=self.authorization.refresh,
                     )
                 ),
+                users=KafkaUserApis(store=lambda: self.sasl.store, authz=self.authorization.authz),
             ),
             max_request_bytes=config.socket_request_max_bytes,
             sasl=kafka_server.SaslSettings(
