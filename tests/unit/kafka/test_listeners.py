@@ -12,6 +12,7 @@ from headwater.kafka.cluster_apis import KafkaClusterApis
 from headwater.kafka.group_apis import KafkaGroupApis
 from headwater.kafka.listeners import kafka_listeners
 from headwater.kafka.server import KafkaServer, registration_endpoints
+from headwater.kafka.user_apis import KafkaUserApis
 from headwater.server.config import BrokerConfig, ConfigError, validate_config
 from headwater.server.listeners import EndPoint, ListenerConfigError, SecurityProtocol
 
@@ -124,6 +125,7 @@ def test_every_supported_api_has_a_handler() -> None:
             log_manager=lambda: None,
             authz=None,  # type: ignore[arg-type]
         ),
+        users=KafkaUserApis(store=lambda: None, authz=None),  # type: ignore[arg-type]
     )
     assert apis.api_keys == frozenset(protocol.SUPPORTED)
 

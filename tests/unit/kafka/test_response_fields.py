@@ -16,13 +16,21 @@ import inspect
 from collections import defaultdict
 
 import pytest
-from headwater.kafka import acl_apis, admin_apis, apis, cluster_apis, group_apis, protocol
+from headwater.kafka import (
+    acl_apis,
+    admin_apis,
+    apis,
+    cluster_apis,
+    group_apis,
+    protocol,
+    user_apis,
+)
 
 
 def _passed_fields() -> dict[str, set[str]]:
     """Entity type name -> the keyword names some ``build(module.<Name>, ...)`` passes."""
     passed: dict[str, set[str]] = defaultdict(set)
-    for module in (apis, group_apis, admin_apis, acl_apis, cluster_apis, protocol):
+    for module in (apis, group_apis, admin_apis, acl_apis, cluster_apis, user_apis, protocol):
         for node in ast.walk(ast.parse(inspect.getsource(module))):
             if (
                 isinstance(node, ast.Call)
