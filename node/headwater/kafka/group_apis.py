@@ -510,6 +510,7 @@ class KafkaGroupApis:
         body, module = request.body, response_module(16, request.api_version)
         authz = self._authz
         every = authz.cluster(_NO_GRPC_CONTEXT, Op.DESCRIBE)  # else the groups one may describe
+        types = {t.lower() for t in getattr(body, "types_filter", ())}  # v5: classic, consumer
         return build(
             module.ListGroupsResponse,
             throttle_time=_NO_THROTTLE,
@@ -520,9 +521,11 @@ class KafkaGroupApis:
                     group_id=g.group_id,
                     protocol_type=g.protocol_type,
                     group_state=g.state,
+                    group_type=g.group_type,
                 )
                 for g in self._groups.list_groups(getattr(body, "states_filter", ()))
-                if every or authz.group(_NO_GRPC_CONTEXT, Op.DESCRIBE, g.group_id)
+                if (not types or g.group_type in types)
+                and (every or authz.group(_NO_GRPC_CONTEXT, Op.DESCRIBE, g.group_id))
             ),
         )
 

@@ -106,7 +106,7 @@ SUPPORTED: Final[Mapping[int, tuple[int, int]]] = {
     13: (0, 5),  # LeaveGroup
     14: (0, 5),  # SyncGroup
     15: (0, 5),  # DescribeGroups
-    16: (0, 4),  # ListGroups: v5 filters by group type (KIP-848)
+    16: (0, 5),  # ListGroups: v5 filters by group type (KIP-848)
     17: (0, 1),  # SaslHandshake: v0 is followed by raw SASL tokens, v1 by SaslAuthenticate
     18: (0, 3),  # ApiVersions
     19: (2, 7),  # CreateTopics
