@@ -29,6 +29,11 @@ brokers, so a client must follow Metadata to each broker's advertised Kafka addr
 * consumer groups: kafka-python and librdkafka subscribe, consume and commit, a new
   member resumes from the commit, and Headwater's gRPC consumer resumes a group
   committed over Kafka; kafka-python's admin client describes, lists and deletes groups;
+* KIP-848 consumer groups: two Java consumers with ``group.protocol=consumer``
+  (``KafkaConsumerProtocol.java``) share a topic, and when one leaves the other resumes
+  its partition from its commit; ConsumerGroupHeartbeat's errors (GROUP_ID_NOT_FOUND,
+  UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, INVALID_REQUEST), its assignment by the topic id
+  Metadata gives, ConsumerGroupDescribe, and random heartbeats that are all answered;
 * kcat (librdkafka's command line) lists the metadata, produces and consumes;
 * both doors at once: a record produced over gRPC is read over Kafka with the same
   offset, key, headers and timestamp, and the other way round;
@@ -69,6 +74,7 @@ pytestmark = pytest.mark.e2e
 KAFKA = "KAFKA"
 JAVA_PROGRAM = Path(__file__).with_name("KafkaClients.java")
 JAVA_ADMIN = Path(__file__).with_name("KafkaAdmin.java")
+JAVA_CONSUMER_PROTOCOL = Path(__file__).with_name("KafkaConsumerProtocol.java")
 BASE_TS = 1_700_000_000_000
 
 
@@ -285,6 +291,43 @@ def test_kafka_java_clients_produce_consume_in_a_group_and_commit(
     )
     committed = sorted((int(p), int(o)) for kind, p, o, *_ in lines if kind == "committed")
     assert committed == [(0, 3), (1, 3)]
+
+
+def test_kafka_java_consumer_protocol_rebalances_and_resumes_from_commits(
+    cluster: Cluster,
+    kafka_classpath: str,  # noqa: F811 (the fixture imported above)
+) -> None:
+    """group.protocol=consumer (KIP-848): ConsumerGroupHeartbeat over the Kafka listener."""
+    topic = new_topic(cluster)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    with Producer(cluster.bootstrap) as producer:
+        for i in range(20):
+            producer.send(topic, f"v{i}".encode(), partition=i % 2)
+        producer.flush()
+    done = subprocess.run(
+        [
+            "java",
+            "-cp",
+            kafka_classpath,
+            str(JAVA_CONSUMER_PROTOCOL),
+            kafka_bootstrap(cluster),
+            topic,
+            group,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = [line.split(" ") for line in done.stdout.splitlines()]
+    assigned = [(who, ps) for kind, who, ps in (x for x in lines if x[0] == "assigned")]
+    assert assigned[0] == ("a", "0,1")
+    assert sorted([assigned[1][1], assigned[2][1]]) == ["0", "1"]
+    assert assigned[3] == ("a", "0,1")
+    moved = assigned[2][1]
+    assert ["committed", moved, "5"] in lines
+    assert ["resumed", moved, "5"] in lines
 
 
 def test_kafka_java_admin_client_configs_acls_records_and_group_offsets(
@@ -1263,3 +1306,153 @@ def _wait_for_log(cluster: Cluster, text: str, timeout_s: float = 10.0) -> None:
             return
         time.sleep(0.1)
     raise AssertionError(f"{text!r} not in the brokers' logs")
+
+
+# -- KIP-848 consumer groups, spoken with kio's generated message types -----------------------
+
+
+def _heartbeat(group: str, member_id: str, epoch: int, **fields: Any) -> Any:
+    from kio.schema.consumer_group_heartbeat.v0.request import ConsumerGroupHeartbeatRequest
+
+    return ConsumerGroupHeartbeatRequest(
+        group_id=group,
+        member_id=member_id,
+        member_epoch=epoch,
+        topic_partitions=fields.pop("topic_partitions", None),
+        **fields,
+    )
+
+
+def _coordinator_port(cluster: Cluster, group: str) -> int:
+    """The Kafka port of ``group``'s coordinator, as FindCoordinator names it (the first
+    FindCoordinator of a cluster creates ``__consumer_offsets``: retried meanwhile)."""
+    from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
+
+    deadline = time.monotonic() + 30
+    port = cluster.kafka_ports[0]  # type: ignore[attr-defined]
+    while time.monotonic() < deadline:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            answer = _exchange(
+                sock, 1, FindCoordinatorRequest(key_type=0, coordinator_keys=(group,))
+            )
+        (found,) = answer.coordinators
+        if found.error_code.value == 0:
+            return int(found.port)
+        time.sleep(0.5)
+    raise AssertionError(f"no coordinator for {group}")
+
+
+def test_consumer_group_heartbeat_errors_and_consumer_group_describe(cluster: Cluster) -> None:
+    import datetime
+
+    from kio.schema.consumer_group_describe.v0.request import ConsumerGroupDescribeRequest
+    from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
+
+    topic = new_topic(cluster)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    port = _coordinator_port(cluster, group)
+    timeout = datetime.timedelta(seconds=30)
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        no_group = _exchange(sock, 2, _heartbeat(group, "nobody", 1))
+        assert no_group.error_code.value == 69  # GROUP_ID_NOT_FOUND
+        no_timeout = _exchange(sock, 3, _heartbeat(group, "", 0, subscribed_topic_names=(topic,)))
+        assert no_timeout.error_code.value == 42  # INVALID_REQUEST
+        assert "RebalanceTimeoutMs" in no_timeout.error_message
+        joined = _exchange(
+            sock,
+            4,
+            _heartbeat(group, "", 0, rebalance_timeout=timeout, subscribed_topic_names=(topic,)),
+        )
+        assert joined.error_code.value == 0 and joined.member_epoch > 0
+        member, epoch = joined.member_id, joined.member_epoch
+        unknown = _exchange(sock, 5, _heartbeat(group, "nobody", 1))
+        assert unknown.error_code.value == 25  # UNKNOWN_MEMBER_ID
+        stale = _exchange(sock, 5, _heartbeat(group, member, epoch + 7))
+        assert stale.error_code.value == 110  # FENCED_MEMBER_EPOCH
+        # The assignment names the topic by the id Metadata gives it.
+        metadata = _exchange(
+            sock,
+            6,
+            MetadataRequest(
+                topics=(MetadataRequestTopic(topic_id=None, name=topic),),
+                allow_auto_topic_creation=False,
+                include_topic_authorized_operations=False,
+            ),
+        )
+        topic_id = metadata.topics[0].topic_id
+        assert topic_id != uuid.UUID(int=0)
+        deadline = time.monotonic() + 30
+        beat = joined
+        while beat.assignment is None or not beat.assignment.topic_partitions:
+            assert time.monotonic() < deadline, beat
+            time.sleep(0.2)
+            beat = _exchange(sock, 7, _heartbeat(group, member, epoch))
+            epoch = beat.member_epoch
+        (assigned,) = beat.assignment.topic_partitions
+        assert (assigned.topic_id, sorted(assigned.partitions)) == (topic_id, [0, 1])
+        described = _exchange(
+            sock,
+            8,
+            ConsumerGroupDescribeRequest(group_ids=(group,), include_authorized_operations=False),
+        )
+        (ours,) = described.groups
+        assert (ours.error_code.value, ours.group_state) == (0, "Stable")
+        (m,) = ours.members
+        assert (m.member_id, m.subscribed_topic_names) == (member, (topic,))
+        (target,) = m.target_assignment.topic_partitions
+        assert (target.topic_id, target.topic_name, target.partitions) == (topic_id, topic, (0, 1))
+        left = _exchange(sock, 9, _heartbeat(group, member, -1))
+        assert (left.error_code.value, left.member_epoch) == (0, -1)
+    nobody = f"none-{uuid.uuid4().hex[:8]}"
+    with socket.create_connection(("127.0.0.1", _coordinator_port(cluster, nobody))) as sock:
+        answer = _exchange(
+            sock,
+            10,
+            ConsumerGroupDescribeRequest(group_ids=(nobody,), include_authorized_operations=False),
+        )
+    assert [g.error_code.value for g in answer.groups] == [69]  # GROUP_ID_NOT_FOUND
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    group=st.text(max_size=8),
+    member=st.text(max_size=8),
+    epoch=st.integers(-3, 3),
+    timeout_ms=st.integers(-2, 60_000),
+    names=st.none() | st.lists(st.text(max_size=6), max_size=3).map(tuple),
+    owned=st.none()
+    | st.lists(
+        st.tuples(st.uuids(), st.lists(st.integers(-1, 3), max_size=3).map(tuple)), max_size=2
+    ),
+)
+def test_fuzz_consumer_group_heartbeats_are_answered(
+    cluster: Cluster,
+    group: str,
+    member: str,
+    epoch: int,
+    timeout_ms: int,
+    names: tuple[str, ...] | None,
+    owned: list[tuple[uuid.UUID, tuple[int, ...]]] | None,
+) -> None:
+    """Any well-formed ConsumerGroupHeartbeat gets an answer from both brokers (the
+    coordinator's, or NOT_COORDINATOR), never a closed connection."""
+    import datetime
+
+    from kio.schema.consumer_group_heartbeat.v0.request import TopicPartitions
+
+    request = _heartbeat(
+        group,
+        member,
+        epoch,
+        rebalance_timeout=datetime.timedelta(milliseconds=timeout_ms),
+        subscribed_topic_names=names,
+        topic_partitions=None
+        if owned is None
+        else tuple(TopicPartitions(topic_id=t, partitions=ps) for t, ps in owned),
+    )
+    for port in cluster.kafka_ports.values():  # type: ignore[attr-defined]
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            answer = _exchange(sock, 1, request)  # one of them coordinates the group
+        assert answer.error_code.value >= 0

@@ -7,8 +7,8 @@ administration, ``User:ANONYMOUS`` a super user); its Kafka listeners are ``KAFK
 with ``ssl.client.auth=required``, the certificate's CN the user name), with
 ``connections.max.reauth.ms`` of 5 s.  ``alice`` may do anything on every topic and
 group; ``bob`` may describe and write topics but not read them; ``carol`` (a
-certificate) may do anything on topics.  The credentials and the ACLs are in ZooKeeper
-before the broker starts.
+certificate) may do anything on topics and groups and describe the cluster.  The
+credentials and the ACLs are in ZooKeeper before the broker starts.
 
 * alice produces and consumes over TLS with SCRAM-SHA-512 (kafka-python) and
   SCRAM-SHA-256 (librdkafka, in a consumer group);
@@ -20,16 +20,29 @@ before the broker starts.
   the enabled ones and the connection closed;
 * SASL_PLAINTEXT serves kafka-python; on mTLS carol's certificate writes and dave's
   (no ACL) is refused TOPIC_AUTHORIZATION_FAILED, and a client without one is refused;
-* kafka-python re-authenticates on its connection before its session ends.
+* kafka-python re-authenticates on its connection before its session ends;
+* kafka-configs (SCRAM admin APIs, over SASL_SSL as alice, who may ALTER, DESCRIBE and
+  DESCRIBE_CONFIGS the cluster) adds a SCRAM-SHA-512 credential for a new user, who then
+  logs in with it, describes it (iterations, no secret) and deletes it, after which the
+  login fails; bad alterations (too few iterations, an unknown mechanism, deleting what is
+  not there) get Kafka's errors, and bob (no ALTER on the cluster) CLUSTER_AUTHORIZATION_FAILED;
+  DescribeClientQuotas matches nothing (there are no client quotas) and refuses a
+  malformed filter INVALID_REQUEST;
+* the Kubernetes tier's cross-namespace Kafka client (``tests/e2e/k8s/kafka_client.py``)
+  runs from the kafka-python zip that tier ships to its pod, with nothing else on its
+  path, over mTLS as carol.
 """
 
 from __future__ import annotations
 
 import datetime
 import io
+import json
 import socket
 import ssl
 import struct
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -47,6 +60,9 @@ from headwater.testing.tls import CertificateAuthority, write_keystore
 from headwater.testing.zookeeper import ZooKeeperServer, free_port
 
 from tests.e2e.security.acl_helpers import AUTHORIZER, AclWriter, acl
+
+from .test_kafka_tools import CONFIGS
+from .test_kafka_tools import tools as tools  # a fixture: Kafka's command-line tools
 
 pytestmark = pytest.mark.e2e
 
@@ -78,10 +94,15 @@ def _acls() -> list[Any]:
     return [
         acl(ResourceType.TOPIC, "*", AclOperation.ALL, principal=alice),
         acl(ResourceType.GROUP, "*", AclOperation.ALL, principal=alice),
+        acl(ResourceType.CLUSTER, "kafka-cluster", AclOperation.ALTER, principal=alice),
+        acl(ResourceType.CLUSTER, "kafka-cluster", AclOperation.DESCRIBE, principal=alice),
+        acl(ResourceType.CLUSTER, "kafka-cluster", AclOperation.DESCRIBE_CONFIGS, principal=alice),
         acl(ResourceType.TOPIC, "*", AclOperation.DESCRIBE, principal=bob),
         acl(ResourceType.TOPIC, "*", AclOperation.WRITE, principal=bob),
         acl(ResourceType.GROUP, "*", AclOperation.READ, principal=bob),
         acl(ResourceType.TOPIC, "*", AclOperation.ALL, principal="User:carol"),
+        acl(ResourceType.GROUP, "*", AclOperation.ALL, principal="User:carol"),
+        acl(ResourceType.CLUSTER, "kafka-cluster", AclOperation.DESCRIBE, principal="User:carol"),
     ]
 
 
@@ -531,3 +552,180 @@ def test_clients_reauthenticate_before_the_session_ends(secured: Secured) -> Non
     log = log_path.read_text(errors="replace")
     assert log.count("User:alice re-authenticated") > before
     assert "the SASL session expired" not in log
+
+
+# -- SCRAM administration: kafka-configs over the Kafka listener ------------------------------
+
+
+def _login_code(door: Secured, user: str, password: str) -> int:
+    """0 when ``user`` logs in with ``password``, else the failing step's error code."""
+    from kio.schema.sasl_authenticate.v1.request import SaslAuthenticateRequest
+    from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
+
+    with _tls_socket(door) as sock:
+        _exchange(sock, 1, SaslHandshakeRequest(mechanism=SHA512.value))
+        client = ScramClient(SHA512, username=user, password=password)
+        first = _exchange(sock, 2, SaslAuthenticateRequest(auth_bytes=client.first_message()))
+        if int(first.error_code) != 0:
+            return int(first.error_code)
+        final = client.on_server_first(first.auth_bytes)
+        return int(_exchange(sock, 3, SaslAuthenticateRequest(auth_bytes=final)).error_code)
+
+
+def _until_login(door: Secured, user: str, password: str, expected: int) -> None:
+    deadline = time.monotonic() + 30
+    while (code := _login_code(door, user, password)) != expected:
+        assert time.monotonic() < deadline, f"{user}'s login answers {code}, not {expected}"
+        time.sleep(0.3)
+
+
+def test_kafka_configs_adds_describes_and_deletes_a_scram_credential(
+    secured: Secured,
+    tools: Any,
+) -> None:
+    config = secured.tmp / "alice.properties"
+    config.write_text(
+        "security.protocol=SASL_SSL\n"
+        "sasl.mechanism=SCRAM-SHA-512\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+        f'username="alice" password="{ALICE_PW}";\n'
+        "ssl.truststore.type=PEM\n"
+        f"ssl.truststore.location={secured.truststore}\n"
+        "ssl.endpoint.identification.algorithm=\n"
+    )
+    user, password = f"erin{uuid.uuid4().hex[:6]}", "erin-Kafka-door-3"
+    common = f"--bootstrap-server {secured.bootstrap} --command-config {config}"
+    users = f"--entity-type users --entity-name {user}"
+    assert _login_code(secured, user, password) == ErrorCode.SASL_AUTHENTICATION_FAILED
+    added = tools.ok(
+        CONFIGS,
+        f"{common} --alter --add-config SCRAM-SHA-512=[iterations=8192,password={password}] "
+        + users,
+    )
+    assert f"Completed updating config for user {user}." in added.stdout
+    _until_login(secured, user, password, 0)
+    described = tools.ok(CONFIGS, f"{common} --describe {users}")
+    assert (
+        f"SCRAM credential configs for user-principal '{user}' are SCRAM-SHA-512=iterations=8192"
+        in described.stdout
+    )
+    assert password not in described.output
+    tools.ok(CONFIGS, f"{common} --alter --delete-config SCRAM-SHA-512 {users}")
+    _until_login(secured, user, password, ErrorCode.SASL_AUTHENTICATION_FAILED)
+
+
+def test_bad_scram_alterations_get_kafkas_errors(secured: Secured) -> None:
+    from kio.schema.alter_user_scram_credentials.v0.request import (
+        AlterUserScramCredentialsRequest,
+        ScramCredentialDeletion,
+        ScramCredentialUpsertion,
+    )
+    from kio.schema.describe_client_quotas.v1.request import (
+        ComponentData,
+        DescribeClientQuotasRequest,
+    )
+    from kio.schema.describe_user_scram_credentials.v0.request import (
+        DescribeUserScramCredentialsRequest,
+        UserName,
+    )
+
+    def upsert(user: str, mechanism: int, iterations: int) -> Any:
+        return ScramCredentialUpsertion(
+            name=user,
+            mechanism=mechanism,
+            iterations=iterations,
+            salt=b"salt-salt",
+            salted_password=b"x" * 64,
+        )
+
+    request = AlterUserScramCredentialsRequest(
+        deletions=(ScramCredentialDeletion(name="nobody-here", mechanism=2),),
+        upsertions=(upsert("few-iterations", 2, 1), upsert("odd-mechanism", 9, 8192)),
+    )
+    with _tls_socket(secured) as sock:
+        assert int(_scram_login(sock, "alice", ALICE_PW).error_code) == 0
+        answer = _exchange(sock, 4, request)
+        codes = {r.user: int(r.error_code) for r in answer.results}
+        described = _exchange(
+            sock,
+            5,
+            DescribeUserScramCredentialsRequest(users=(UserName(name="alice"),) * 2),
+        )
+        missing = _exchange(
+            sock, 6, DescribeUserScramCredentialsRequest(users=(UserName(name="nobody-here"),))
+        )
+        mine = _exchange(
+            sock, 7, DescribeUserScramCredentialsRequest(users=(UserName(name="alice"),))
+        )
+        quotas = _exchange(
+            sock,
+            8,
+            DescribeClientQuotasRequest(
+                components=(ComponentData(entity_type="user", match_type=0, match="alice"),),
+                strict=False,
+            ),
+        )
+        bad_filter = _exchange(
+            sock,
+            9,
+            DescribeClientQuotasRequest(
+                components=(ComponentData(entity_type="user", match_type=2, match=None),) * 2,
+                strict=False,
+            ),
+        )
+    assert codes == {
+        "few-iterations": ErrorCode.UNACCEPTABLE_CREDENTIAL,
+        "odd-mechanism": ErrorCode.UNSUPPORTED_SASL_MECHANISM,
+        "nobody-here": ErrorCode.RESOURCE_NOT_FOUND,
+    }
+    assert int(described.error_code) == ErrorCode.DUPLICATE_RESOURCE
+    assert [int(r.error_code) for r in missing.results] == [ErrorCode.RESOURCE_NOT_FOUND]
+    ((info_256, info_512),) = [r.credential_infos for r in mine.results]
+    assert (info_256.mechanism, info_512.mechanism) == (1, 2)
+    assert (int(quotas.error_code), quotas.entries) == (0, ())
+    assert int(bad_filter.error_code) == ErrorCode.INVALID_REQUEST
+    assert "Duplicate user" in bad_filter.error_message
+    with _tls_socket(secured) as sock:
+        assert int(_scram_login(sock, "bob", BOB_PW).error_code) == 0
+        refused = _exchange(sock, 4, AlterUserScramCredentialsRequest(
+            deletions=(), upsertions=(upsert("bob", 2, 8192),)
+        ))  # fmt: skip
+    assert [int(r.error_code) for r in refused.results] == [ErrorCode.CLUSTER_AUTHORIZATION_FAILED]
+
+
+def test_the_k8s_tiers_kafka_client_runs_from_its_zip(secured: Secured, tmp_path: Path) -> None:
+    pytest.importorskip("kafka")
+    from tests.e2e.k8s import kafka_bundle
+
+    client = Path(__file__).parents[1] / "e2e" / "k8s" / "kafka_client.py"
+    bundle = tmp_path / "kafka-python.zip"
+    bundle.write_bytes(kafka_bundle.kafka_python_zip())
+    certs = tmp_path / "certs"
+    certs.mkdir()
+    carol = secured.ca.issue("carol")
+    (certs / "ca.crt").write_bytes(secured.truststore.read_bytes())
+    (certs / "user.crt").write_bytes(carol.chain_pem)
+    (certs / "user.key").write_bytes(carol.key_pem)
+    # -S: no site-packages, so kafka-python can only come from the zip, as in the pod.
+    env = {"PYTHONPATH": str(bundle), "PATH": "/usr/bin:/bin"}
+    where = subprocess.run(
+        [sys.executable, "-S", "-c", "import kafka; print(kafka.__file__)"],
+        env=env, capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    assert where.stdout.startswith(str(bundle)), where.stdout
+    topic, records = f"zip-{uuid.uuid4().hex[:8]}", 12
+    done = subprocess.run(
+        [sys.executable, "-S", str(client), "--bootstrap", f"127.0.0.1:{secured.mtls_port}",
+         "--topic", topic, "--records", str(records), "--certs", str(certs),
+         "--replication-factor", "1"],
+        env=env, capture_output=True, text=True, timeout=240, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (line,) = [x for x in done.stdout.splitlines() if x.startswith("SUMMARY ")]
+    summary = json.loads(line.removeprefix("SUMMARY "))
+    assert summary["received"] == summary["sent"]
+    assert sorted(summary["sent"]) == sorted(f"v{i}" for i in range(records))
+    ends: dict[str, int] = {}
+    for p, o in summary["sent"].values():
+        ends[str(p)] = max(ends.get(str(p), 0), o + 1)
+    assert summary["committed"] == ends

@@ -17,7 +17,8 @@ Headwater's own gRPC client:
   changes nothing, with ``--execute`` moves the group to the earliest offsets, to an
   offset and by a shift (clamped to the log end), and the console consumer then reads
   exactly the records from the reset point; ``--list``, ``--describe --state`` and
-  ``--delete``;
+  ``--delete``; a console consumer with ``group.protocol=consumer`` (KIP-848) is described
+  as a member of a ``uniform``-assigned Stable group, with its commits;
 * kafka-configs (``ConfigCommand``): alter, describe and delete a topic's configs and a
   broker's and the cluster default's dynamic configs; deleting a config that is not set,
   a bad value and a read-only broker config are refused and change nothing;
@@ -448,6 +449,48 @@ def test_kafka_consumer_groups_describes_lag_and_resets_offsets(
     nobody = unique("nobody")
     unknown = tools.run(CONSUMER_GROUPS, f"{b} --describe --group {nobody}")
     assert f"Consumer group '{nobody}' does not exist." in unknown.output
+
+
+def test_a_kip848_console_consumer_is_described_by_kafka_consumer_groups(
+    cluster: Cluster, tools: KafkaTools, tmp_path: Path
+) -> None:
+    """The console consumer with ``group.protocol=consumer`` (ConsumerGroupHeartbeat) reads
+    the topic, and kafka-consumer-groups describes its group: the member holds both
+    partitions, its commits reach the log end, the broker's assignor is named."""
+    topic = new_topic(cluster)
+    group = unique("kip848")
+    produce(cluster, topic, {0: 4, 1: 3})
+    b = f"--bootstrap-server {bootstrap(cluster)}"
+    consumer = tools.command(
+        CONSOLE_CONSUMER,
+        f"{b} --topic {topic} --group {group} --from-beginning "
+        "--consumer-property group.protocol=consumer "
+        "--consumer-property auto.commit.interval.ms=500",
+    )
+    with contextlib.ExitStack() as stack:
+        out = tmp_path / "console.out"
+        process = _start(stack, consumer, out)
+        rows: dict[int, dict[str, str]] = {}
+
+        def caught_up() -> bool:
+            nonlocal rows
+            assert process.poll() is None, out.with_name(out.name + ".err").read_text()
+            ran = tools.run(CONSUMER_GROUPS, f"{b} --describe --group {group}")
+            if ran.returncode != 0 or "GROUP" not in ran.stdout:
+                return False
+            rows = {int(r["PARTITION"]): r for r in table(ran.stdout)}
+            return {p: r.get("CURRENT-OFFSET") for p, r in rows.items()} == {0: "4", 1: "3"}
+
+        cluster.wait_for(caught_up, what="the console consumer's commits", timeout_s=90)
+        (member,) = {r["CONSUMER-ID"] for r in rows.values()}
+        assert member != "-" and {r["CLIENT-ID"] for r in rows.values()} == {"console-consumer"}
+        state = tools.ok(CONSUMER_GROUPS, f"{b} --describe --group {group} --state")
+        assert re.search(rf"{group}\s+\S+\s+\(\d+\)\s+uniform\s+Stable\s+1", state.stdout), (
+            state.stdout
+        )
+        listed = tools.ok(CONSUMER_GROUPS, f"{b} --list --type consumer")
+        assert group in listed.stdout.split()
+    assert committed(cluster, group) == {0: 4, 1: 3}
 
 
 # -- kafka-configs -----------------------------------------------------------------------

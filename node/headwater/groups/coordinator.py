@@ -514,7 +514,7 @@ class GroupCoordinator(GroupOffsets):
     def list_groups(self, states: Iterable[str] = ()) -> list[GroupOverview]:
         wanted = {s.lower() for s in states}
         consumer = [
-            GroupOverview(g.group_id, "consumer", g.state.value)
+            GroupOverview(g.group_id, "consumer", g.state.value, "consumer")
             for g in self.consumer.groups.values()
             if not wanted or g.state.value.lower() in wanted
         ]

@@ -255,6 +255,8 @@ class GroupOverview(NamedTuple):
     group_id: str
     protocol_type: str
     state: str
+    group_type: str = "classic"
+    """``classic`` or ``consumer`` (KIP-848), Kafka's ``GroupType``."""
 
 
 @dataclasses.dataclass(frozen=True)

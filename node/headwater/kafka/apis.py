@@ -26,7 +26,7 @@ from headwater import errors
 from headwater.coordination import names
 from headwater.coordination.model import BrokerRegistration
 from headwater.errors import ErrorCode
-from headwater.kafka import protocol
+from headwater.kafka import protocol, topic_ids
 from headwater.kafka.acl_apis import KafkaAclApis
 from headwater.kafka.admin_apis import KafkaAdminApis
 from headwater.kafka.cluster_apis import KafkaClusterApis
@@ -39,6 +39,7 @@ from headwater.kafka.fetch_sessions import (
 from headwater.kafka.group_apis import KafkaGroupApis
 from headwater.kafka.protocol import Request, build, error_code, response_module
 from headwater.kafka.txn_apis import KafkaTxnApis
+from headwater.kafka.user_apis import KafkaUserApis
 from headwater.security.acls import AclOperation as Op
 from headwater.security.acls import ResourceType
 from headwater.server.auth.authorization import RequestAuthorizer
@@ -50,7 +51,7 @@ from headwater.server.runtime.replica_manager import ReplicaManager
 from headwater.values import TopicPartition
 
 ZERO_UUID = uuid.UUID(int=0)
-"""Kafka's "no topic id"; Headwater topics have none yet."""
+"""Kafka's "no topic id": a topic Metadata does not know has none."""
 
 _NO_THROTTLE = datetime.timedelta(0)
 _NO_GRPC_CONTEXT = cast(Context, None)
@@ -109,6 +110,7 @@ class KafkaApis:
         acls: KafkaAclApis | None = None,
         cluster: KafkaClusterApis | None = None,
         transactions: KafkaTxnApis | None = None,
+        users: KafkaUserApis | None = None,
     ) -> None:
         """``next_producer_id``: the broker's producer id allocator, shared with the gRPC
         listeners so that no two producers get the same id; ``groups``, ``admin``,
@@ -117,7 +119,8 @@ class KafkaApis:
         :mod:`headwater.kafka.admin_apis`, :mod:`headwater.kafka.acl_apis`,
         :mod:`headwater.kafka.cluster_apis`); ``transactions``: the transaction APIs
         (:mod:`headwater.kafka.txn_apis`), which answer FindCoordinator's key_type 1 and
-        InitProducerId with a transactional id and leave the rest to the handlers here."""
+        InitProducerId with a transactional id and leave the rest to the handlers here; ``users``: SCRAM credentials and client quotas
+        (:mod:`headwater.kafka.user_apis`)."""
         self._next_producer_id = next_producer_id
         self._fetch_sessions = FetchSessionCache(first_id=random.randrange(1, 1 << 31))
         self._listener = listener
@@ -140,6 +143,7 @@ class KafkaApis:
             **(admin.handlers() if admin is not None else {}),
             **(acls.handlers() if acls is not None else {}),
             **(cluster.handlers() if cluster is not None else {}),
+            **(users.handlers() if users is not None else {}),
         }
         if transactions is not None:
             self._handlers.update(
@@ -256,7 +260,7 @@ class KafkaApis:
                     module.MetadataResponseTopic,
                     error_code=error_code(ErrorCode.NONE),
                     name=name,
-                    topic_id=ZERO_UUID,
+                    topic_id=topic_ids.topic_id(cache.cluster_id, name),
                     is_internal=names.is_internal(name),
                     partitions=tuple(partitions),
                 )

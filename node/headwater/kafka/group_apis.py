@@ -1,13 +1,19 @@
 """The Kafka listener's classic consumer-group APIs, in front of the group coordinator.
 
 FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch,
-DescribeGroups, ListGroups and DeleteGroups turn ``kio`` requests (any supported version)
+DescribeGroups, ListGroups, DeleteGroups, and KIP-848's ConsumerGroupHeartbeat and
+ConsumerGroupDescribe turn ``kio`` requests (any supported version)
 into the :mod:`headwater.groups.values` the
 :class:`~headwater.groups.coordinator_runtime.GroupCoordinatorRuntime` takes, as the gRPC
 Group servicer does, with the same ACL checks; a group is one group whichever door its
 members use.  FindCoordinator answers with the coordinator's address on this Kafka
 listener; the first FindCoordinator of a cluster creates ``__consumer_offsets`` and
 answers COORDINATOR_NOT_AVAILABLE until it has leaders, and clients retry.
+
+ConsumerGroupHeartbeat and ConsumerGroupDescribe name topics by id on the wire and by
+name in the coordinator: :mod:`headwater.kafka.topic_ids` maps one to the other, and a
+partition of a topic id the cluster does not know (a deleted topic) is left out of what
+the member says it owns.
 
 JoinGroup starts at v4: from v4 on, Kafka makes a new member rejoin with the member id
 it is given (MEMBER_ID_REQUIRED), which is what the coordinator does for every member.
@@ -25,6 +31,7 @@ from headwater.coordination.admin import NewTopic
 from headwater.coordination.broker import BrokerCoordinator
 from headwater.errors import ErrorCode
 from headwater.groups import values as gv
+from headwater.groups.consumer.subscription_authorization import authorize_subscription
 from headwater.groups.coordinator_runtime import GroupCoordinatorRuntime
 from headwater.groups.placement import (
     OFFSETS_TOPIC,
@@ -32,6 +39,7 @@ from headwater.groups.placement import (
     offsets_topic_replication_factor,
 )
 from headwater.kafka.protocol import Request, build, error_code, response_module
+from headwater.kafka.topic_ids import TopicIds
 from headwater.security.acls import AclOperation as Op
 from headwater.server.auth.authorization import RequestAuthorizer
 from headwater.server.auth.identity import current_identity
@@ -69,6 +77,7 @@ class KafkaGroupApis:
         self._metadata = metadata
         self._authz = authz
         self._ensure_offsets_topic = ensure_offsets_topic
+        self._topic_ids = TopicIds(metadata)
 
     def handlers(self) -> dict[int, Callable[[Request], Any]]:
         return {
@@ -83,6 +92,8 @@ class KafkaGroupApis:
             16: self.list_groups,
             42: self.delete_groups,
             47: self.offset_delete,
+            68: self.consumer_group_heartbeat,
+            69: self.consumer_group_describe,
         }
 
     # -- FindCoordinator ----------------------------------------------------------------
@@ -281,6 +292,176 @@ class KafkaGroupApis:
             else (),
         )
 
+    # -- consumer protocol (KIP-848) ------------------------------------------------------
+
+    async def consumer_group_heartbeat(self, request: Request) -> Any:
+        """ConsumerGroupHeartbeat, with the gRPC servicer's ACL decision
+        (:func:`authorize_subscription`) and the coordinator's answers (UNKNOWN_MEMBER_ID,
+        FENCED_MEMBER_EPOCH, INVALID_REQUEST, ...)."""
+        body, module = request.body, response_module(68, request.api_version)
+        authz, ids = self._authz, self._topic_ids
+        names = (
+            tuple(body.subscribed_topic_names) if body.subscribed_topic_names is not None else None
+        )
+        group_read = authz.group(_NO_GRPC_CONTEXT, Op.READ, body.group_id)  # first, as Kafka
+        decided = authorize_subscription(
+            group_id=body.group_id,
+            group_read=group_read,
+            subscribed_topic_names=names,
+            describe_refused=(authz.topics(_NO_GRPC_CONTEXT, Op.DESCRIBE, names or ()) or ())
+            if group_read
+            else (),
+            describable_topics=authz.allowed_topics(
+                _NO_GRPC_CONTEXT, Op.DESCRIBE, self._metadata.topics, version=self._metadata.version
+            )
+            if group_read
+            else None,
+        )
+        if decided.refused:
+            r = gv.ConsumerGroupHeartbeatResponse(
+                decided.error_code, decided.error_message, body.member_id, body.member_epoch
+            )
+        else:
+            owned = None
+            if body.topic_partitions is not None:
+                owned = tuple(
+                    TopicPartition(name, p)
+                    for t in body.topic_partitions
+                    if (name := ids.name_of(t.topic_id)) is not None
+                    for p in t.partitions
+                )
+            r = await self._groups.consumer_group_heartbeat(
+                gv.ConsumerGroupHeartbeatRequest(
+                    group_id=body.group_id,
+                    member_id=body.member_id,
+                    member_epoch=body.member_epoch,
+                    instance_id=body.instance_id,
+                    rack_id=body.rack_id,
+                    rebalance_timeout_ms=_ms(body.rebalance_timeout),
+                    subscribed_topic_names=names,
+                    subscribed_topic_regex=getattr(body, "subscribed_topic_regex", None),
+                    server_assignor=body.server_assignor,
+                    topic_partitions=owned,
+                    client_id=request.client_id or "",
+                    client_host=current_identity(_NO_GRPC_CONTEXT).host,
+                    describable_topics=decided.describable_topics,
+                )
+            )
+        return build(
+            module.ConsumerGroupHeartbeatResponse,
+            throttle_time=_NO_THROTTLE,
+            error_code=error_code(r.error_code),
+            error_message=r.error_message or None,
+            member_id=r.member_id or None,
+            member_epoch=r.member_epoch,
+            heartbeat_interval=datetime.timedelta(milliseconds=r.heartbeat_interval_ms),
+            assignment=None
+            if r.assignment is None
+            else build(
+                module.Assignment,
+                topic_partitions=self._by_topic_id(module.TopicPartitions, r.assignment),
+            ),
+        )
+
+    def _by_topic_id(
+        self, entity: Any, tps: tuple[TopicPartition, ...], *, names: bool = False
+    ) -> Any:
+        """``tps`` as Kafka's ``TopicPartitions`` (one per topic, by id; ``names=True``
+        adds the topic name, as ConsumerGroupDescribe has it)."""
+        by_topic: dict[str, list[int]] = {}
+        for tp in sorted(tps):
+            by_topic.setdefault(tp.topic, []).append(tp.partition)
+        return tuple(
+            build(
+                entity,
+                topic_id=self._topic_ids.id_of(topic),
+                partitions=tuple(parts),
+                **({"topic_name": topic} if names else {}),
+            )
+            for topic, parts in by_topic.items()
+        )
+
+    async def consumer_group_describe(self, request: Request) -> Any:
+        """ConsumerGroupDescribe: DESCRIBE on each group; a classic group is
+        GROUP_ID_NOT_FOUND here, as in Kafka (DescribeGroups describes it)."""
+        body, module = request.body, response_module(69, request.api_version)
+
+        def group(gid: str, code: ErrorCode, message: str | None) -> Any:
+            return build(
+                module.DescribedGroup,
+                error_code=error_code(code),
+                error_message=message,
+                group_id=gid,
+                group_state="",
+                group_epoch=-1,
+                assignment_epoch=-1,
+                assignor_name="",
+                members=(),
+                authorized_operations=-2147483648,
+            )
+
+        out = []
+        for gid in body.group_ids:
+            if not self._authz.group(_NO_GRPC_CONTEXT, Op.DESCRIBE, gid):
+                out.append(
+                    group(gid, ErrorCode.GROUP_AUTHORIZATION_FAILED, "not authorized on the group")
+                )
+                continue
+            d = self._groups.describe_group(gid)
+            if d.error_code is not ErrorCode.NONE:
+                out.append(group(gid, d.error_code, None))
+                continue
+            if d.group_type != "consumer":
+                message = (
+                    f"Group {gid} not found."
+                    if not d.members and d.state.lower() == "dead"
+                    else f"Group {gid} is not a consumer group."
+                )
+                out.append(group(gid, ErrorCode.GROUP_ID_NOT_FOUND, message))
+                continue
+            out.append(
+                build(
+                    module.DescribedGroup,
+                    error_code=error_code(ErrorCode.NONE),
+                    error_message=None,
+                    group_id=gid,
+                    group_state=d.state,
+                    group_epoch=d.group_epoch,
+                    assignment_epoch=d.assignment_epoch,
+                    assignor_name=d.protocol,
+                    members=tuple(
+                        build(
+                            module.Member,
+                            member_id=m.member_id,
+                            instance_id=m.group_instance_id,
+                            rack_id=None,
+                            member_epoch=m.member_epoch,
+                            client_id=m.client_id,
+                            client_host=m.client_host,
+                            subscribed_topic_names=m.subscribed_topics,
+                            subscribed_topic_regex=m.subscribed_regex or None,
+                            assignment=build(
+                                module.Assignment,
+                                topic_partitions=self._by_topic_id(
+                                    module.TopicPartitions, m.owned, names=True
+                                ),
+                            ),
+                            target_assignment=build(
+                                module.Assignment,
+                                topic_partitions=self._by_topic_id(
+                                    module.TopicPartitions, m.target, names=True
+                                ),
+                            ),
+                        )
+                        for m in d.members
+                    ),
+                    authorized_operations=-2147483648,
+                )
+            )
+        return build(
+            module.ConsumerGroupDescribeResponse, throttle_time=_NO_THROTTLE, groups=tuple(out)
+        )
+
     # -- administration -----------------------------------------------------------------
 
     async def describe_groups(self, request: Request) -> Any:
@@ -329,6 +510,7 @@ class KafkaGroupApis:
         body, module = request.body, response_module(16, request.api_version)
         authz = self._authz
         every = authz.cluster(_NO_GRPC_CONTEXT, Op.DESCRIBE)  # else the groups one may describe
+        types = {t.lower() for t in getattr(body, "types_filter", ())}  # v5: classic, consumer
         return build(
             module.ListGroupsResponse,
             throttle_time=_NO_THROTTLE,
@@ -339,9 +521,11 @@ class KafkaGroupApis:
                     group_id=g.group_id,
                     protocol_type=g.protocol_type,
                     group_state=g.state,
+                    group_type=g.group_type,
                 )
                 for g in self._groups.list_groups(getattr(body, "states_filter", ()))
-                if every or authz.group(_NO_GRPC_CONTEXT, Op.DESCRIBE, g.group_id)
+                if (not types or g.group_type in types)
+                and (every or authz.group(_NO_GRPC_CONTEXT, Op.DESCRIBE, g.group_id))
             ),
         )
 

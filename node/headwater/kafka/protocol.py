@@ -89,10 +89,15 @@ API_NAMES: Final = {
     45: "AlterPartitionReassignments",
     46: "ListPartitionReassignments",
     47: "OffsetDelete",
+    48: "DescribeClientQuotas",
+    50: "DescribeUserScramCredentials",
+    51: "AlterUserScramCredentials",
     60: "DescribeCluster",
     61: "DescribeProducers",
     65: "DescribeTransactions",
     66: "ListTransactions",
+    68: "ConsumerGroupHeartbeat",
+    69: "ConsumerGroupDescribe",
 }
 
 SUPPORTED: Final[Mapping[int, tuple[int, int]]] = {
@@ -108,7 +113,7 @@ SUPPORTED: Final[Mapping[int, tuple[int, int]]] = {
     13: (0, 5),  # LeaveGroup
     14: (0, 5),  # SyncGroup
     15: (0, 5),  # DescribeGroups
-    16: (0, 4),  # ListGroups: v5 filters by group type (KIP-848)
+    16: (0, 5),  # ListGroups: v5 filters by group type (KIP-848)
     17: (0, 1),  # SaslHandshake: v0 is followed by raw SASL tokens, v1 by SaslAuthenticate
     18: (0, 3),  # ApiVersions
     19: (2, 7),  # CreateTopics
@@ -133,10 +138,15 @@ SUPPORTED: Final[Mapping[int, tuple[int, int]]] = {
     45: (0, 0),  # AlterPartitionReassignments: v1 may change the replication factor
     46: (0, 0),  # ListPartitionReassignments
     47: (0, 0),  # OffsetDelete
+    48: (0, 1),  # DescribeClientQuotas: there are no client quotas (matches nothing)
+    50: (0, 0),  # DescribeUserScramCredentials
+    51: (0, 0),  # AlterUserScramCredentials
     60: (0, 1),  # DescribeCluster: brokers (there are no KRaft controllers)
     61: (0, 0),  # DescribeProducers
     65: (0, 0),  # DescribeTransactions
     66: (0, 1),  # ListTransactions: v2 filters by a transactional id pattern (KIP-1152)
+    68: (0, 1),  # ConsumerGroupHeartbeat (KIP-848): v1 adds the topic regex
+    69: (0, 1),  # ConsumerGroupDescribe
 }
 """API key -> (lowest, highest) version this listener answers; what ApiVersions lists."""
 

@@ -57,6 +57,7 @@ from headwater.kafka.apis import KafkaApis
 from headwater.kafka.cluster_apis import KafkaClusterApis
 from headwater.kafka.group_apis import KafkaGroupApis, OffsetsTopicCreator
 from headwater.kafka.txn_apis import KafkaTxnApis, TransactionStateCreator
+from headwater.kafka.user_apis import KafkaUserApis
 from headwater.records.control import ControlRecordType
 from headwater.server import host_metrics
 from headwater.server.auth.acl_runtime import BrokerAuthorization
@@ -357,6 +358,7 @@ class BrokerServer:
                     ),
                     ensure_transaction_state=create_transaction_state,
                 ),
+                users=KafkaUserApis(store=lambda: self.sasl.store, authz=self.authorization.authz),
             ),
             max_request_bytes=config.socket_request_max_bytes,
             sasl=kafka_server.SaslSettings(

@@ -1,14 +1,16 @@
 """A Kafka client pod's whole use of the Kafka listener, with Kafka's own Python client
-(kafka-python 3, mounted as a zip: the Headwater image does not ship it), for the Kubernetes
+(kafka-python 3, mounted as the zip :mod:`kafka_bundle` makes: the Headwater image does not
+ship it), for the Kubernetes
 tier's cross-namespace test.
 
     python kafka_client.py --bootstrap HOST:PORT --topic T --records N --certs DIR
 
 Over TLS with a User's client certificate (``DIR/{ca.crt,user.crt,user.key}``, hostnames
 checked, as kafka-python does by default; without ``--certs`` PLAINTEXT, for trying the
-script against a local cluster): describes the cluster, creates the
-topic (3 partitions, RF 3), produces N keyed records with acks=all, consumes them in a
-group that commits, deletes the topic, and prints one JSON line prefixed ``SUMMARY ``.
+script against a local cluster): describes the cluster, creates the topic (3 partitions,
+RF 3 unless ``--replication-factor``), produces N keyed records with acks=all, consumes
+them in a group that commits, deletes the topic, and prints one JSON line prefixed
+``SUMMARY ``.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ def main() -> None:
     parser.add_argument("--bootstrap", required=True)
     parser.add_argument("--topic", required=True)
     parser.add_argument("--records", type=int, default=30)
+    parser.add_argument("--replication-factor", type=int, default=3)
     parser.add_argument("--certs", help="directory of ca.crt, user.crt, user.key")
     args = parser.parse_args()
     common = {"bootstrap_servers": args.bootstrap, **security(args.certs)}
@@ -42,7 +45,8 @@ def main() -> None:
     admin = KafkaAdminClient(**common)
     cluster = admin.describe_cluster()
     admin.create_topics(
-        {args.topic: {"num_partitions": 3, "replication_factor": 3}}, wait_for_metadata=True
+        {args.topic: {"num_partitions": 3, "replication_factor": args.replication_factor}},
+        wait_for_metadata=True,
     )
 
     producer = KafkaProducer(acks="all", **common)

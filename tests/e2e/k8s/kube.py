@@ -259,27 +259,39 @@ def install_workload() -> None:
         install_client_user()
 
 
-def install_client_user() -> None:
-    """The scenario's clients' User (a client certificate, ACLs for all it does) and the
-    Kafka client properties its pods use with ``headwater --command-config``."""
-    everything = [
-        {"resource": {"type": kind, "name": "*"}, "operations": ["All"]}
-        for kind in ("topic", "group", "transactionalId")
-    ] + [{"resource": {"type": "cluster"}, "operations": ["All"]}]
+ACLS_FOR_EVERYTHING: list[dict[str, Any]] = [
+    {"resource": {"type": kind, "name": "*"}, "operations": ["All"]}
+    for kind in ("topic", "group", "transactionalId")
+] + [{"resource": {"type": "cluster"}, "operations": ["All"]}]
+
+
+def install_user(name: str, acls: list[dict[str, Any]]) -> None:
+    """A User (a client certificate in the Secret ``name``, and ``acls``), waited Ready."""
     apply({
         "apiVersion": "headwater.io/v1",
         "kind": "User",
-        "metadata": {"name": CLIENT_USER, "namespace": NAMESPACE},
+        "metadata": {"name": name, "namespace": NAMESPACE},
         "spec": {"authentication": {"type": "tls"},
-                 "authorization": {"type": "simple", "acls": everything}},
+                 "authorization": {"type": "simple", "acls": acls}},
     })  # fmt: skip
 
     def ready() -> bool:
-        obj = kubectl_json("get", "user", CLIENT_USER)
+        obj = kubectl_json("get", "user", name)
         conditions = (obj.get("status") or {}).get("conditions") or []
         return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
 
-    wait_until(ready, what=f"User {CLIENT_USER} Ready", timeout_s=180)
+    wait_until(ready, what=f"User {name} Ready", timeout_s=180)
+    wait_until(
+        lambda: bool(kubectl("get", "secret", name, "--ignore-not-found", "-o", "name")),
+        what=f"User {name}'s Secret",
+        timeout_s=60,
+    )
+
+
+def install_client_user() -> None:
+    """The scenario's clients' User (a client certificate, ACLs for all it does) and the
+    Kafka client properties its pods use with ``headwater --command-config``."""
+    install_user(CLIENT_USER, ACLS_FOR_EVERYTHING)
     properties = (
         "security.protocol=SSL\n"
         f"ssl.truststore.location={CLIENT_CERT_DIR}/ca.crt\n"

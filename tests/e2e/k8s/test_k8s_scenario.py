@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import io
 import json
 import os
 import re
@@ -36,15 +35,13 @@ import signal
 import subprocess
 import sys
 import time
-import zipfile
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from tests.e2e.k8s import kube
+from tests.e2e.k8s import kafka_bundle, kube
 
 pytestmark = [pytest.mark.k8s, pytest.mark.timeout(3600)]
 
@@ -296,35 +293,26 @@ def test_topic_config_and_partition_changes_and_refusal_and_delete(release: None
 KAFKA_CLIENT_NAMESPACE = "headwater-kafka-client"
 KAFKA_BOOTSTRAP = f"{kube.RELEASE}-headwater-bootstrap.{kube.NAMESPACE}.svc.cluster.local:9093"
 KAFKA_RECORDS = 30
-
-
-def kafka_python_zip() -> bytes:
-    """kafka-python (pure Python) as a zip for ``PYTHONPATH``: the Headwater image does not
-    ship Kafka's client, and the tier never pulls or installs anything in a pod."""
-    kafka = pytest.importorskip("kafka")
-    package = Path(kafka.__file__).parent
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
-        for path in sorted(package.rglob("*.py")):
-            zf.write(path, str(path.relative_to(package.parent)))
-    return out.getvalue()
+KAFKA_CLIENT_USER = "kafka-door-client"
+"""The cross-namespace client's own User (tls, ACLs for all it does), made by its test."""
 
 
 def kafka_client_objects(topic_name: str) -> list[dict[str, Any]]:
-    """The client namespace's Secret (copied from the User's, as an application team
+    """The client namespace's Secret (copied from its User's, as an application team
     would), the client's code and the pod that runs it."""
     ns = KAFKA_CLIENT_NAMESPACE
-    user_secret = kube.kubectl_json("get", "secret", kube.CLIENT_USER)["data"]
+    user_secret = kube.kubectl_json("get", "secret", KAFKA_CLIENT_USER)["data"]
     secret = {
         "apiVersion": "v1", "kind": "Secret",
         "metadata": {"name": "kafka-client-cert", "namespace": ns},
         "data": {k: user_secret[k] for k in ("ca.crt", "user.crt", "user.key")},
     }  # fmt: skip
+    bundle = base64.b64encode(kafka_bundle.kafka_python_zip()).decode()
     code = {
         "apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "kafka-client-code", "namespace": ns},
         "data": {"kafka_client.py": (kube.HERE / "kafka_client.py").read_text()},
-        "binaryData": {"kafka-python.zip": base64.b64encode(kafka_python_zip()).decode()},
+        "binaryData": {"kafka-python.zip": bundle},
     }  # fmt: skip
     pod = {
         "apiVersion": "v1", "kind": "Pod",
@@ -357,12 +345,15 @@ def test_kafka_client_in_another_namespace_produces_and_consumes_over_tls(releas
     """Kafka's own client (kafka-python), in a namespace of its own, bootstraps from the
     bootstrap Service's name on the Kafka port over TLS with a User's client certificate
     (hostnames checked), then follows Metadata to each broker's headless name: it creates a
-    topic, produces with acks=all, consumes in a group that commits, deletes the topic."""
+    topic, produces with acks=all, consumes in a group that commits, deletes the topic.
+    Its User is its own (made here, deleted at the end), so it runs alone."""
     assert kube.TLS, "the chart's default is TLS; this test is about the TLS door"
+    pytest.importorskip("kafka")
     kubectl = str(kube.tool("kubectl"))
     ns = KAFKA_CLIENT_NAMESPACE
     kube.run([kubectl, "delete", "namespace", ns, "--ignore-not-found", "--wait=true"],
              timeout_s=300)  # fmt: skip
+    kube.install_user(KAFKA_CLIENT_USER, kube.ACLS_FOR_EVERYTHING)
     kube.run([kubectl, "create", "namespace", ns])
     try:
         for obj in kafka_client_objects("kafka-door"):
@@ -383,6 +374,7 @@ def test_kafka_client_in_another_namespace_produces_and_consumes_over_tls(releas
     finally:
         kube.run([kubectl, "delete", "namespace", ns, "--ignore-not-found", "--wait=false"],
                  check=False)  # fmt: skip
+        kube.kubectl("delete", "user", KAFKA_CLIENT_USER, "--ignore-not-found", check=False)
     headless = f"{kube.BROKERS}-headless.{kube.NAMESPACE}.svc.cluster.local"
     assert summary["brokers"] == [[i, f"{kube.BROKERS}-{i}.{headless}", 9093] for i in range(3)], (
         summary["brokers"]

@@ -13,6 +13,7 @@ from headwater.kafka.group_apis import KafkaGroupApis
 from headwater.kafka.listeners import kafka_listeners
 from headwater.kafka.server import KafkaServer, registration_endpoints
 from headwater.kafka.txn_apis import KafkaTxnApis
+from headwater.kafka.user_apis import KafkaUserApis
 from headwater.server.config import BrokerConfig, ConfigError, validate_config
 from headwater.server.listeners import EndPoint, ListenerConfigError, SecurityProtocol
 
@@ -136,6 +137,7 @@ def test_every_supported_api_has_a_handler() -> None:
             offsets_partition=lambda group: None,  # type: ignore[arg-type,return-value]
             ensure_transaction_state=lambda: None,
         ),
+        users=KafkaUserApis(store=lambda: None, authz=None),  # type: ignore[arg-type]
     )
     assert apis.api_keys == frozenset(protocol.SUPPORTED)
 

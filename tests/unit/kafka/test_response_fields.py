@@ -24,13 +24,23 @@ from headwater.kafka import (
     group_apis,
     protocol,
     txn_apis,
+    user_apis,
 )
 
 
 def _passed_fields() -> dict[str, set[str]]:
     """Entity type name -> the keyword names some ``build(module.<Name>, ...)`` passes."""
     passed: dict[str, set[str]] = defaultdict(set)
-    for module in (apis, group_apis, admin_apis, acl_apis, cluster_apis, txn_apis, protocol):
+    for module in (
+        apis,
+        group_apis,
+        admin_apis,
+        acl_apis,
+        cluster_apis,
+        txn_apis,
+        user_apis,
+        protocol,
+    ):
         for node in ast.walk(ast.parse(inspect.getsource(module))):
             if (
                 isinstance(node, ast.Call)

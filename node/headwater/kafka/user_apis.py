@@ -1,0 +1,226 @@
+"""The Kafka listener's user administration, what ``kafka-configs --entity-type users``
+sends: DescribeUserScramCredentials (50), AlterUserScramCredentials (51) (``--add-config
+'SCRAM-SHA-512=[password=...]'``) and DescribeClientQuotas (48, which ``--describe`` asks
+first).
+
+Headwater has no client quotas: DescribeClientQuotas validates its filter as Kafka does
+(INVALID_REQUEST for an unknown entity type, a match that does not fit its match type, an
+entity type named twice) and, with DESCRIBE_CONFIGS on the cluster, matches nothing.
+AlterClientQuotas is not served (not in ApiVersions), so setting a quota fails in the
+client rather than being dropped.
+
+The rules are the gRPC ScramAdmin service's (:mod:`headwater.server.services.sasl`):
+DESCRIBE (describe) or ALTER (alter) on the cluster; alterations validated per user by
+:mod:`headwater.security.scram_alterations` and written to ZooKeeper through
+:class:`~headwater.coordination.scram_credentials.ScramCredentialStore` in a worker
+thread, whence every broker's credential cache learns them.  Describe answers
+mechanisms and iterations, never salts or keys.  On the wire a mechanism is Kafka's
+``ScramMechanism`` byte: 1 SCRAM-SHA-256, 2 SCRAM-SHA-512.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from collections.abc import Callable
+from typing import Any, cast
+
+from headwater import errors
+from headwater.coordination.scram_credentials import ScramCredentialStore
+from headwater.errors import ErrorCode
+from headwater.kafka.protocol import Request, build, error_code, response_module
+from headwater.security import scram_alterations
+from headwater.security.acls import AclOperation
+from headwater.security.scram import ScramMechanism
+from headwater.server.auth.authorization import RequestAuthorizer
+from headwater.server.auth.identity import current_identity
+from headwater.server.convert import Context
+from headwater.server.runtime.offload import run_blocking
+
+log = logging.getLogger(__name__)
+
+_NO_THROTTLE = datetime.timedelta(0)
+_NO_GRPC_CONTEXT = cast(Context, None)
+
+MECHANISM_BYTES = {ScramMechanism.SCRAM_SHA_256: 1, ScramMechanism.SCRAM_SHA_512: 2}
+_NAMES = {b: m.value for m, b in MECHANISM_BYTES.items()}
+
+
+def mechanism_name(value: int) -> str:
+    """Kafka's mechanism byte as its name; an unknown byte stays visibly unknown (and is
+    refused UNSUPPORTED_SASL_MECHANISM by the plan)."""
+    return _NAMES.get(value, f"UNKNOWN({value})")
+
+
+QUOTA_ENTITY_TYPES = frozenset({"user", "client-id", "ip"})
+MATCH_EXACT, MATCH_DEFAULT, MATCH_ANY = 0, 1, 2
+
+
+def invalid_quota_filter(components: list[tuple[str, int, str | None]]) -> str | None:
+    """Why a DescribeClientQuotas filter (``(entity_type, match_type, match)``) is
+    malformed, as Kafka's ``ClientQuotaFilterComponent`` rules, or None."""
+    seen: set[str] = set()
+    for entity_type, match_type, match in components:
+        if entity_type not in QUOTA_ENTITY_TYPES:
+            return f"Custom entity type '{entity_type}' not supported"
+        if entity_type in seen:
+            return f"Duplicate {entity_type} filter component entity type"
+        seen.add(entity_type)
+        if match_type == MATCH_EXACT and match is None:
+            return f"Request specified exact match type with no match for {entity_type}"
+        if match_type in (MATCH_DEFAULT, MATCH_ANY) and match is not None:
+            return f"Request specified match type {match_type} with a match for {entity_type}"
+        if match_type not in (MATCH_EXACT, MATCH_DEFAULT, MATCH_ANY):
+            return f"Unexpected match type {match_type}"
+    return None
+
+
+class KafkaUserApis:
+    """User administration of one Kafka listener (event-loop only)."""
+
+    def __init__(
+        self, *, store: Callable[[], ScramCredentialStore | None], authz: RequestAuthorizer
+    ) -> None:
+        self._store = store
+        self._authz = authz
+
+    def handlers(self) -> dict[int, Callable[[Request], Any]]:
+        return {48: self.describe_client_quotas, 50: self.describe, 51: self.alter}
+
+    async def describe_client_quotas(self, request: Request) -> Any:
+        body, module = request.body, response_module(48, request.api_version)
+        code, message = ErrorCode.NONE, None
+        denied = self._authz.check_cluster(_NO_GRPC_CONTEXT, AclOperation.DESCRIBE_CONFIGS)
+        reason = invalid_quota_filter(
+            [(c.entity_type, c.match_type, c.match) for c in body.components]
+        )
+        if denied is not None:
+            code, message = denied.code, denied.message
+        elif reason is not None:
+            code, message = ErrorCode.INVALID_REQUEST, reason
+        return build(
+            module.DescribeClientQuotasResponse,
+            throttle_time=_NO_THROTTLE,
+            error_code=error_code(code),
+            error_message=message,
+            entries=() if code is ErrorCode.NONE else None,
+        )
+
+    def _zk(self) -> ScramCredentialStore:
+        store = self._store()
+        if store is None:
+            raise errors.BrokerNotAvailableError("the broker is not connected to ZooKeeper")
+        return store
+
+    async def describe(self, request: Request) -> Any:
+        body, module = request.body, response_module(50, request.api_version)
+
+        def answer(code: ErrorCode, message: str | None, results: tuple[Any, ...] = ()) -> Any:
+            return build(
+                module.DescribeUserScramCredentialsResponse,
+                throttle_time=_NO_THROTTLE,
+                error_code=error_code(code),
+                error_message=message,
+                results=results,
+            )
+
+        denied = self._authz.check_cluster(_NO_GRPC_CONTEXT, AclOperation.DESCRIBE)
+        if denied is not None:
+            return answer(denied.code, denied.message)
+        try:
+            store = self._zk()
+        except errors.HeadwaterError as exc:
+            return answer(exc.code, errors.message_of(exc))
+        names = [u.name for u in body.users or ()]
+        if len(set(names)) != len(names):
+            dupes = sorted({n for n in names if names.count(n) > 1})
+            return answer(
+                ErrorCode.DUPLICATE_RESOURCE,
+                "Cannot describe SCRAM credentials for the same user twice in a single "
+                f"request: {', '.join(dupes)}",
+            )
+        results = []
+        for user in names or await run_blocking(store.list_users):
+            credentials = await run_blocking(store.read, user)
+            if not credentials and not names:
+                continue  # listing every user skips users with other configs only
+            results.append(
+                build(
+                    module.DescribeUserScramCredentialsResult,
+                    user=user,
+                    error_code=error_code(
+                        ErrorCode.NONE if credentials else ErrorCode.RESOURCE_NOT_FOUND
+                    ),
+                    error_message=None
+                    if credentials
+                    else f"Attempt to describe a user credential that does not exist: {user}",
+                    credential_infos=tuple(
+                        build(
+                            module.CredentialInfo,
+                            mechanism=MECHANISM_BYTES[m],
+                            iterations=c.iterations,
+                        )
+                        for m, c in sorted(credentials.items(), key=lambda kv: kv[0].value)
+                    ),
+                )
+            )
+        return answer(ErrorCode.NONE, None, tuple(results))
+
+    async def alter(self, request: Request) -> Any:
+        body, module = request.body, response_module(51, request.api_version)
+        plans = scram_alterations.plan(
+            upsertions=[
+                scram_alterations.Upsertion(
+                    user=u.name,
+                    mechanism=mechanism_name(u.mechanism),
+                    iterations=u.iterations,
+                    salt=bytes(u.salt),
+                    salted_password=bytes(u.salted_password),
+                )
+                for u in body.upsertions
+            ],
+            deletions=[
+                scram_alterations.Deletion(user=d.name, mechanism=mechanism_name(d.mechanism))
+                for d in body.deletions
+            ],
+        )
+        denied = self._authz.check_cluster(_NO_GRPC_CONTEXT, AclOperation.ALTER)
+        results = []
+        for user, outcome in plans.items():
+            error: errors.HeadwaterError | None = None
+            if denied is not None:
+                error = errors.for_code(denied.code, denied.message)
+            elif isinstance(outcome, errors.HeadwaterError):
+                error = outcome
+            else:
+                try:
+                    await run_blocking(
+                        self._zk().alter,
+                        user,
+                        upsertions=outcome.upsertions,
+                        deletions=outcome.deletions,
+                    )
+                except errors.HeadwaterError as exc:
+                    error = exc
+                else:
+                    log.info(
+                        "SCRAM credentials of user %r altered from %s over Kafka (set %s, "
+                        "deleted %s)",
+                        user,
+                        current_identity(_NO_GRPC_CONTEXT).host,
+                        ", ".join(m.value for m in outcome.upsertions) or "none",
+                        ", ".join(m.value for m in outcome.deletions) or "none",
+                    )
+            results.append(
+                build(
+                    module.AlterUserScramCredentialsResult,
+                    user=user,
+                    error_code=error_code(error.code if error is not None else ErrorCode.NONE),
+                    error_message=error.message if error is not None else None,
+                )
+            )
+        return build(
+            module.AlterUserScramCredentialsResponse,
+            throttle_time=_NO_THROTTLE,
+            results=tuple(results),
+        )
