@@ -119,8 +119,8 @@ class KafkaApis:
         :mod:`headwater.kafka.admin_apis`, :mod:`headwater.kafka.acl_apis`,
         :mod:`headwater.kafka.cluster_apis`); ``transactions``: the transaction APIs
         (:mod:`headwater.kafka.txn_apis`), which answer FindCoordinator's key_type 1 and
-        InitProducerId with a transactional id and leave the rest to the handlers here; ``users``: SCRAM credentials and client quotas
-        (:mod:`headwater.kafka.user_apis`)."""
+        InitProducerId with a transactional id and leave the rest to the handlers here;
+        ``users``: SCRAM credentials and client quotas (:mod:`headwater.kafka.user_apis`)."""
         self._next_producer_id = next_producer_id
         self._fetch_sessions = FetchSessionCache(first_id=random.randrange(1, 1 << 31))
         self._listener = listener
