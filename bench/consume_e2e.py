@@ -1,7 +1,7 @@
 """``headwater perf consume`` against a real broker: records/s and the consumer's CPU per record.
 
     .venv/bin/python bench/consume_e2e.py [--bootstrap HOST:PORT] [--rounds 3]
-        [--headwater PATH ...] [--sizes 100,1024] [--records 1000000,500000]
+        [--headwater PATH ...] [--sizes 100,1024] [--records 1000000,500000] [--group]
 
 Writes ``--records`` records of each value size (``headwater perf produce``,
 1 MiB batches, as bench/kafka_side_by_side.sh does) to a new one-partition
@@ -11,9 +11,13 @@ checkout's), so that two code versions are compared on the same broker and
 data: give ``/work/main/.venv/bin/headwater`` and ``.venv/bin/headwater``.  Per
 run it prints the records/s and MB/s ``perf consume`` reports and the consumer
 process's CPU (user + system, from ``wait4``, its start included) per record;
-then the median of each.  Without ``--bootstrap`` a one-broker
-``headwater dev up`` cluster is started in a temporary directory and stopped
-at the end.  The broker's CPU is not included.
+then the median of each.  With ``--group`` each executable also reads as a
+group member (``perf consume --group``, a new group each run: ``subscribe()``,
+the time until the group assigns the partition left out of the rate as Kafka's
+ConsumerPerformance does; the CPU figure includes the join), alternating with
+the assigned reads, so that the two paths are compared run by run.  Without
+``--bootstrap`` a one-broker ``headwater dev up`` cluster is started in a
+temporary directory and stopped at the end.  The broker's CPU is not included.
 """
 
 from __future__ import annotations
@@ -97,7 +101,9 @@ def produce(bootstrap: str, topic: str, count: int, size: int) -> None:
     )
 
 
-def consume(headwater: str, bootstrap: str, topic: str, count: int) -> tuple[float, float, float]:
+def consume(
+    headwater: str, bootstrap: str, topic: str, count: int, group: bool
+) -> tuple[float, float, float]:
     """(records/s, MB/s, CPU seconds of the consumer process)."""
     proc = subprocess.Popen(
         [
@@ -112,6 +118,7 @@ def consume(headwater: str, bootstrap: str, topic: str, count: int) -> tuple[flo
             bootstrap,
             "--output",
             "json",
+            *(["--group", f"consume-e2e-{uuid.uuid4().hex[:8]}"] if group else []),
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -134,29 +141,36 @@ def main() -> None:
     ap.add_argument("--headwater", action="append", help="a headwater executable (repeatable)")
     ap.add_argument("--sizes", default="100,1024")
     ap.add_argument("--records", default="1000000,500000", help="records per size, in order")
+    ap.add_argument("--group", action="store_true", help="also read as a group member")
     args = ap.parse_args()
     exes = args.headwater or [str(OWN)]
+    modes = ["assigned", "group"] if args.group else ["assigned"]
+    runs_of = [(exe, mode) for exe in exes for mode in modes]
     sizes = [int(s) for s in args.sizes.split(",")]
     counts = [int(n) for n in args.records.split(",")]
     with cluster(args.bootstrap) as bootstrap:
         for size, count in zip(sizes, counts, strict=True):
             topic = f"consume-e2e-{size}-{uuid.uuid4().hex[:8]}"
             produce(bootstrap, topic, count, size)
-            results: dict[str, list[tuple[float, float, float]]] = {e: [] for e in exes}
+            results: dict[tuple[str, str], list[tuple[float, float, float]]] = {
+                k: [] for k in runs_of
+            }
             for r in range(args.rounds):
-                for exe in exes:
-                    rate, mb, cpu = consume(exe, bootstrap, topic, count)
-                    results[exe].append((rate, mb, cpu))
+                for exe, mode in runs_of:
+                    rate, mb, cpu = consume(exe, bootstrap, topic, count, mode == "group")
+                    results[exe, mode].append((rate, mb, cpu))
                     print(
-                        f"{size:>5} B round {r + 1} {exe}: {rate:,.0f} rec/s {mb:.1f} MB/s, "
-                        f"consumer CPU {cpu:.2f} s = {cpu / count * 1e6:.2f} us/record",
+                        f"{size:>5} B round {r + 1} {exe} {mode}: {rate:,.0f} rec/s "
+                        f"{mb:.1f} MB/s, consumer CPU {cpu:.2f} s = {cpu / count * 1e6:.2f} "
+                        "us/record",
                         flush=True,
                     )
-            for exe, runs in results.items():
+            for (exe, mode), runs in results.items():
                 rates = sorted(x[0] for x in runs)
                 cpus = sorted(x[2] / count * 1e6 for x in runs)
                 print(
-                    f"{size:>5} B x {count} {exe}: median {statistics.median(rates):,.0f} rec/s "
+                    f"{size:>5} B x {count} {exe} {mode}: "
+                    f"median {statistics.median(rates):,.0f} rec/s "
                     f"({rates[0]:,.0f}-{rates[-1]:,.0f}), CPU {statistics.median(cpus):.2f} "
                     f"us/record ({cpus[0]:.2f}-{cpus[-1]:.2f}), start included",
                     flush=True,
