@@ -17,7 +17,9 @@ the time until the group assigns the partition left out of the rate as Kafka's
 ConsumerPerformance does; the CPU figure includes the join), alternating with
 the assigned reads, so that the two paths are compared run by run.  Without
 ``--bootstrap`` a one-broker ``headwater dev up`` cluster is started in a
-temporary directory and stopped at the end.  The broker's CPU is not included.
+temporary directory and stopped at the end.  The broker's CPU over each read
+(all its threads, anything else it serves meanwhile included) is printed when
+its pid is known: the cluster started here, or ``--broker-pid``.
 """
 
 from __future__ import annotations
@@ -39,9 +41,10 @@ OWN = HERE / ".venv" / "bin" / "headwater"
 
 
 @contextlib.contextmanager
-def cluster(bootstrap: str | None) -> Iterator[str]:
+def cluster(bootstrap: str | None, broker_pid: int | None) -> Iterator[tuple[str, int | None]]:
+    """(bootstrap, the broker's pid when known)."""
     if bootstrap:
-        yield bootstrap
+        yield bootstrap, broker_pid
         return
     with tempfile.TemporaryDirectory(prefix="consume-e2e-") as tmp:
         out = subprocess.run(
@@ -51,9 +54,18 @@ def cluster(bootstrap: str | None) -> Iterator[str]:
             text=True,
         ).stdout
         try:
-            yield str(json.loads(out)["bootstrap"])
+            up = json.loads(out)
+            yield str(up["bootstrap"]), int(up["brokers"][0]["pid"])
         finally:
             subprocess.run([str(OWN), "dev", "down", "--data-dir", tmp], capture_output=True)
+
+
+def process_cpu_s(pid: int | None) -> float:
+    """User + system CPU seconds of a running process (0 without a pid)."""
+    if pid is None:
+        return 0.0
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def produce(bootstrap: str, topic: str, count: int, size: int) -> None:
@@ -137,6 +149,9 @@ def consume(
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--bootstrap")
+    ap.add_argument(
+        "--broker-pid", type=int, help="with --bootstrap: the broker's pid, for its CPU per record"
+    )
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--headwater", action="append", help="a headwater executable (repeatable)")
     ap.add_argument("--sizes", default="100,1024")
@@ -148,21 +163,30 @@ def main() -> None:
     runs_of = [(exe, mode) for exe in exes for mode in modes]
     sizes = [int(s) for s in args.sizes.split(",")]
     counts = [int(n) for n in args.records.split(",")]
-    with cluster(args.bootstrap) as bootstrap:
+    with cluster(args.bootstrap, args.broker_pid) as (bootstrap, broker):
         for size, count in zip(sizes, counts, strict=True):
             topic = f"consume-e2e-{size}-{uuid.uuid4().hex[:8]}"
             produce(bootstrap, topic, count, size)
             results: dict[tuple[str, str], list[tuple[float, float, float]]] = {
                 k: [] for k in runs_of
             }
+            broker_cpu: dict[tuple[str, str], list[float]] = {k: [] for k in runs_of}
             for r in range(args.rounds):
                 for exe, mode in runs_of:
+                    before = process_cpu_s(broker)
                     rate, mb, cpu = consume(exe, bootstrap, topic, count, mode == "group")
+                    served = process_cpu_s(broker) - before
                     results[exe, mode].append((rate, mb, cpu))
+                    broker_cpu[exe, mode].append(served)
                     print(
                         f"{size:>5} B round {r + 1} {exe} {mode}: {rate:,.0f} rec/s "
                         f"{mb:.1f} MB/s, consumer CPU {cpu:.2f} s = {cpu / count * 1e6:.2f} "
-                        "us/record",
+                        "us/record"
+                        + (
+                            f", broker CPU {served:.2f} s = {served / count * 1e6:.2f} us/record"
+                            if broker
+                            else ""
+                        ),
                         flush=True,
                     )
             for (exe, mode), runs in results.items():
@@ -172,7 +196,13 @@ def main() -> None:
                     f"{size:>5} B x {count} {exe} {mode}: "
                     f"median {statistics.median(rates):,.0f} rec/s "
                     f"({rates[0]:,.0f}-{rates[-1]:,.0f}), CPU {statistics.median(cpus):.2f} "
-                    f"us/record ({cpus[0]:.2f}-{cpus[-1]:.2f}), start included",
+                    f"us/record ({cpus[0]:.2f}-{cpus[-1]:.2f}), start included"
+                    + (
+                        ", broker CPU "
+                        f"{statistics.median(broker_cpu[exe, mode]) / count * 1e6:.2f} us/record"
+                        if broker
+                        else ""
+                    ),
                     flush=True,
                 )
     sys.stdout.flush()
