@@ -267,6 +267,8 @@ def _consume(args: argparse.Namespace) -> int:
                         break
                     continue
                 last_record = now
+                if count == 0 and joined.at is not None:
+                    window_start = joined.at  # the first progress line leaves the join out
                 wall_ms = time.time() * 1000.0
                 recs = recs[: args.messages - count]
                 # Per record, but iterated in C (map/filter): a Python loop over the
