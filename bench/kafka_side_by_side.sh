@@ -16,6 +16,10 @@
 #            the Kafka door, `headwater perf produce --transactional-id` at the gRPC door
 #     door:  only the Kafka-door rows (with the Kafka and gRPC figures they compare with)
 #     txn:   only the transactional Kafka-door row
+# The consume rows: Kafka's ConsumerPerformance always subscribes as a group member (a random
+# perf-consumer-NNNNN group unless --group names one); `headwater perf consume` assigns the
+# partition unless given --group. The "group (subscribe)" rows give both tools the same named
+# group (new, so reading from the earliest offset); both leave the group join out of the rate.
 # Prints one table line per workload: kafka figure, headwater figure, ratio headwater/kafka
 # (for latency rows: kafka/headwater of the average, so > 1 means headwater is faster too).
 # The Kafka jars come from Maven Central through bench/kafka-pom.xml.
@@ -71,8 +75,8 @@ kprodtx() {  # topic n size -> records/s MB/s: transactions of TXN_MS ms (acks=a
     --transactional-id "perf-$1-$$" --transaction-duration-ms "$TXN_MS" | tail -1 |
     sed -E 's/.* ([0-9.]+) records\/sec \(([0-9.]+) MB\/sec\), ([0-9.]+) ms avg latency, ([0-9.]+) ms max latency.*/\1 \2/'
 }
-kcons() {  # topic n -> records/s MB/s
-  java -cp "$CP" org.apache.kafka.tools.ConsumerPerformance --bootstrap-server "$KB" --topic "$1" --messages "$2" 2>/dev/null | tail -1 |
+kcons() {  # topic n [group] -> records/s MB/s (the tool always subscribes, by default as perf-consumer-NNNNN)
+  java -cp "$CP" org.apache.kafka.tools.ConsumerPerformance --bootstrap-server "$KB" --topic "$1" --messages "$2" ${3:+--group $3} 2>/dev/null | tail -1 |
     awk -F', *' '{print $10, $9}'   # fetch.nMsg.sec fetch.MB.sec: group join time left out
 }
 ke2e() {  # topic n -> avg p50 p99 (ms; p50/p99 whole ms, as the tool prints them)
@@ -87,7 +91,8 @@ hprod() { "$HW" perf produce --topic "$1" --num-records "$2" --record-size "$3" 
 hprodtx() { "$HW" perf produce --topic "$1" --num-records "$2" --record-size "$3" --acks all --batch-size 1048576 --linger-ms 5 \
   --transactional-id "perf-$1-$$" --transaction-duration-ms "$TXN_MS" --output json | tail -1 |
   python3 -c 'import json,sys; d=json.loads(sys.stdin.read()); print(d["records_per_s"], d["mb_per_s"])'; }
-hcons() { "$HW" perf consume --topic "$1" --messages "$2" --output json | tail -1 |
+hcons() {  # topic n [group] -> records/s MB/s (without a group: assign(), no group)
+  "$HW" perf consume --topic "$1" --messages "$2" ${3:+--group $3} --output json | tail -1 |
   python3 -c 'import json,sys; d=json.loads(sys.stdin.read()); print(d["records_per_s"], d["mb_per_s"])'; }
 he2e() {  # topic n [records/s] -> avg p50 p99 (ms)
   "$HW" perf end-to-end --topic "$1" --num-records "$2" --record-size 100 --acks 1 ${3:+--throughput $3} --output json | tail -1 |
@@ -146,17 +151,21 @@ if ! has_arg door; then
 kafka_up 1; ktopic a100 1; ktopic a1k 1; ktopic warm 1; ktopic e2e 1
 kprod warm 1000000 100 1 >/dev/null   # JIT warm-up of the broker before anything is timed
 k1=$(kprod a100 "$N100" 100 1); k2=$(kcons a100 "$N100"); k3=$(kprod a1k "$N1K" 1024 1); k4=$(kcons a1k "$N1K")
+k2g=$(kcons a100 "$N100" sbs-group-a100); k4g=$(kcons a1k "$N1K" sbs-group-a1k)
 sync; ke=$(ke2e e2e "$NE2E")   # sync: the GBs just written back first, not during the latency rows
 kafka_down
 hw_up 1; htopic a100 1; htopic a1k 1; htopic warm 1; htopic e2e 1; htopic e2erate 1
 hprod warm 200000 100 1 >/dev/null
 h1=$(hprod a100 "$N100" 100 1); h2=$(hcons a100 "$N100"); h3=$(hprod a1k "$N1K" 1024 1); h4=$(hcons a1k "$N1K")
+h2g=$(hcons a100 "$N100" sbs-group-a100); h4g=$(hcons a1k "$N1K" sbs-group-a1k)
 sync; he=$(he2e e2e "$NE2E"); sync; hr=$(he2e e2erate "$NE2E" "$E2E_RATE")
 hw_down
 row "produce 100 B, 1 broker, acks=1" $k1 $h1
 row "consume 100 B, 1 broker" $k2 $h2
 row "produce 1 KiB, 1 broker, acks=1" $k3 $h3
 row "consume 1 KiB, 1 broker" $k4 $h4
+row "consume 100 B, group (subscribe)" $k2g $h2g
+row "consume 1 KiB, group (subscribe)" $k4g $h4g
 lrow "end-to-end 100 B, one at a time" $ke $he
 lrow "end-to-end 100 B, ${E2E_RATE}/s (hw only)" - - - $hr
 # 3 brokers, RF=3, acks=all, min.insync.replicas=2

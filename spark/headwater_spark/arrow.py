@@ -8,13 +8,14 @@ with UTC), so :data:`ARROW_SCHEMA` spells it out and a unit test compares the
 two.  The columns and their types are those of Spark's Kafka source.
 
 :func:`to_record_batch` takes decoded batches (the records of one
-RecordBatch v2 share a timestamp type) and transposes them with ``zip(*rows)``,
-which builds each column in C, then converts each column with one
-``pa.array`` call.
+RecordBatch v2 share a timestamp type) and builds each column in C: a
+``map`` of an ``itemgetter`` over the records, then one ``pa.array`` call (a
+column of constants, or of nulls only, is made without a look at each record).
 """
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 
 import pyarrow as pa
@@ -56,6 +57,11 @@ def arrow_schema(*, include_headers: bool) -> pa.Schema:
     return ARROW_SCHEMA_WITH_HEADERS if include_headers else ARROW_SCHEMA
 
 
+_offset, _timestamp, _key, _value, _headers = (operator.itemgetter(i) for i in range(5))
+"""A record's fields by position (:class:`ConsumedRecord`'s order; the decoders' plain
+tuples have the same)."""
+
+
 def to_record_batch(
     topic: str,
     partition: int,
@@ -64,33 +70,49 @@ def to_record_batch(
     include_headers: bool,
 ) -> pa.RecordBatch:
     """One Arrow batch from ``(records, timestamp_type)`` chunks of one partition."""
-    offsets: list[int] = []
-    stamps: list[int] = []
-    keys: list[bytes | None] = []
-    values: list[bytes | None] = []
-    headers: list[object] = []
-    types: list[int] = []
-    for recs, timestamp_type in chunks:
-        if not recs:
-            continue
-        cols = list(zip(*recs, strict=True))
-        offsets.extend(cols[0])
-        stamps.extend(cols[1])
-        keys.extend(cols[2])
-        values.extend(cols[3])
-        if include_headers:
-            headers.extend([{"key": k, "value": v} for k, v in hs] if hs else [] for hs in cols[4])
-        types.extend([timestamp_type] * len(recs))
-    n = len(offsets)
+    recs: list[ConsumedRecord] = []
+    spans: list[tuple[int, int]] = []
+    for records, timestamp_type in chunks:
+        if records:
+            recs += records
+            spans.append((len(records), timestamp_type))
+    n = len(recs)
     arrays = [
-        pa.array(keys, pa.binary()),
-        pa.array(values, pa.binary()),
+        _binary(list(map(_key, recs)), n),
+        _binary(list(map(_value, recs)), n),
         pa.repeat(pa.scalar(topic, pa.string()), n),
         pa.repeat(pa.scalar(partition, pa.int32()), n),
-        pa.array(offsets, pa.int64()),
-        pa.array(stamps, _TIMESTAMP_MS).cast(_TIMESTAMP_US),
-        pa.array(types, pa.int32()),
+        pa.array(list(map(_offset, recs)), pa.int64()),
+        pa.array(list(map(_timestamp, recs)), _TIMESTAMP_MS).cast(_TIMESTAMP_US),
+        _timestamp_types(spans, n),
     ]
     if include_headers:
-        arrays.append(pa.array(headers, _HEADER_TYPE))
+        arrays.append(
+            pa.array(
+                [
+                    [{"key": k, "value": v} for k, v in hs] if hs else []
+                    for hs in map(_headers, recs)
+                ],
+                _HEADER_TYPE,
+            )
+        )
     return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema(include_headers=include_headers))
+
+
+def _binary(column: list[bytes | None], n: int) -> pa.Array:
+    """A binary column; all-null (records without keys) made without a look at each item,
+    which ``pa.array`` takes its slow path for."""
+    if column.count(None) == n:
+        return pa.nulls(n, pa.binary())
+    return pa.array(column, pa.binary())
+
+
+def _timestamp_types(spans: list[tuple[int, int]], n: int) -> pa.Array:
+    """The ``timestampType`` column from ``(record count, type)`` per batch."""
+    kinds = {kind for _, kind in spans}
+    if len(kinds) <= 1:
+        return pa.repeat(pa.scalar(kinds.pop() if kinds else 0, pa.int32()), n)
+    types: list[int] = []
+    for count, kind in spans:
+        types += [kind] * count
+    return pa.array(types, pa.int32())

@@ -7,7 +7,9 @@ fast as the producer accepts them and measures each record's latency from
 ``send`` to acknowledgement, in whole milliseconds from the record's create
 timestamp, as Kafka's tool does.  ``perf consume`` reads ``--messages`` records from
 the beginning of every partition and measures the time from a record's
-timestamp to its arrival for a sample (one record in 16).  Both print a progress line every
+timestamp to its arrival for a sample (one record in 16); with ``--group`` it
+reads as a group member (``subscribe()``) and, as Kafka's tool does, leaves the
+time until the group assigns the partitions out of its rates.  Both print a progress line every
 ``--reporting-interval-ms`` on stderr and a summary (records/s, MB/s, latency
 percentiles) on stdout, or one JSON object with ``--output json``.
 """
@@ -34,6 +36,7 @@ from headwater.cli._common import (
 )
 from headwater.cli.perf_stats import percentiles
 from headwater.client.consumer.consumer import Consumer
+from headwater.client.group.listener import ConsumerRebalanceListener
 from headwater.client.producer.producer import Producer
 from headwater.client.settings import COMPRESSION_TYPES
 from headwater.client.types import ConsumerRecord, RecordMetadata, TopicPartition
@@ -73,6 +76,12 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--timeout-ms", type=int, default=10000, help="give up after this long without a record"
     )
+    p.add_argument(
+        "--group",
+        help="read as a member of this consumer group (subscribe(), like Kafka's "
+        "ConsumerPerformance --group); the time until the group assigns the partitions "
+        "is reported apart (rebalance_ms) and left out of the rates, as Kafka's tool does",
+    )
     p.add_argument("--reporting-interval-ms", type=int, default=1000)
     add_bootstrap_option(p)
     add_output_option(p)
@@ -104,6 +113,11 @@ def _print_summary(summary: dict[str, Any], output: str) -> None:
         f"{summary['records_per_s']:.1f} records/s ({summary['mb_per_s']:.2f} MB/s), "
         f"latency avg {lat['avg']:.2f} ms, p50 {lat['p50']:.2f}, p95 {lat['p95']:.2f}, "
         f"p99 {lat['p99']:.2f}, p99.9 {lat['p999']:.2f}, max {lat['max']:.2f} ms"
+        + (
+            f"; group assignment after {summary['rebalance_ms']:.1f} ms, not counted"
+            if "rebalance_ms" in summary
+            else ""
+        )
     )
 
 
@@ -207,23 +221,41 @@ def _produce(args: argparse.Namespace) -> int:
     return 0
 
 
+class _AssignedAt(ConsumerRebalanceListener):
+    """When the group last assigned partitions to this member (``perf consume --group``)."""
+
+    def __init__(self) -> None:
+        self.at: float | None = None
+
+    def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+        self.at = time.perf_counter()
+
+
 def _consume(args: argparse.Namespace) -> int:
     if args.messages <= 0:
         raise CliError("--messages must be > 0", exit_code=2)
+    if args.group is not None and not args.group:
+        raise CliError("--group must not be empty", exit_code=2)
     latencies: list[float] = []
     count = nbytes = 0
+    rebalance_s = 0.0
     with client_errors():
         with admin_for(args) as admin:
             desc = admin.describe_topics([args.topic])[args.topic]
         consumer = Consumer(
             bootstrap_servers=args.bootstrap,
             security=security_for(args),
+            group_id=args.group,
             auto_offset_reset="earliest",
             max_poll_records=10000,
             default_api_timeout_ms=args.request_timeout_ms,
         )
         try:
-            consumer.assign([TopicPartition(args.topic, p.partition) for p in desc.partitions])
+            joined = _AssignedAt()
+            if args.group is None:
+                consumer.assign([TopicPartition(args.topic, p.partition) for p in desc.partitions])
+            else:
+                consumer.subscribe([args.topic], listener=joined)
             start = window_start = time.perf_counter()
             last_record = start
             window_bytes = window_start_count = 0
@@ -235,6 +267,8 @@ def _consume(args: argparse.Namespace) -> int:
                         break
                     continue
                 last_record = now
+                if count == 0 and joined.at is not None:
+                    window_start = joined.at  # the first progress line leaves the join out
                 wall_ms = time.time() * 1000.0
                 recs = recs[: args.messages - count]
                 # Per record, but iterated in C (map/filter): a Python loop over the
@@ -252,11 +286,18 @@ def _consume(args: argparse.Namespace) -> int:
                     _progress(count, window, window_bytes, now - window_start)
                     window_start, window_bytes, window_start_count = now, 0, count
             elapsed = time.perf_counter() - start
+            if joined.at is not None:
+                # Kafka's ConsumerPerformance leaves the group join out of its fetch rates.
+                rebalance_s = joined.at - start
+                elapsed -= rebalance_s
         finally:
             consumer.close()
     if count < args.messages:
         raise CliError(
             f"only {count} of {args.messages} records arrived within --timeout-ms={args.timeout_ms}"
         )
-    _print_summary(_summary(count, nbytes, elapsed, latencies), args.output)
+    summary = _summary(count, nbytes, elapsed, latencies)
+    if args.group is not None:
+        summary["rebalance_ms"] = round(rebalance_s * 1000, 1)
+    _print_summary(summary, args.output)
     return 0

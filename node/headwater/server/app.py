@@ -97,7 +97,11 @@ from headwater.server.runtime.transactions import (
 )
 from headwater.server.services.acls import AclService
 from headwater.server.services.admin import AdminService
-from headwater.server.services.broker_service import BrokerService, ProducerIdAllocator
+from headwater.server.services.broker_service import (
+    BrokerService,
+    ProducerIdAllocator,
+    add_broker_service,
+)
 from headwater.server.services.control import ControlService
 from headwater.server.services.group import GroupService
 from headwater.server.services.sasl import SaslService, ScramAdminService
@@ -108,7 +112,6 @@ from headwater.transactions.coordinator_runtime import TransactionCoordinatorRun
 from headwater.v1 import (
     acls_pb2_grpc,
     admin_pb2_grpc,
-    broker_pb2_grpc,
     control_pb2_grpc,
     group_pb2_grpc,
     sasl_pb2_grpc,
@@ -469,7 +472,7 @@ class BrokerServer:
             ),
             server,
         )
-        broker_pb2_grpc.add_BrokerServicer_to_server(
+        add_broker_service(
             BrokerService(
                 replicas=replicas,
                 metadata=self.metadata,

@@ -150,6 +150,28 @@ def test_perf_quick_runs(cluster: Cluster) -> None:
     consumed = run("perf", "consume", "--topic", name, "--messages", "3000", *boot)
     assert consumed.returncode == 0, consumed.stderr
     assert "3000 records" in consumed.stdout and "records/s" in consumed.stdout
+    group = f"perf-group-{uuid.uuid4().hex[:8]}"
+    as_member = run(
+        "perf",
+        "consume",
+        "--topic",
+        name,
+        "--messages",
+        "3000",
+        "--group",
+        group,
+        "-o",
+        "json",
+        *boot,
+    )
+    assert as_member.returncode == 0, as_member.stderr
+    figures = json.loads(as_member.stdout.strip().splitlines()[-1])
+    assert figures["records"] == 3000 and figures["rebalance_ms"] > 0
+    # Read as the group's member: closing auto-commits the position, the end of the log.
+    described = run("groups", "describe", group, "-o", "json", *boot)
+    assert described.returncode == 0, described.stderr
+    offsets = json.loads(described.stdout)["offsets"]
+    assert [(o["topic"], o["committed_offset"]) for o in offsets] == [(name, 3000)]
 
 
 def test_perf_end_to_end_one_at_a_time_and_at_a_rate(cluster: Cluster) -> None:

@@ -119,6 +119,7 @@ def test_perf_produce_and_consume(broker: FakeBroker, capsys: pytest.CaptureFixt
         (["consume", "t", "--offset", "5"], "--offset needs --partition"),
         (["consume", "t", "--partition", "0", "--offset", "x"], "bad --offset"),
         (["consume", "t", "--max-messages", "0"], "--max-messages"),
+        (["perf", "consume", "--topic", "t", "--messages", "1", "--group", ""], "--group"),
         (["topics", "list", "--bootstrap", "nohost"], "HOST:PORT"),
         (
             ["perf", "produce", "--topic", "t", "--num-records", "0", "--record-size", "1"],

@@ -4,7 +4,8 @@ keys and values, each compression codec, a transaction's batches and its control
 (skipped), LogAppendTime, a first batch cut by the fetch offset and a trailing partial
 batch.  The answer goes the consumer's whole way: gRPC bytes through the client's
 deserializer (``fetch_response.parse``, compared with the generated ``FromString``),
-the fetcher's check, decode and ``take``."""
+the fetcher's check, decode and ``take``; the broker's hand-encoded answer
+(``fetch_answer``) reads the same as the generated class's."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from headwater.client.types import ConsumerRecord, TopicPartition
 from headwater.records import NativeRecordCodec, PythonRecordCodec, RecordCodec
 from headwater.records.control import ControlRecordType, build_control_batch, set_batch_flags
 from headwater.records.header import set_log_append_time
+from headwater.server.services.fetch_answer import EncodedPartition, encode_fetch_response
 from headwater.v1 import broker_pb2
 
 TP = TopicPartition("mixed-é", 3)
@@ -167,3 +169,33 @@ def test_python_decoder_reads_the_mixed_answer() -> None:
     with using(PythonRecordCodec()):
         got = through_fetcher(raw, 0, fetch_response.parse)
     assert [r.offset for r in got] == [*range(205), *range(206, 216)]
+
+
+def encoded_answer_bytes(data: bytes) -> bytes:
+    """The broker's hand-encoded answer (``fetch_answer``) of the same partition."""
+    return encode_fetch_response(
+        [],
+        [
+            EncodedPartition(
+                head=broker_pb2.FetchedPartition(
+                    topic=TP.topic, partition=TP.partition, high_watermark=10**6
+                ),
+                records=data,
+            )
+        ],
+    )
+
+
+@pytest.mark.parametrize("codec", ["python", "native"])
+def test_the_brokers_encoded_answer_reads_as_the_generated_one(codec: str) -> None:
+    if codec == "native" and not records.native_available():
+        pytest.skip("native record codec not built")
+    data = mixed_stream()
+    raw, encoded = answer_bytes(data), encoded_answer_bytes(data)
+    assert encoded == raw
+    chosen = NativeRecordCodec() if codec == "native" else PythonRecordCodec()
+    with using(chosen):
+        want = through_fetcher(raw, 17, broker_pb2.FetchResponse.FromString)
+        for deserialize in (fetch_response.parse, broker_pb2.FetchResponse.FromString):
+            assert_same_records(through_fetcher(encoded, 17, deserialize), want)
+    assert [r.offset for r in want] == [*range(17, 205), *range(206, 216)]

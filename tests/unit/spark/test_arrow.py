@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import datetime
+from typing import Any
 
+import pyarrow as pa
+import pytest
+from headwater import records
+from headwater.client.consumer.range_reader import decode_range
 from headwater.records import ConsumedRecord
 from headwater_spark import arrow
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -17,6 +22,8 @@ from pyspark.sql.types import (
     StructType,
     TimestampType,
 )
+
+from tests.unit.client.test_decode_paths_agree import mixed_stream
 
 KAFKA_SCHEMA = StructType(
     [
@@ -72,3 +79,85 @@ def test_without_headers_there_is_no_headers_column() -> None:
     )
     assert batch.schema.equals(arrow.ARROW_SCHEMA)
     assert batch.num_rows == 1
+
+
+def _previous_record_batch(
+    topic: str, partition: int, chunks: Any, *, include_headers: bool
+) -> pa.RecordBatch:
+    """The column building ``to_record_batch`` replaced (``zip(*rows)`` and one
+    ``pa.array`` per column, every column from a list): the reference it must equal."""
+    offsets: list[int] = []
+    stamps: list[int] = []
+    keys: list[bytes | None] = []
+    values: list[bytes | None] = []
+    headers: list[object] = []
+    types: list[int] = []
+    for recs, timestamp_type in chunks:
+        if not recs:
+            continue
+        cols = list(zip(*recs, strict=True))
+        offsets.extend(cols[0])
+        stamps.extend(cols[1])
+        keys.extend(cols[2])
+        values.extend(cols[3])
+        if include_headers:
+            headers.extend([{"key": k, "value": v} for k, v in hs] if hs else [] for hs in cols[4])
+        types.extend([timestamp_type] * len(recs))
+    n = len(offsets)
+    ts_ms = pa.timestamp("ms", tz="UTC")
+    arrays = [
+        pa.array(keys, pa.binary()),
+        pa.array(values, pa.binary()),
+        pa.array([topic] * n, pa.string()),
+        pa.array([partition] * n, pa.int32()),
+        pa.array(offsets, pa.int64()),
+        pa.array(stamps, ts_ms).cast(pa.timestamp("us", tz="UTC")),
+        pa.array(types, pa.int32()),
+    ]
+    if include_headers:
+        arrays.append(pa.array(headers, arrow.ARROW_SCHEMA_WITH_HEADERS.field("headers").type))
+    return pa.RecordBatch.from_arrays(
+        arrays, schema=arrow.arrow_schema(include_headers=include_headers)
+    )
+
+
+def _assert_same_batch(got: pa.RecordBatch, want: pa.RecordBatch) -> None:
+    assert got.schema.equals(want.schema) and got.num_rows == want.num_rows
+    for name in want.schema.names:
+        assert got.column(name).to_pylist() == want.column(name).to_pylist(), name
+        assert got.column(name).null_count == want.column(name).null_count, name
+    assert got.equals(want)
+
+
+@pytest.mark.parametrize("codec", ["python", "native"])
+@pytest.mark.parametrize("include_headers", [False, True])
+@pytest.mark.parametrize("start", [0, 17])
+def test_columns_equal_the_previous_row_transpose(
+    codec: str, include_headers: bool, start: int
+) -> None:
+    """Decoded fetch data of every kind (null, empty and present keys and values,
+    headers, both timestamp types, compression, a control batch, a cut batch) and
+    chunks without keys at all: the same Arrow batch as the row-by-row path."""
+    if codec == "native" and not records.native_available():
+        pytest.skip("native record codec not built")
+    chosen = records.NativeRecordCodec() if codec == "native" else records.PythonRecordCodec()
+    previous = records.record_codec()
+    records.set_record_codec(chosen)
+    try:
+        decoded = decode_range(list(records.read_batches(mixed_stream())), start=start, end=212)
+        no_keys = records.build_batch([records.Record(None, b"v%d" % i) for i in range(9)])
+        keyless = decode_range(list(records.read_batches(no_keys)), start=0, end=9)
+    finally:
+        records.set_record_codec(previous)
+    cases = [
+        [(d.records, d.timestamp_type) for d in decoded],
+        [(d.records, d.timestamp_type) for d in keyless],
+        [([], 0), ([], 1)],
+        [(decoded[0].records, 1), ([], 0), (keyless[0].records, 1)],
+    ]
+    assert {t for _, t in cases[0]} == {0, 1}, "both timestamp types are in the stream"
+    for chunks in cases:
+        _assert_same_batch(
+            arrow.to_record_batch("mixed-é", 3, chunks, include_headers=include_headers),
+            _previous_record_batch("mixed-é", 3, chunks, include_headers=include_headers),
+        )

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import AsyncIterator, Callable, Iterable
-from typing import Any
+from typing import Any, cast
+
+import grpc
 
 from headwater import errors
 from headwater.coordination import names
@@ -23,6 +25,7 @@ from headwater.server.metrics import BrokerMetrics, Timer
 from headwater.server.runtime import hosted
 from headwater.server.runtime import replica_manager as rm
 from headwater.server.runtime.metadata_cache import MetadataCache
+from headwater.server.services.fetch_answer import EncodedPartition, encode_fetch_response
 from headwater.transactions.coordinator_runtime import TransactionCoordinatorRuntime
 from headwater.v1 import broker_pb2, broker_pb2_grpc
 from headwater.values import TopicPartition
@@ -184,6 +187,27 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
     async def Fetch(
         self, request: broker_pb2.FetchRequest, context: Context
     ) -> broker_pb2.FetchResponse:
+        """The answer as a message, for callers in this process; the gRPC handlers
+        (:func:`add_broker_service`) send :meth:`fetch_encoded`'s bytes."""
+        return broker_pb2.FetchResponse.FromString(await self.fetch_encoded(request, context))
+
+    async def FetchStream(
+        self, requests: AsyncIterator[broker_pb2.FetchRequest], context: Context
+    ) -> AsyncIterator[broker_pb2.FetchResponse]:
+        """:meth:`Fetch` for each request of the stream, answered in order."""
+        async for request in requests:
+            yield await self.Fetch(request, context)
+
+    async def fetch_stream_encoded(
+        self, requests: AsyncIterator[broker_pb2.FetchRequest], context: Context
+    ) -> AsyncIterator[bytes]:
+        """:meth:`fetch_encoded` (a long poll) for each request of the stream, in order."""
+        async for request in requests:
+            yield await self.fetch_encoded(request, context)
+
+    async def fetch_encoded(self, request: broker_pb2.FetchRequest, context: Context) -> bytes:
+        """The Fetch answer as ``FetchResponse`` wire bytes, the record bytes copied
+        once (:mod:`~headwater.server.services.fetch_answer`)."""
         timer = Timer(self._metrics, "Fetch" if request.replica_id < 0 else "FollowerFetch")
         if request.replica_id >= 0:  # a follower: CLUSTER_ACTION, else all refused (Kafka)
             refused = (
@@ -212,37 +236,37 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             isolation_level=request.isolation_level,
         )
         timer.done()
-        # add() copies each partition's records into the response once; a list of
-        # FetchedPartition messages would be deep-copied again (~0.4 ms per MiB).
-        response = broker_pb2.FetchResponse(
-            partitions=_refused(
-                request.partitions,
-                refused,
-                ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-                broker_pb2.FetchedPartition,
-            )
+        FetchedPartition = broker_pb2.FetchedPartition
+        return encode_fetch_response(
+            _refused(
+                request.partitions, refused, ErrorCode.TOPIC_AUTHORIZATION_FAILED, FetchedPartition
+            ),
+            (
+                EncodedPartition(
+                    head=FetchedPartition(
+                        topic=r.topic_partition.topic,
+                        partition=r.topic_partition.partition,
+                        error=pb_error(r.error),
+                        error_message=r.message,
+                        high_watermark=r.high_watermark,
+                        last_stable_offset=(
+                            r.last_stable_offset if r.last_stable_offset >= 0 else r.high_watermark
+                        ),
+                        log_start_offset=r.log_start_offset,
+                    ),
+                    records=r.records,
+                    tail=FetchedPartition(
+                        preferred_read_replica=-1,
+                        log_end_offset=r.log_end_offset,
+                        aborted_transactions=[
+                            broker_pb2.AbortedTransaction(producer_id=pid, first_offset=first)
+                            for pid, first in r.aborted
+                        ],
+                    ),
+                )
+                for r in results
+            ),
         )
-        add = response.partitions.add
-        for r in results:
-            add(
-                topic=r.topic_partition.topic,
-                partition=r.topic_partition.partition,
-                error=pb_error(r.error),
-                error_message=r.message,
-                high_watermark=r.high_watermark,
-                last_stable_offset=(
-                    r.last_stable_offset if r.last_stable_offset >= 0 else r.high_watermark
-                ),
-                log_start_offset=r.log_start_offset,
-                records=r.records,
-                preferred_read_replica=-1,
-                log_end_offset=r.log_end_offset,
-                aborted_transactions=[
-                    broker_pb2.AbortedTransaction(producer_id=pid, first_offset=first)
-                    for pid, first in r.aborted
-                ],
-            )
-        return response
 
     async def ProduceStream(
         self, requests: AsyncIterator[broker_pb2.ProduceRequest], context: Context
@@ -250,13 +274,6 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         """:meth:`Produce` for each request of the stream, answered in order."""
         async for request in requests:
             yield await self.Produce(request, context)
-
-    async def FetchStream(
-        self, requests: AsyncIterator[broker_pb2.FetchRequest], context: Context
-    ) -> AsyncIterator[broker_pb2.FetchResponse]:
-        """:meth:`Fetch` (a long poll) for each request of the stream, answered in order."""
-        async for request in requests:
-            yield await self.Fetch(request, context)
 
     async def ListOffsets(
         self, request: broker_pb2.ListOffsetsRequest, context: Context
@@ -406,3 +423,48 @@ def _refused(
         for p in partitions
         if p.topic in refused
     ]
+
+
+BROKER_SERVICE = "headwater.v1.Broker"
+
+
+def add_broker_service(service: BrokerService, server: Any) -> None:
+    """Register ``service`` with ``server`` (a gRPC server, or anything with its two
+    registration methods): the generated handlers, except that Fetch and
+    FetchStream send the bytes :meth:`BrokerService.fetch_encoded` builds as they
+    are (no response serializer) instead of serializing a ``FetchResponse``."""
+    handlers = _GeneratedHandlers()
+    # The generated function only calls the two registration methods, which it has.
+    broker_pb2_grpc.add_BrokerServicer_to_server(service, cast("grpc.aio.Server", handlers))
+    methods = dict(handlers.methods)
+    methods["Fetch"] = grpc.unary_unary_rpc_method_handler(
+        service.fetch_encoded,
+        request_deserializer=broker_pb2.FetchRequest.FromString,
+        response_serializer=None,
+    )
+    methods["FetchStream"] = grpc.stream_stream_rpc_method_handler(
+        service.fetch_stream_encoded,
+        request_deserializer=broker_pb2.FetchRequest.FromString,
+        response_serializer=None,
+    )
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler(BROKER_SERVICE, methods),)
+    )
+    server.add_registered_method_handlers(BROKER_SERVICE, methods)
+
+
+class _GeneratedHandlers:
+    """Collects the method handlers the generated ``add_BrokerServicer_to_server`` makes."""
+
+    def __init__(self) -> None:
+        self.methods: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
+
+    def add_generic_rpc_handlers(self, handlers: Iterable[Any]) -> None:
+        """The same handlers as :meth:`add_registered_method_handlers`'s: not kept twice."""
+
+    def add_registered_method_handlers(
+        self, service_name: str, methods: dict[str, grpc.RpcMethodHandler[Any, Any]]
+    ) -> None:
+        if service_name != BROKER_SERVICE:
+            raise ValueError(f"expected the {BROKER_SERVICE} service, got {service_name}")
+        self.methods.update(methods)
