@@ -98,6 +98,10 @@ class ReadOptions:
     """Bytes per partition per fetch (bounded by fetch.max.bytes)."""
     poll_timeout_ms: int = 120000
     """How long an executor waits for a broker to return data that should exist."""
+    read_committed: bool = False
+    """``kafka.isolation.level=read_committed``: reads end at the last stable offset
+    and skip aborted transactions' records; default read_uncommitted (everything below
+    the high watermark), as Spark's Kafka source."""
     group_id: str | None = None
     """Streaming: commit processed offsets to this consumer group after each micro-batch."""
     security: ClientSecurity = PLAINTEXT
@@ -144,6 +148,8 @@ _READ = {
         "pollTimeoutMs",
         "kafkaConsumer.pollTimeoutMs",
         "groupId",
+        "kafka.isolation.level",
+        "isolation.level",
     )
 }
 
@@ -382,6 +388,12 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
     partition_bytes = _int(numbers, "max.partition.fetch.bytes", minimum=1)
     if partition_bytes is None:
         partition_bytes = min(fetch_max_bytes, 4 * 1024 * 1024)
+    isolation = _alias(opts, "kafka.isolation.level", "isolation.level") or "read_uncommitted"
+    if isolation.strip().lower() not in ("read_committed", "read_uncommitted"):
+        raise OptionError(
+            "option 'kafka.isolation.level' must be 'read_committed' or 'read_uncommitted', "
+            f"not {isolation!r}"
+        )
     group_id = opts.get("groupId")
     if group_id is not None and not group_id.strip():
         raise OptionError("option 'groupId' must not be empty")
@@ -399,6 +411,7 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
         fetch_max_bytes=fetch_max_bytes,
         max_partition_fetch_bytes=min(partition_bytes, fetch_max_bytes),
         poll_timeout_ms=_int(numbers, "pollTimeoutMs", minimum=1) or 120000,
+        read_committed=isolation.strip().lower() == "read_committed",
         group_id=group_id.strip() if group_id is not None else None,
         security=security,
     )

@@ -75,6 +75,7 @@ def _reader_settings(opts: ReadOptions) -> ReaderSettings:
         fail_on_data_loss=opts.fail_on_data_loss,
         include_headers=opts.include_headers,
         security=opts.security,
+        read_committed=opts.read_committed,
     )
 
 
@@ -96,7 +97,11 @@ class HeadwaterBatchReader(DataSourceReader):
         self.settings = _reader_settings(opts)
 
     def partitions(self) -> list[InputPartition]:
-        view = ClusterView(self.opts.bootstrap_servers, security=self.opts.security)
+        view = ClusterView(
+            self.opts.bootstrap_servers,
+            security=self.opts.security,
+            read_committed=self.opts.read_committed,
+        )
         try:
             return _partitions(plan_batch(self.opts, view))
         finally:
@@ -122,7 +127,11 @@ class HeadwaterStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     @property
     def planner(self) -> StreamPlanner:
         if self._planner is None:
-            self._view = ClusterView(self.opts.bootstrap_servers, security=self.opts.security)
+            self._view = ClusterView(
+                self.opts.bootstrap_servers,
+                security=self.opts.security,
+                read_committed=self.opts.read_committed,
+            )
             self._planner = StreamPlanner(self.opts, self._view)
         return self._planner
 
