@@ -4,10 +4,22 @@
   aborted and still open transactions ends at the last stable offset and skips the
   aborted records (also when ranges are split inside an aborted transaction);
   ``read_uncommitted``, the default, reads everything below the high watermark.
+- ``exactly.once=true`` streaming sink (slow): a driver process running a checkpointed
+  query is kill -9'd mid-stream again and again, each time also losing its last
+  commit-log entry (as if killed between the sink's commit and Spark's), and restarted
+  from the checkpoint; ``read_committed`` readers of the output find every input once.
 """
 
 from __future__ import annotations
 
+import collections
+import contextlib
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,6 +27,8 @@ from typing import Any
 
 import headwater
 import pytest
+
+from tests.e2e.transactions.test_transactions import read_all
 
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 
@@ -98,3 +112,114 @@ def test_read_committed_ends_at_the_last_stable_offset_and_skips_aborted_records
         opener.commit_transaction()
     after = sorted([*stable, "open-0", "plain-1"])
     assert values(spark, cluster, topic, **{"kafka.isolation.level": "read_committed"}) == after
+
+
+EOS_APP = Path(__file__).with_name("eos_stream_app.py")
+
+
+class Driver:
+    """The streaming query's driver process (and its JVM, in its process group)."""
+
+    def __init__(self, logs: Path, *args: str) -> None:
+        self.logs, self.args = logs, args
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.runs = 0
+
+    def start(self) -> None:
+        self.runs += 1
+        env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+        with open(self.logs / f"driver-{self.runs}.log", "wb") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, str(EOS_APP), *self.args],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env=env,
+            )
+
+    def kill(self) -> None:
+        if self.proc is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=30)
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def tail(self) -> str:
+        return "".join(
+            f"--- driver-{i}.log\n" + (self.logs / f"driver-{i}.log").read_text()[-3000:]
+            for i in range(max(1, self.runs - 1), self.runs + 1)
+        )
+
+
+def forget_last_commit(checkpoint: Path) -> int | None:
+    """The batch the restarted query will run again: the one the killed driver planned
+    last.  If Spark had recorded it as done, its commit-log entry is deleted, as if the
+    driver died after the sink committed but before Spark did (the sink must notice)."""
+
+    def ids(log: str) -> list[int]:
+        d = checkpoint / log
+        return sorted(int(f.name) for f in d.glob("[0-9]*")) if d.exists() else []
+
+    planned, done = ids("offsets"), ids("commits")
+    if not planned:
+        return None
+    if done and done[-1] == planned[-1]:
+        (checkpoint / "commits" / str(done[-1])).unlink()
+        (checkpoint / "commits" / f".{done[-1]}.crc").unlink(missing_ok=True)
+    return planned[-1]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_exactly_once_sink_through_driver_kills_and_replayed_batches(
+    cluster: Any, make_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    records, kills = 300, 3
+    source, sink = make_topic(2), make_topic(2)
+    with headwater.Producer(cluster.bootstrap) as plain:
+        for i in range(records):
+            plain.send(source, f"in-{i}".encode(), key=str(i).encode(), partition=i % 2)
+        plain.flush(60)
+    expected = sorted(f"out-in-{i}".encode() for i in range(records))
+    checkpoint = tmp_path / "checkpoint"
+    driver = Driver(
+        tmp_path, cluster.bootstrap, source, sink, str(checkpoint), f"eos-{uuid.uuid4().hex[:8]}"
+    )
+    rng = random.Random()
+    replayed: list[int] = []
+    deadline = time.monotonic() + 840
+
+    def written() -> int:
+        return len(read_all(cluster, sink, 2, committed=False))
+
+    try:
+        for _ in range(kills):
+            before = written()
+            driver.start()
+            # Kill once the query has written something new, at a random moment after.
+            while written() <= before:
+                assert driver.alive(), f"the driver died\n{driver.tail()}"
+                assert time.monotonic() < deadline, f"no progress\n{driver.tail()}"
+                time.sleep(0.5)
+            time.sleep(rng.uniform(0.0, 2.0))
+            driver.kill()
+            last = forget_last_commit(checkpoint)
+            if last is not None:
+                replayed.append(last)
+        driver.start()
+        while len(read_all(cluster, sink, 2, committed=True, expect=records)) < records:
+            assert driver.alive(), f"the driver died\n{driver.tail()}"
+            assert time.monotonic() < deadline, f"the query never finished\n{driver.tail()}"
+            time.sleep(1)
+    finally:
+        driver.kill()
+    out = read_all(cluster, sink, 2, committed=True, expect=records + 1)
+    counts = collections.Counter(out)
+    duplicated = sorted(v or b"" for v, n in counts.items() if n > 1)
+    assert sorted(v or b"" for v in out) == expected, (
+        f"{len(out)} records, {len(duplicated)} duplicated (e.g. {duplicated[:5]}); "
+        f"batches replayed: {replayed}\n{driver.tail()}"
+    )
+    assert replayed, "no batch was replayed: the test did not test the sink"
