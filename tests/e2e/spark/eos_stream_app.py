@@ -3,7 +3,7 @@
 
     python eos_stream_app.py BOOTSTRAP SOURCE SINK CHECKPOINT PREFIX
 
-It reads SOURCE from the earliest offset, 20 records per micro-batch, and writes each
+It reads SOURCE from the earliest offset, 40 records per micro-batch, and writes each
 value prefixed with ``out-`` to SINK with ``exactly.once=true``; it runs until killed.
 """
 
@@ -35,7 +35,7 @@ def main(bootstrap: str, source: str, sink: str, checkpoint: str, prefix: str) -
         .option("bootstrap.servers", bootstrap)
         .option("subscribe", source)
         .option("startingOffsets", "earliest")
-        .option("maxOffsetsPerTrigger", "20")
+        .option("maxOffsetsPerTrigger", "40")
         .load()
         .selectExpr("key", "concat('out-', CAST(value AS STRING)) AS value")
         .writeStream.format("headwater")

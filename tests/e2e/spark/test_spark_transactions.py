@@ -5,9 +5,9 @@
   aborted records (also when ranges are split inside an aborted transaction);
   ``read_uncommitted``, the default, reads everything below the high watermark.
 - ``exactly.once=true`` streaming sink (slow): a driver process running a checkpointed
-  query is kill -9'd mid-stream again and again, each time also losing its last
-  commit-log entry (as if killed between the sink's commit and Spark's), and restarted
-  from the checkpoint; ``read_committed`` readers of the output find every input once.
+  query is kill -9'd mid-stream twice, each time also losing its newest commit-log
+  entry (as if killed between the sink's commit and Spark's), and restarted from the
+  checkpoint; ``read_committed`` readers of the output find every input once.
 """
 
 from __future__ import annotations
@@ -153,22 +153,27 @@ class Driver:
         )
 
 
+def _batch_ids(checkpoint: Path, log: str) -> list[int]:
+    d = checkpoint / log
+    return sorted(int(f.name) for f in d.glob("[0-9]*")) if d.exists() else []
+
+
 def forget_last_commit(checkpoint: Path) -> int | None:
-    """The batch the restarted query will run again: the one the killed driver planned
-    last.  If Spark had recorded it as done, its commit-log entry is deleted, as if the
-    driver died after the sink committed but before Spark did (the sink must notice)."""
-
-    def ids(log: str) -> list[int]:
-        d = checkpoint / log
-        return sorted(int(f.name) for f in d.glob("[0-9]*")) if d.exists() else []
-
-    planned, done = ids("offsets"), ids("commits")
-    if not planned:
+    """Roll the checkpoint back to just before Spark recorded its newest done batch: that
+    commit-log entry and any later planned batch go, as if the driver had died after the
+    sink committed the batch but before Spark did.  The restarted query runs the batch
+    again (the sink must notice); returns its id (None: no batch was done yet)."""
+    done = _batch_ids(checkpoint, "commits")
+    if not done:
         return None
-    if done and done[-1] == planned[-1]:
-        (checkpoint / "commits" / str(done[-1])).unlink()
-        (checkpoint / "commits" / f".{done[-1]}.crc").unlink(missing_ok=True)
-    return planned[-1]
+    last = done[-1]
+    gone = [("commits", last)] + [
+        ("offsets", b) for b in _batch_ids(checkpoint, "offsets") if b > last
+    ]
+    for log, batch in gone:
+        (checkpoint / log / str(batch)).unlink()
+        (checkpoint / log / f".{batch}.crc").unlink(missing_ok=True)
+    return last
 
 
 @pytest.mark.slow
@@ -176,7 +181,7 @@ def forget_last_commit(checkpoint: Path) -> int | None:
 def test_exactly_once_sink_through_driver_kills_and_replayed_batches(
     cluster: Any, make_topic: Callable[..., str], tmp_path: Path
 ) -> None:
-    records, kills = 300, 3
+    records, kills = 200, 2
     source, sink = make_topic(2), make_topic(2)
     with headwater.Producer(cluster.bootstrap) as plain:
         for i in range(records):
@@ -203,7 +208,10 @@ def test_exactly_once_sink_through_driver_kills_and_replayed_batches(
                 assert driver.alive(), f"the driver died\n{driver.tail()}"
                 assert time.monotonic() < deadline, f"no progress\n{driver.tail()}"
                 time.sleep(0.5)
-            time.sleep(rng.uniform(0.0, 2.0))
+            while not _batch_ids(checkpoint, "commits"):  # a batch to roll back
+                assert time.monotonic() < deadline, f"no batch done\n{driver.tail()}"
+                time.sleep(0.2)
+            time.sleep(rng.uniform(0.0, 1.0))
             driver.kill()
             last = forget_last_commit(checkpoint)
             if last is not None:
