@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/$(BIN):$(PATH)
 PYTEST_ARGS ?=
 
-.PHONY: console-browser interop-slow interop-slow-tools e2e-k8s e2e-k8s-short k8s-up k8s-down k8s-images docs-check test install system-deps venv check lint typecheck layers proto proto-check up down unit e2e bench clean
+.PHONY: e2e-slow console-browser interop-slow interop-slow-tools e2e-k8s e2e-k8s-short k8s-up k8s-down k8s-images docs-check test install system-deps venv check lint typecheck layers proto proto-check up down unit e2e bench clean
 
 test: install check
 	$(BIN)/pytest -m "not slow and not k8s" $(PYTEST_ARGS)
@@ -66,6 +66,11 @@ interop-slow-tools: install
 
 interop-slow: install interop-slow-tools
 	$(BIN)/pytest tests/interop -m slow $(PYTEST_ARGS)
+
+# Slow e2e suites on real processes (minutes each): exactly-once pipelines through
+# app and broker crashes (tests/e2e/transactions, tests/e2e/spark).
+e2e-slow: install
+	$(BIN)/pytest tests/e2e/transactions tests/e2e/spark -m slow $(PYTEST_ARGS)
 
 # Headwater Console in a real browser (Debian's Chromium, headless; about a minute);
 # screenshots of each page in test-artifacts/console/.

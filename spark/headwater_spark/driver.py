@@ -53,7 +53,10 @@ class ClusterView:
         *,
         timeout_ms: int = _TIMEOUT_MS,
         security: ClientSecurity = PLAINTEXT,
+        read_committed: bool = False,
     ) -> None:
+        self._read_committed = read_committed
+        """The latest offset is the last stable offset, not the high watermark."""
         self._bootstrap = parse_bootstrap(bootstrap_servers)
         self._timeout_ms = timeout_ms
         self._retry = RetryPolicy()
@@ -106,6 +109,7 @@ class ClusterView:
             retry=self._retry,
             request_timeout_ms=30000,
             timeout_ms=self._timeout_ms,
+            read_committed=self._read_committed,
         )
         return {tp: (ot.offset if ot is not None else None) for tp, ot in found.items()}
 

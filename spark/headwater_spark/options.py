@@ -98,6 +98,10 @@ class ReadOptions:
     """Bytes per partition per fetch (bounded by fetch.max.bytes)."""
     poll_timeout_ms: int = 120000
     """How long an executor waits for a broker to return data that should exist."""
+    read_committed: bool = False
+    """``kafka.isolation.level=read_committed``: reads end at the last stable offset
+    and skip aborted transactions' records; default read_uncommitted (everything below
+    the high watermark), as Spark's Kafka source."""
     group_id: str | None = None
     """Streaming: commit processed offsets to this consumer group after each micro-batch."""
     security: ClientSecurity = PLAINTEXT
@@ -114,6 +118,14 @@ class WriteOptions:
     producer: Mapping[str, Any]
     """Keyword arguments for :class:`headwater.Producer` (``acks``, ``linger_ms``, ...,
     ``security``)."""
+    transactional_id_prefix: str | None = None
+    """``exactly.once=true`` (streaming only): each task writes its part of a micro-batch
+    in one transaction, as ``<prefix>-<partition>``, with the batch id recorded in it
+    (:mod:`headwater_spark.writing`); None: at-least-once."""
+
+    @property
+    def exactly_once(self) -> bool:
+        return self.transactional_id_prefix is not None
 
 
 # Read options by lower-cased key -> canonical name.
@@ -144,6 +156,8 @@ _READ = {
         "pollTimeoutMs",
         "kafkaConsumer.pollTimeoutMs",
         "groupId",
+        "kafka.isolation.level",
+        "isolation.level",
     )
 }
 
@@ -162,6 +176,7 @@ _PRODUCER: dict[str, tuple[str, type]] = {
     "delivery.timeout.ms": ("delivery_timeout_ms", int),
     "request.timeout.ms": ("request_timeout_ms", int),
     "enable.idempotence": ("enable_idempotence", bool),
+    "transaction.timeout.ms": ("transaction_timeout_ms", int),
 }
 
 # Options Spark itself may add to a sink's options; accepted and ignored.
@@ -382,6 +397,12 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
     partition_bytes = _int(numbers, "max.partition.fetch.bytes", minimum=1)
     if partition_bytes is None:
         partition_bytes = min(fetch_max_bytes, 4 * 1024 * 1024)
+    isolation = _alias(opts, "kafka.isolation.level", "isolation.level") or "read_uncommitted"
+    if isolation.strip().lower() not in ("read_committed", "read_uncommitted"):
+        raise OptionError(
+            "option 'kafka.isolation.level' must be 'read_committed' or 'read_uncommitted', "
+            f"not {isolation!r}"
+        )
     group_id = opts.get("groupId")
     if group_id is not None and not group_id.strip():
         raise OptionError("option 'groupId' must not be empty")
@@ -399,6 +420,7 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
         fetch_max_bytes=fetch_max_bytes,
         max_partition_fetch_bytes=min(partition_bytes, fetch_max_bytes),
         poll_timeout_ms=_int(numbers, "pollTimeoutMs", minimum=1) or 120000,
+        read_committed=isolation.strip().lower() == "read_committed",
         group_id=group_id.strip() if group_id is not None else None,
         security=security,
     )
@@ -412,10 +434,19 @@ def include_headers(options: Mapping[str, str]) -> bool:
     return False
 
 
-def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
+def parse_write_options(options: Mapping[str, str], *, streaming: bool = False) -> WriteOptions:
     """Validate the options of a write; producer settings pass through to the Producer."""
     security, options = _split_security(options)
-    known = {n.lower(): n for n in ("bootstrap.servers", "kafka.bootstrap.servers", "topic")}
+    known = {
+        n.lower(): n
+        for n in (
+            "bootstrap.servers",
+            "kafka.bootstrap.servers",
+            "topic",
+            "exactly.once",
+            "transactional.id.prefix",
+        )
+    }
     for name in _PRODUCER:
         known[name] = name
         known[f"kafka.{name}"] = f"kafka.{name}"
@@ -455,4 +486,35 @@ def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
         bootstrap_servers=bootstrap,
         topic=topic.strip() if topic is not None else None,
         producer=producer,
+        transactional_id_prefix=_transactional_prefix(opts, producer, streaming=streaming),
     )
+
+
+def _transactional_prefix(
+    opts: dict[str, str], producer: Mapping[str, Any], *, streaming: bool
+) -> str | None:
+    """``transactional.id.prefix`` when ``exactly.once=true`` (checked), else None."""
+    prefix = opts.get("transactional.id.prefix")
+    if not _bool(opts, "exactly.once", False):
+        if prefix is not None or "transaction_timeout_ms" in producer:
+            raise OptionError(
+                "options 'transactional.id.prefix' and 'transaction.timeout.ms' need "
+                "'exactly.once' = 'true'"
+            )
+        return None
+    if not streaming:
+        raise OptionError(
+            "option 'exactly.once' is for streaming writes (writeStream): a batch write has "
+            "no batch id to record"
+        )
+    if prefix is None or not prefix.strip():
+        raise OptionError(
+            "option 'exactly.once' needs 'transactional.id.prefix': a name unique to the "
+            "query and kept across its restarts (the tasks' transactional ids and the "
+            "group recording written batches are named after it)"
+        )
+    if parse_acks(producer["acks"]) != -1:
+        raise OptionError("option 'exactly.once' needs acks=all (Kafka's transactions do)")
+    if producer.get("enable_idempotence") is False:
+        raise OptionError("option 'exactly.once' needs enable.idempotence (transactions do)")
+    return prefix.strip()

@@ -50,9 +50,11 @@ class ReaderSettings:
     security: ClientSecurity = PLAINTEXT
     """How executors reach the brokers (the ``kafka.security.*``/``ssl.*``/``sasl.*``
     options); the PEM files must exist at the same paths on the executors."""
+    read_committed: bool = False
+    """Fetch committed data only and drop aborted transactions' records."""
 
 
-_clients: dict[tuple[str, int, int, ClientSecurity], RangeReader] = {}
+_clients: dict[tuple[str, int, int, ClientSecurity, bool], RangeReader] = {}
 _clients_lock = threading.Lock()
 
 
@@ -62,6 +64,7 @@ def _client(settings: ReaderSettings) -> RangeReader:
         settings.fetch_max_bytes,
         settings.max_partition_fetch_bytes,
         settings.security,
+        settings.read_committed,
     )
     with _clients_lock:
         client = _clients.get(key)
@@ -73,6 +76,9 @@ def _client(settings: ReaderSettings) -> RangeReader:
                 max_partition_fetch_bytes=settings.max_partition_fetch_bytes,
                 request_timeout_ms=_REQUEST_TIMEOUT_MS,
                 security=settings.security,
+                isolation_level=(
+                    "read_committed" if settings.read_committed else "read_uncommitted"
+                ),
             )
             _clients[key] = client
         return client

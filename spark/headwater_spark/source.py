@@ -75,6 +75,7 @@ def _reader_settings(opts: ReadOptions) -> ReaderSettings:
         fail_on_data_loss=opts.fail_on_data_loss,
         include_headers=opts.include_headers,
         security=opts.security,
+        read_committed=opts.read_committed,
     )
 
 
@@ -96,7 +97,11 @@ class HeadwaterBatchReader(DataSourceReader):
         self.settings = _reader_settings(opts)
 
     def partitions(self) -> list[InputPartition]:
-        view = ClusterView(self.opts.bootstrap_servers, security=self.opts.security)
+        view = ClusterView(
+            self.opts.bootstrap_servers,
+            security=self.opts.security,
+            read_committed=self.opts.read_committed,
+        )
         try:
             return _partitions(plan_batch(self.opts, view))
         finally:
@@ -122,7 +127,11 @@ class HeadwaterStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     @property
     def planner(self) -> StreamPlanner:
         if self._planner is None:
-            self._view = ClusterView(self.opts.bootstrap_servers, security=self.opts.security)
+            self._view = ClusterView(
+                self.opts.bootstrap_servers,
+                security=self.opts.security,
+                read_committed=self.opts.read_committed,
+            )
             self._planner = StreamPlanner(self.opts, self._view)
         return self._planner
 
@@ -185,20 +194,53 @@ class HeadwaterWriter(DataSourceArrowWriter):
         return WriteCount(writing.write_batches(iterator, self.opts))
 
 
+BATCH_ID_PROPERTY = "streaming.sql.batchId"
+"""The local property Spark's micro-batch execution sets to the running batch's id; its
+tasks see it in their :class:`~pyspark.TaskContext`."""
+
+
+def _task_batch() -> tuple[int, int]:
+    """(Spark partition id, micro-batch id) of the running write task."""
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    raw = ctx.getLocalProperty(BATCH_ID_PROPERTY) if ctx is not None else None
+    if ctx is None or raw is None:
+        raise RuntimeError(
+            "exactly.once: the task does not know its micro-batch id (no Spark task context "
+            f"or no {BATCH_ID_PROPERTY!r} local property); it needs a micro-batch query"
+        )
+    return ctx.partitionId(), int(raw)
+
+
 class HeadwaterStreamWriter(DataSourceStreamArrowWriter):
-    """A streaming write: each micro-batch's tasks produce and flush their rows."""
+    """A streaming write: each micro-batch's tasks produce and flush their rows.
+
+    With ``exactly.once`` each task writes its rows and the batch's id in one
+    transaction and skips a batch it wrote before (:mod:`headwater_spark.writing`):
+    the tasks commit, so the driver's ``commit`` and ``abort`` have nothing to do.
+    """
 
     def __init__(self, opts: WriteOptions) -> None:
         self.opts = opts
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriteCount:
-        return WriteCount(writing.write_batches(iterator, self.opts))
+        if not self.opts.exactly_once:
+            return WriteCount(writing.write_batches(iterator, self.opts))
+        partition_id, batch_id = _task_batch()
+        return WriteCount(
+            writing.write_batches_exactly_once(
+                iterator, self.opts, partition_id=partition_id, batch_id=batch_id
+            )
+        )
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        """Nothing to do: every record was acknowledged before its task finished."""
+        """Nothing to do: every record was acknowledged (or its transaction committed)
+        before its task finished."""
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        """Nothing to undo: records already acknowledged stay (at-least-once, like Kafka)."""
+        """Nothing to undo: acknowledged records stay (at-least-once, like Kafka); with
+        ``exactly.once``, committed parts stay recorded and a replay skips them."""
 
 
 class HeadwaterDataSource(DataSource):
@@ -233,6 +275,6 @@ class HeadwaterDataSource(DataSource):
         return HeadwaterWriter(opts)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> HeadwaterStreamWriter:
-        opts = parse_write_options(self.options)
+        opts = parse_write_options(self.options, streaming=True)
         _check_schema(schema, opts)
         return HeadwaterStreamWriter(opts)

@@ -30,6 +30,7 @@ from headwater.client.consumer.range_reader import (
     decode_range,
 )
 from headwater.client.types import TopicPartition
+from headwater.records.control import ControlRecordType, build_control_batch, set_batch_flags
 from headwater.retry import RetryPolicy
 from headwater.v1 import broker_pb2
 
@@ -49,10 +50,14 @@ class FaultyBroker(FakeBroker):
         self.fetch_errors: list[int] = []
         self.lost_fetches = 0
         self.fetched: list[Any] = []
+        self.aborted: list[broker_pb2.AbortedTransaction] = []
+        """Named in every READ_COMMITTED answer (the fake keeps no transaction index)."""
+        self.isolation_levels: list[int] = []
 
     def Fetch(self, request: Any, context: Any) -> Any:
         with self.cond:
             self.fetched.extend(request.partitions)
+            self.isolation_levels.append(request.isolation_level)
             lose = self.lost_fetches > 0
             self.lost_fetches -= lose
             error = self.fetch_errors.pop(0) if self.fetch_errors else 0
@@ -72,7 +77,11 @@ class FaultyBroker(FakeBroker):
                     )
                 ]
             )
-        return super().Fetch(request, context)
+        resp = super().Fetch(request, context)
+        if request.isolation_level == broker_pb2.READ_COMMITTED:
+            for fp in resp.partitions:
+                fp.aborted_transactions.extend(self.aborted)
+        return resp
 
     def ListOffsets(self, request: Any, context: Any) -> Any:
         q = request.partitions[0]
@@ -152,6 +161,58 @@ def offsets_of(chunks: list[RangeChunk]) -> list[int]:
 
 
 # -- reading through the fake broker ---------------------------------------------------
+
+
+def txn_batch(base: int, n: int, producer_id: int) -> bytes:
+    recs = [records.Record(None, f"v{base + i}".encode(), (), 1000) for i in range(n)]
+    raw = records.build_batch(recs, base_offset=base, producer_id=producer_id, producer_epoch=0)
+    return set_batch_flags(raw, transactional=True)
+
+
+def marker(base: int, producer_id: int, kind: ControlRecordType) -> bytes:
+    return build_control_batch(
+        kind, producer_id=producer_id, producer_epoch=0, coordinator_epoch=0,
+        timestamp_ms=1000, base_offset=base,
+    )  # fmt: skip
+
+
+def test_read_committed_drops_aborted_transactions_and_reads_past_them(
+    broker: FaultyBroker,
+) -> None:
+    """Producer 7 commits 0-2, producer 8 aborts 3-5 (its marker at 9), producer 7's
+    second transaction (6-8) interleaves and commits at 10; 11 is plain.  Every start
+    offset, also one inside the aborted span, reads to the end of the range."""
+    store(
+        broker,
+        [
+            txn_batch(0, 3, 7),
+            marker(3, 7, ControlRecordType.COMMIT),
+            txn_batch(4, 2, 8),
+            txn_batch(6, 3, 7),
+            txn_batch(9, 1, 8),
+            marker(10, 8, ControlRecordType.ABORT),
+            marker(11, 7, ControlRecordType.COMMIT),
+            batch(12, 1),
+        ],
+    )
+    broker.aborted = [broker_pb2.AbortedTransaction(producer_id=8, first_offset=4)]
+    committed = [0, 1, 2, 6, 7, 8, 12]
+    with reader_for(
+        broker, max_partition_fetch_bytes=200, isolation_level="read_committed"
+    ) as reader:
+        for start in (0, 4, 5, 9):
+            got = offsets_of(list(reader.read_range(TP, start, 13, timeout_ms=5000)))
+            assert got == [o for o in committed if o >= start], start
+    assert set(broker.isolation_levels) == {broker_pb2.READ_COMMITTED}
+    with reader_for(broker) as uncommitted:  # the default: everything but the markers
+        got = offsets_of(list(uncommitted.read_range(TP, 0, 13, timeout_ms=5000)))
+    assert got == [0, 1, 2, 4, 5, 6, 7, 8, 9, 12]
+    assert broker.isolation_levels[-1] == broker_pb2.READ_UNCOMMITTED
+
+
+def test_an_unknown_isolation_level_is_refused(broker: FaultyBroker) -> None:
+    with pytest.raises(ValueError, match="isolation_level"):
+        reader_for(broker, isolation_level="serializable")
 
 
 def test_reads_exactly_the_range_when_batches_straddle_both_bounds(

@@ -67,6 +67,13 @@ def test_numbers_and_flags_are_parsed() -> None:
     assert opts.group_id == "etl"
 
 
+def test_isolation_level_defaults_to_read_uncommitted_as_sparks_kafka_source() -> None:
+    assert not read().read_committed
+    assert read(**{"kafka.isolation.level": "read_committed"}).read_committed
+    assert read(**{"isolation.level": "READ_COMMITTED"}).read_committed
+    assert not read(streaming=True, **{"kafka.isolation.level": "read_uncommitted"}).read_committed
+
+
 def test_offsets_json_with_earliest_and_latest_markers() -> None:
     opts = read(
         streaming=True,
@@ -124,6 +131,8 @@ def test_timestamp_options() -> None:
         ({**BASE, "startingOffsetsByTimestampStrategy": "skip"}, "startingOffsetsByTimestamp"),
         ({**BASE, "fetch.max.bytes": "1", "kafka.fetch.max.bytes": "2"}, "fetch.max.bytes"),
         ({**BASE, "subscribePattern": "("}, "subscribePattern"),
+        ({**BASE, "kafka.isolation.level": "serializable"}, "kafka.isolation.level"),
+        ({**BASE, "kafka.isolation.level": "read_committed", "isolation.level": "x"}, "isolation"),
     ],
 )
 def test_batch_refusals_name_the_option(options: dict[str, str], named: str) -> None:

@@ -10,7 +10,13 @@ from headwater import errors
 from headwater.client.producer.futures import RecordFuture
 from headwater_spark.options import OptionError, parse_write_options
 from headwater_spark.source import HeadwaterDataSource
-from headwater_spark.writing import check_columns, write_batches
+from headwater_spark.writing import (
+    already_written,
+    check_columns,
+    record_group,
+    transactional_id,
+    write_batches,
+)
 from pyspark.sql.types import StringType, StructField, StructType
 
 
@@ -121,3 +127,51 @@ def test_a_batch_overwrite_is_refused_before_anything_is_written() -> None:
     with pytest.raises(OptionError, match=r"use \.mode\(\"append\"\)"):
         source.writer(schema, overwrite=True)
     assert source.writer(schema, overwrite=False).opts.topic == "t"
+
+
+# -- exactly once --------------------------------------------------------------------
+
+EOS = {"bootstrap.servers": "h:1", "topic": "t", "exactly.once": "true"}
+
+
+def test_exactly_once_options_name_the_prefix_and_pass_the_transaction_timeout() -> None:
+    opts = parse_write_options(
+        {**EOS, "transactional.id.prefix": " q1 ", "transaction.timeout.ms": "30000"},
+        streaming=True,
+    )
+    assert opts.exactly_once and opts.transactional_id_prefix == "q1"
+    assert opts.producer == {"acks": "all", "transaction_timeout_ms": 30000}
+    assert not parse_write_options({"bootstrap.servers": "h:1"}, streaming=True).exactly_once
+
+
+@pytest.mark.parametrize(
+    ("options", "streaming", "named"),
+    [
+        (EOS, True, "transactional.id.prefix"),
+        ({**EOS, "transactional.id.prefix": " "}, True, "transactional.id.prefix"),
+        ({**EOS, "transactional.id.prefix": "q"}, False, "streaming writes"),
+        ({**EOS, "transactional.id.prefix": "q", "acks": "1"}, True, "acks=all"),
+        (
+            {**EOS, "transactional.id.prefix": "q", "enable.idempotence": "false"},
+            True,
+            "enable.idempotence",
+        ),
+        ({**EOS, "exactly.once": "yes"}, True, "exactly.once"),
+        ({"bootstrap.servers": "h:1", "transactional.id.prefix": "q"}, True, "exactly.once"),
+        ({"bootstrap.servers": "h:1", "transaction.timeout.ms": "9"}, True, "exactly.once"),
+    ],
+)
+def test_exactly_once_refusals_name_the_option(
+    options: dict[str, str], streaming: bool, named: str
+) -> None:
+    with pytest.raises(OptionError, match=named):
+        parse_write_options(options, streaming=streaming)
+
+
+def test_a_partition_keeps_its_transactional_id_and_skips_batches_it_wrote() -> None:
+    assert transactional_id("q1", 3) == "q1-3" == transactional_id("q1", 3)
+    assert record_group("q1") == "q1"
+    assert not already_written(None, 0)  # nothing recorded yet
+    assert not already_written(5, 5)  # the record names the next batch to write
+    assert already_written(6, 5)
+    assert already_written(9, 5)  # a replay of an older batch

@@ -30,6 +30,14 @@ NOT_LEADER_OR_FOLLOWER and lost connections are retriable: metadata is
 refreshed and the fetch retried after the policy's backoff, as long as the
 read moved within ``timeout_ms``.
 
+**Isolation.**  With ``isolation_level="read_committed"`` the fetches ask for
+committed data only: the leader answers up to the last stable offset and names
+the aborted transactions the answer overlaps, whose batches are dropped
+(:func:`~headwater.records.control.committed_batches`, as the consumer does).  The
+position still moves past them, so a range ending at the last stable offset is
+read to its end.  A range reaching past the last stable offset waits there, like
+one past the high watermark.
+
 **Missing offsets.**  Records the range expects may be gone: deleted by
 retention (OFFSET_OUT_OF_RANGE below the log start), lost with a partition
 that was reset or recreated (out of range past its end), or never there (no
@@ -61,6 +69,7 @@ from headwater.client.types import TopicPartition
 from headwater.clock import Clock, monotonic_ms
 from headwater.records import ConsumedRecord
 from headwater.records.allocator import tune_allocator
+from headwater.records.control import AbortedTransaction, committed_batches
 from headwater.retry import RetryPolicy
 from headwater.v1 import broker_pb2
 
@@ -296,6 +305,7 @@ class RangeReader:
         clock: Clock = monotonic_ms,
         sleep: Callable[[float], None] = time.sleep,
         security: ClientSecurity = PLAINTEXT,
+        isolation_level: str = "read_uncommitted",
     ) -> None:
         tune_allocator()  # MiB fetch responses: see headwater.records.allocator
         self.settings = ConsumerSettings(
@@ -305,6 +315,7 @@ class RangeReader:
             fetch_max_bytes=fetch_max_bytes,
             request_timeout_ms=request_timeout_ms,
             metadata_max_age_ms=metadata_max_age_ms,
+            isolation_level=isolation_level,
             retry=RetryPolicy(
                 retry_backoff_ms=retry_backoff_ms,
                 retry_backoff_max_ms=max(retry_backoff_ms, retry_backoff_max_ms),
@@ -391,8 +402,8 @@ class RangeReader:
         pending = self._send(tp, progress.position)
         while not progress.done:
             try:
-                batches = self._batches(tp, pending)
-                next_offset = progress.next_offset(batches)
+                batches, aborted = self._batches(tp, pending)
+                next_offset = progress.next_offset(batches)  # aborted batches move it too
             except _OutOfRange as exc:
                 log_start = exc.log_start if exc.log_start >= 0 else self._log_start(progress)
                 on_missing(progress.out_of_range(log_start=log_start, now_ms=self._clock()))
@@ -411,6 +422,8 @@ class RangeReader:
                 progress.advance(next_offset, now_ms=self._clock())
                 if not progress.done:  # the next fetch goes out before this one is decoded
                     pending = self._send(tp, progress.position)
+                if aborted:
+                    batches = list(committed_batches(batches, aborted))
                 decoded = decode_range(batches, start=start, end=progress.end)
                 if decoded:
                     yield RangeChunk(tp, decoded, progress.position)
@@ -451,7 +464,9 @@ class RangeReader:
             max_wait_ms=s.fetch_max_wait_ms,
             min_bytes=1,
             max_bytes=s.fetch_max_bytes,
-            isolation_level=broker_pb2.READ_UNCOMMITTED,
+            isolation_level=(
+                broker_pb2.READ_COMMITTED if s.read_committed else broker_pb2.READ_UNCOMMITTED
+            ),
             partitions=[
                 broker_pb2.FetchPartition(
                     topic=tp.topic,
@@ -484,8 +499,9 @@ class RangeReader:
 
     def _batches(
         self, tp: TopicPartition, pending: _InFlight | errors.HeadwaterError
-    ) -> list[records.Batch]:
-        """The CRC-checked batches of an answer, or the error it amounts to."""
+    ) -> tuple[list[records.Batch], list[AbortedTransaction]]:
+        """The CRC-checked batches of an answer and the aborted transactions it names
+        (read_committed), or the error it amounts to."""
         if isinstance(pending, errors.HeadwaterError):
             raise pending
         response = pending.outcome()
@@ -500,7 +516,11 @@ class RangeReader:
                     raise _OutOfRange(p.log_start_offset)
                 raise err
             fetch_offset = pending.offset
-            return [b for b in records.read_batches(p.records) if b.next_offset > fetch_offset]
+            batches = [b for b in records.read_batches(p.records) if b.next_offset > fetch_offset]
+            aborted = [
+                AbortedTransaction(a.producer_id, a.first_offset) for a in p.aborted_transactions
+            ]
+            return batches, aborted
         raise errors.UnknownServerError(f"the fetch answer did not mention {tp}")
 
     def _log_start(self, progress: RangeProgress) -> int:
