@@ -184,41 +184,24 @@ class KafkaUserApis:
                 for d in body.deletions
             ],
         )
-        denied = self._authz.check_cluster(_NO_GRPC_CONTEXT, AclOperation.ALTER)
-        results = []
-        for user, outcome in plans.items():
-            error: errors.HeadwaterError | None = None
-            if denied is not None:
-                error = errors.for_code(denied.code, denied.message)
-            elif isinstance(outcome, errors.HeadwaterError):
-                error = outcome
-            else:
-                try:
-                    await run_blocking(
-                        self._zk().alter,
-                        user,
-                        upsertions=outcome.upsertions,
-                        deletions=outcome.deletions,
-                    )
-                except errors.HeadwaterError as exc:
-                    error = exc
-                else:
-                    log.info(
-                        "SCRAM credentials of user %r altered from %s over Kafka (set %s, "
-                        "deleted %s)",
-                        user,
-                        current_identity(_NO_GRPC_CONTEXT).host,
-                        ", ".join(m.value for m in outcome.upsertions) or "none",
-                        ", ".join(m.value for m in outcome.deletions) or "none",
-                    )
-            results.append(
-                build(
-                    module.AlterUserScramCredentialsResult,
-                    user=user,
-                    error_code=error_code(error.code if error is not None else ErrorCode.NONE),
-                    error_message=error.message if error is not None else None,
-                )
+        refusal = self._authz.check_cluster(_NO_GRPC_CONTEXT, AclOperation.ALTER)
+        store = self._zk()
+        outcomes = await run_blocking(
+            scram_alterations.apply,
+            plans,
+            lambda a: store.alter(a.user, upsertions=a.upsertions, deletions=a.deletions),
+            source=f"{current_identity(_NO_GRPC_CONTEXT).host} over Kafka",
+            denied=None if refusal is None else errors.for_code(refusal.code, refusal.message),
+        )
+        results = [
+            build(
+                module.AlterUserScramCredentialsResult,
+                user=user,
+                error_code=error_code(error.code if error is not None else ErrorCode.NONE),
+                error_message=error.message if error is not None else None,
             )
+            for user, error in outcomes.items()
+        ]
         return build(
             module.AlterUserScramCredentialsResponse,
             throttle_time=_NO_THROTTLE,

@@ -20,11 +20,14 @@ from __future__ import annotations
 import collections
 import dataclasses
 import hashlib
-from collections.abc import Iterable
+import logging
+from collections.abc import Callable, Iterable, Mapping
 
 from headwater import errors
 from headwater.security import scram
 from headwater.security.scram import ScramCredential, ScramMechanism
+
+log = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -49,6 +52,43 @@ class UserAlteration:
     user: str
     upsertions: dict[ScramMechanism, ScramCredential]
     deletions: frozenset[ScramMechanism]
+
+
+def apply(
+    plans: Mapping[str, UserAlteration | errors.HeadwaterError],
+    write: Callable[[UserAlteration], None],
+    *,
+    source: str,
+    denied: errors.HeadwaterError | None = None,
+) -> dict[str, errors.HeadwaterError | None]:
+    """Write each user's alteration with ``write`` (blocking: one ZooKeeper write per user).
+
+    Per user, in ``plans``' order: ``denied`` (the caller may not ALTER the cluster)
+    answers every user with that error and writes nothing; a refused plan keeps its
+    error; a write that fails answers its error and the other users go on; None means
+    written, and is logged with ``source`` (who asked, from where).
+    """
+    out: dict[str, errors.HeadwaterError | None] = {}
+    for user, outcome in plans.items():
+        if denied is not None:
+            out[user] = denied
+        elif isinstance(outcome, errors.HeadwaterError):
+            out[user] = outcome
+        else:
+            try:
+                write(outcome)
+            except errors.HeadwaterError as exc:
+                out[user] = exc
+            else:
+                out[user] = None
+                log.info(
+                    "SCRAM credentials of user %r altered from %s (set %s, deleted %s)",
+                    user,
+                    source,
+                    ", ".join(m.value for m in outcome.upsertions) or "none",
+                    ", ".join(m.value for m in outcome.deletions) or "none",
+                )
+    return out
 
 
 def plan(

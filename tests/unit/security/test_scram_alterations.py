@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from headwater import errors
 from headwater.security.scram import ScramCredential, ScramMechanism
-from headwater.security.scram_alterations import Deletion, Upsertion, UserAlteration, plan
+from headwater.security.scram_alterations import Deletion, Upsertion, UserAlteration, apply, plan
 
 SHA512 = ScramMechanism.SCRAM_SHA_512
 SALTED = SHA512.salted_password("pw", b"salt", 4096)
@@ -67,3 +67,32 @@ def test_two_mechanisms_for_one_user_are_one_alteration() -> None:
     alice = out["alice"]
     assert isinstance(alice, UserAlteration)
     assert set(alice.upsertions) == set(ScramMechanism)
+
+
+def test_apply_writes_each_planned_user_and_answers_each_outcome() -> None:
+    plans = plan(
+        upsertions=[up(user="alice"), up(user="bob"), up(user="", iterations=1)],
+        deletions=[Deletion("carol", "SCRAM-SHA-512")],
+    )
+    written: list[str] = []
+
+    def write(alteration: UserAlteration) -> None:
+        if alteration.user == "carol":
+            raise errors.ResourceNotFoundError("no SCRAM-SHA-512 credential of carol")
+        written.append(alteration.user)
+
+    out = apply(plans, write, source="test")
+    assert written == ["alice", "bob"]
+    assert out["alice"] is None and out["bob"] is None
+    assert isinstance(out[""], errors.UnacceptableCredentialError)  # refused plan: not written
+    assert isinstance(out["carol"], errors.ResourceNotFoundError)  # failed write: the others go on
+    assert list(out) == ["alice", "bob", "", "carol"]
+
+
+def test_apply_denied_writes_nothing_and_answers_every_user_with_the_refusal() -> None:
+    plans = plan(upsertions=[up(user="alice")], deletions=[Deletion("bob", "SCRAM-SHA-256")])
+    denied = errors.ClusterAuthorizationFailedError("no ALTER on the cluster")
+    written: list[UserAlteration] = []
+    out = apply(plans, written.append, source="test", denied=denied)
+    assert written == []
+    assert out == {"alice": denied, "bob": denied}

@@ -171,37 +171,21 @@ class ScramAdminService(sasl_pb2_grpc.ScramAdminServicer):
                 for d in request.deletions
             ],
         )
-        denied = self._authz.check_cluster(context, AclOperation.ALTER)  # Kafka's mapping
-        results = []
-        for user, outcome in plans.items():
-            error: errors.HeadwaterError | None = None
-            if denied is not None:
-                error = errors.for_code(denied.code, denied.message)
-            elif isinstance(outcome, errors.HeadwaterError):
-                error = outcome
-            else:
-                try:
-                    await run_blocking(
-                        self._zk().alter,
-                        user,
-                        upsertions=outcome.upsertions,
-                        deletions=outcome.deletions,
-                    )
-                except errors.HeadwaterError as exc:
-                    error = exc
-            if error is None and not isinstance(outcome, errors.HeadwaterError):
-                log.info(
-                    "SCRAM credentials of user %r altered from %s (set %s, deleted %s)",
-                    user,
-                    context.peer(),
-                    ", ".join(m.value for m in outcome.upsertions) or "none",
-                    ", ".join(m.value for m in outcome.deletions) or "none",
-                )
-            results.append(
-                sasl_pb2.AlterUserScramCredentialsResult(
-                    user=user,
-                    error=pb_error(error.code if error is not None else ErrorCode.NONE),
-                    error_message=error.message if error is not None else "",
-                )
+        refusal = self._authz.check_cluster(context, AclOperation.ALTER)  # Kafka's mapping
+        store = self._zk()
+        outcomes = await run_blocking(
+            scram_alterations.apply,
+            plans,
+            lambda a: store.alter(a.user, upsertions=a.upsertions, deletions=a.deletions),
+            source=context.peer(),
+            denied=None if refusal is None else errors.for_code(refusal.code, refusal.message),
+        )
+        results = [
+            sasl_pb2.AlterUserScramCredentialsResult(
+                user=user,
+                error=pb_error(error.code if error is not None else ErrorCode.NONE),
+                error_message=error.message if error is not None else "",
             )
+            for user, error in outcomes.items()
+        ]
         return sasl_pb2.AlterUserScramCredentialsResponse(results=results)
