@@ -21,22 +21,17 @@ it is given (MEMBER_ID_REQUIRED), which is what the coordinator does for every m
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import logging
 from collections.abc import Callable
 from typing import Any, cast
 
-from headwater.coordination.admin import NewTopic
-from headwater.coordination.broker import BrokerCoordinator
 from headwater.errors import ErrorCode
 from headwater.groups import values as gv
 from headwater.groups.consumer.subscription_authorization import authorize_subscription
 from headwater.groups.coordinator_runtime import GroupCoordinatorRuntime
 from headwater.groups.placement import (
     OFFSETS_TOPIC,
-    offsets_topic_configs,
-    offsets_topic_replication_factor,
 )
 from headwater.kafka.protocol import Request, build, error_code, response_module
 from headwater.kafka.topic_ids import TopicIds
@@ -45,7 +40,6 @@ from headwater.server.auth.authorization import RequestAuthorizer
 from headwater.server.auth.identity import current_identity
 from headwater.server.convert import Context
 from headwater.server.runtime.metadata_cache import MetadataCache
-from headwater.server.runtime.offload import run_blocking
 from headwater.values import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -708,45 +702,3 @@ class KafkaGroupApis:
             ),
             error_code=error_code(r.error_code),
         )
-
-
-class OffsetsTopicCreator:
-    """Creates ``__consumer_offsets`` through the controller, one attempt at a time (as the
-    gRPC Group servicer does on its first FindCoordinator)."""
-
-    def __init__(
-        self,
-        *,
-        coordinator: Callable[[], BrokerCoordinator | None],
-        metadata: MetadataCache,
-        num_partitions: int,
-        replication_factor: int,
-    ) -> None:
-        self._coordinator = coordinator
-        self._metadata = metadata
-        self._num_partitions = num_partitions
-        self._replication_factor = replication_factor
-        self._creating: asyncio.Task[None] | None = None
-
-    def __call__(self) -> None:
-        if self._creating is None or self._creating.done():
-            self._creating = asyncio.ensure_future(self._create())
-
-    async def _create(self) -> None:
-        coordinator = self._coordinator()
-        if coordinator is None:
-            return
-        rf = offsets_topic_replication_factor(self._replication_factor, len(self._metadata.brokers))
-        topic = NewTopic(
-            name=OFFSETS_TOPIC,
-            num_partitions=self._num_partitions,
-            replication_factor=rf,
-            configs=offsets_topic_configs(),
-        )
-        try:
-            (result,) = await run_blocking(coordinator.create_topics, [topic])
-        except Exception:
-            log.exception("creating %s failed", OFFSETS_TOPIC)
-            return
-        if result.error is not None and result.error.code is not ErrorCode.TOPIC_ALREADY_EXISTS:
-            log.warning("creating %s: %s", OFFSETS_TOPIC, result.error)

@@ -20,14 +20,11 @@ producer, over gRPC, gets the bumped epoch in EndTxn's answer).
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, cast
 
-from headwater.coordination.admin import NewTopic
-from headwater.coordination.broker import BrokerCoordinator
 from headwater.errors import ErrorCode
 from headwater.groups import values as gv
 from headwater.groups.coordinator_runtime import GroupCoordinatorRuntime
@@ -38,9 +35,7 @@ from headwater.server.auth.authorization import RequestAuthorizer
 from headwater.server.convert import Context
 from headwater.server.runtime import hosted
 from headwater.server.runtime.metadata_cache import MetadataCache
-from headwater.server.runtime.offload import run_blocking
 from headwater.server.runtime.replica_manager import ReplicaManager
-from headwater.transactions import placement as txn_placement
 from headwater.transactions import views
 from headwater.transactions.coordinator_runtime import TransactionCoordinatorRuntime
 from headwater.transactions.placement import TRANSACTION_STATE_TOPIC
@@ -85,50 +80,6 @@ def partition_codes(
     request's error, which Kafka reports on every partition)."""
     own = {(tp.topic, tp.partition): code for tp, code in answered}
     return [(t, p, own.get((t, p), whole)) for t, p in requested]
-
-
-class TransactionStateCreator:
-    """Creates ``__transaction_state`` through the controller, one attempt at a time (as
-    the gRPC Group servicer does on its first FindCoordinator for a transactional id)."""
-
-    def __init__(
-        self,
-        *,
-        coordinator: Callable[[], BrokerCoordinator | None],
-        metadata: MetadataCache,
-        num_partitions: int,
-        replication_factor: int,
-        min_isr: int,
-    ) -> None:
-        self._coordinator = coordinator
-        self._metadata = metadata
-        self._num_partitions = num_partitions
-        self._replication_factor = replication_factor
-        self._min_isr = min_isr
-        self._creating: asyncio.Task[None] | None = None
-
-    def __call__(self) -> None:
-        if self._creating is None or self._creating.done():
-            self._creating = asyncio.ensure_future(self._create())
-
-    async def _create(self) -> None:
-        coordinator = self._coordinator()
-        if coordinator is None:
-            return
-        rf = txn_placement.replication_factor(self._replication_factor, len(self._metadata.brokers))
-        topic = NewTopic(
-            name=TRANSACTION_STATE_TOPIC,
-            num_partitions=self._num_partitions,
-            replication_factor=rf,
-            configs=txn_placement.topic_configs(min_isr=self._min_isr, replication_factor=rf),
-        )
-        try:
-            (result,) = await run_blocking(coordinator.create_topics, [topic])
-        except Exception:
-            log.exception("creating %s failed", TRANSACTION_STATE_TOPIC)
-            return
-        if result.error is not None and result.error.code is not ErrorCode.TOPIC_ALREADY_EXISTS:
-            log.warning("creating %s: %s", TRANSACTION_STATE_TOPIC, result.error)
 
 
 class KafkaTxnApis:

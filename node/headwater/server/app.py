@@ -36,7 +36,7 @@ import functools
 import logging
 import signal
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import grpc
@@ -45,18 +45,23 @@ from grpc_health.v1._async import HealthServicer
 
 from headwater import __version__, clock, interpreter
 from headwater.coordination import reassignment_admin
+from headwater.coordination.admin import NewTopic
 from headwater.coordination.broker import BrokerCoordinator
 from headwater.coordination.model import BrokerRegistration
 from headwater.coordination.settings import CoordinationSettings
 from headwater.groups.coordinator_runtime import GroupCoordinatorRuntime
-from headwater.groups.placement import OFFSETS_TOPIC
+from headwater.groups.placement import (
+    OFFSETS_TOPIC,
+    offsets_topic_configs,
+    offsets_topic_replication_factor,
+)
 from headwater.kafka import server as kafka_server
 from headwater.kafka.acl_apis import KafkaAclApis
 from headwater.kafka.admin_apis import KafkaAdminApis
 from headwater.kafka.apis import KafkaApis
 from headwater.kafka.cluster_apis import KafkaClusterApis
-from headwater.kafka.group_apis import KafkaGroupApis, OffsetsTopicCreator
-from headwater.kafka.txn_apis import KafkaTxnApis, TransactionStateCreator
+from headwater.kafka.group_apis import KafkaGroupApis
+from headwater.kafka.txn_apis import KafkaTxnApis
 from headwater.kafka.user_apis import KafkaUserApis
 from headwater.records.control import ControlRecordType
 from headwater.server import host_metrics
@@ -82,6 +87,7 @@ from headwater.server.runtime.groups import (
     group_end_offsets,
     register_group_metrics,
 )
+from headwater.server.runtime.internal_topics import InternalTopicCreator
 from headwater.server.runtime.isr_store import ZooKeeperIsrStore
 from headwater.server.runtime.jobs import periodic_jobs
 from headwater.server.runtime.metadata_cache import MetadataCache
@@ -108,7 +114,9 @@ from headwater.server.services.sasl import SaslService, ScramAdminService
 from headwater.server.services.transaction import TransactionService
 from headwater.server.startup import DeferredServices, Readiness
 from headwater.storage import LogConfig, LogManager
+from headwater.transactions import placement as txn_placement
 from headwater.transactions.coordinator_runtime import TransactionCoordinatorRuntime
+from headwater.transactions.placement import TRANSACTION_STATE_TOPIC
 from headwater.v1 import (
     acls_pb2_grpc,
     admin_pb2_grpc,
@@ -287,6 +295,34 @@ class BrokerServer:
             timeout_ms=config.controller_socket_timeout_ms,
         )
         register_group_metrics(self.metrics, groups, replicas=replicas, remote=end_offsets)
+        create_offsets_topic = InternalTopicCreator(
+            coordinator=lambda: self.coordinator,
+            new_topic=lambda: NewTopic(
+                name=OFFSETS_TOPIC,
+                num_partitions=groups.num_partitions,
+                replication_factor=offsets_topic_replication_factor(
+                    config.offsets_topic_replication_factor, len(self.metadata.brokers)
+                ),
+                configs=offsets_topic_configs(),
+            ),
+        )
+
+        def transaction_state() -> NewTopic:
+            rf = txn_placement.replication_factor(
+                config.transaction_state_log_replication_factor, len(self.metadata.brokers)
+            )
+            return NewTopic(
+                name=TRANSACTION_STATE_TOPIC,
+                num_partitions=transactions.num_partitions,
+                replication_factor=rf,
+                configs=txn_placement.topic_configs(
+                    min_isr=config.transaction_state_log_min_isr, replication_factor=rf
+                ),
+            )
+
+        create_transaction_state = InternalTopicCreator(
+            coordinator=lambda: self.coordinator, new_topic=transaction_state
+        )
         services.attach(
             lambda target: self._add_servicers(
                 target,
@@ -295,20 +331,9 @@ class BrokerServer:
                 transactions=transactions,
                 role_changes=role_changes,
                 metadata_changed=metadata_changed,
+                create_offsets_topic=create_offsets_topic,
+                create_transaction_state=create_transaction_state,
             )
-        )
-        create_offsets_topic = OffsetsTopicCreator(
-            coordinator=lambda: self.coordinator,
-            metadata=self.metadata,
-            num_partitions=groups.num_partitions,
-            replication_factor=config.offsets_topic_replication_factor,
-        )
-        create_transaction_state = TransactionStateCreator(
-            coordinator=lambda: self.coordinator,
-            metadata=self.metadata,
-            num_partitions=transactions.num_partitions,
-            replication_factor=config.transaction_state_log_replication_factor,
-            min_isr=config.transaction_state_log_min_isr,
         )
         self.kafka_servers = await kafka_server.start_kafka_listeners(
             config.kafka_listener_configs,
@@ -457,6 +482,8 @@ class BrokerServer:
         transactions: TransactionCoordinatorRuntime,
         role_changes: RoleChangeApplier,
         metadata_changed: asyncio.Condition,
+        create_offsets_topic: Callable[[], None],
+        create_transaction_state: Callable[[], None],
     ) -> None:
         config = self.config
         group_pb2_grpc.add_GroupServicer_to_server(
@@ -464,11 +491,10 @@ class BrokerServer:
                 runtime=groups,
                 metadata=self.metadata,
                 coordinator=lambda: self.coordinator,
-                offsets_topic_replication_factor=config.offsets_topic_replication_factor,
+                ensure_offsets_topic=create_offsets_topic,
                 authz=self.authorization.authz,
                 transactions=transactions,
-                transaction_state_replication_factor=config.transaction_state_log_replication_factor,
-                transaction_state_min_isr=config.transaction_state_log_min_isr,
+                ensure_transaction_state=create_transaction_state,
             ),
             server,
         )

@@ -15,12 +15,10 @@ The runtime's ``append``/``read`` seams over the broker's replicas are wired in
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 from typing import TypeVar
 
-from headwater.coordination.admin import NewTopic
 from headwater.coordination.broker import BrokerCoordinator
 from headwater.coordination.model import PartitionState
 from headwater.errors import ErrorCode
@@ -29,8 +27,6 @@ from headwater.groups.consumer.subscription_authorization import authorize_subsc
 from headwater.groups.coordinator_runtime import GroupCoordinatorRuntime
 from headwater.groups.placement import (
     OFFSETS_TOPIC,
-    offsets_topic_configs,
-    offsets_topic_replication_factor,
 )
 from headwater.security.acls import AclOperation as Op
 from headwater.security.acls import ResourceType
@@ -38,8 +34,6 @@ from headwater.server.auth.authorization import ALLOW_ALL, RequestAuthorizer, de
 from headwater.server.auth.identity import current_identity
 from headwater.server.convert import Context, pb_error
 from headwater.server.runtime.metadata_cache import MetadataCache
-from headwater.server.runtime.offload import run_blocking
-from headwater.transactions import placement as txn_placement
 from headwater.transactions.coordinator_runtime import TransactionCoordinatorRuntime
 from headwater.transactions.placement import TRANSACTION_STATE_TOPIC
 from headwater.v1 import common_pb2, group_pb2, group_pb2_grpc
@@ -96,24 +90,23 @@ class GroupService(group_pb2_grpc.GroupServicer):
         runtime: GroupCoordinatorRuntime,
         metadata: MetadataCache,
         coordinator: Callable[[], BrokerCoordinator | None],
-        offsets_topic_replication_factor: int = 3,
+        ensure_offsets_topic: Callable[[], None] = lambda: None,
         authz: RequestAuthorizer = ALLOW_ALL,
         transactions: TransactionCoordinatorRuntime | None = None,
-        transaction_state_replication_factor: int = 3,
-        transaction_state_min_isr: int = 2,
+        ensure_transaction_state: Callable[[], None] = lambda: None,
     ) -> None:
         """``authz`` answers Kafka's ACL checks (docs/security.md), one line per RPC;
-        ``transactions`` places transactional ids (FindCoordinator with key_type 1)."""
+        ``transactions`` places transactional ids (FindCoordinator with key_type 1);
+        ``ensure_offsets_topic`` and ``ensure_transaction_state`` start creating the
+        missing internal topic (:mod:`headwater.server.runtime.internal_topics`, shared
+        with the Kafka listeners)."""
         self._transactions = transactions
-        self._txn_replication_factor = transaction_state_replication_factor
-        self._txn_min_isr = transaction_state_min_isr
-        self._creating_txn: asyncio.Task[None] | None = None
+        self._ensure_transaction_state = ensure_transaction_state
         self._runtime = runtime
         self._authz = authz
         self._metadata = metadata
         self._coordinator = coordinator
-        self._replication_factor = offsets_topic_replication_factor
-        self._creating: asyncio.Task[None] | None = None
+        self._ensure_offsets_topic = ensure_offsets_topic
 
     # -- discovery ------------------------------------------------------------------------
 
@@ -160,33 +153,11 @@ class GroupService(group_pb2_grpc.GroupServicer):
             return error(d.code, d.message)
         parts = self._metadata.topics.get(TRANSACTION_STATE_TOPIC)
         if not parts:
-            if self._creating_txn is None or self._creating_txn.done():
-                self._creating_txn = asyncio.ensure_future(self._create_transaction_state())
+            self._ensure_transaction_state()
             return error(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"creating {TRANSACTION_STATE_TOPIC}")
         return self._coordinator_at(
             parts.get(self._transactions.partition_for(transactional_id)), context
         )
-
-    async def _create_transaction_state(self) -> None:
-        coordinator = self._coordinator()
-        if coordinator is None or self._transactions is None:
-            return
-        rf = txn_placement.replication_factor(
-            self._txn_replication_factor, len(self._metadata.brokers)
-        )
-        topic = NewTopic(
-            name=TRANSACTION_STATE_TOPIC,
-            num_partitions=self._transactions.num_partitions,
-            replication_factor=rf,
-            configs=txn_placement.topic_configs(min_isr=self._txn_min_isr, replication_factor=rf),
-        )
-        try:
-            (result,) = await run_blocking(coordinator.create_topics, [topic])
-        except Exception:
-            log.exception("creating %s failed", TRANSACTION_STATE_TOPIC)
-            return
-        if result.error is not None and result.error.code is not ErrorCode.TOPIC_ALREADY_EXISTS:
-            log.warning("creating %s: %s", TRANSACTION_STATE_TOPIC, result.error)
 
     def _coordinator_at(
         self, ps: PartitionState | None, context: Context
@@ -209,29 +180,6 @@ class GroupService(group_pb2_grpc.GroupServicer):
         return group_pb2.FindCoordinatorResponse(
             error_code=pb_error(ErrorCode.NONE), node_id=leader, host=address[0], port=address[1]
         )
-
-    def _ensure_offsets_topic(self) -> None:
-        if self._creating is None or self._creating.done():
-            self._creating = asyncio.ensure_future(self._create_offsets_topic())
-
-    async def _create_offsets_topic(self) -> None:
-        coordinator = self._coordinator()
-        if coordinator is None:
-            return
-        rf = offsets_topic_replication_factor(self._replication_factor, len(self._metadata.brokers))
-        topic = NewTopic(
-            name=OFFSETS_TOPIC,
-            num_partitions=self._runtime.num_partitions,
-            replication_factor=rf,
-            configs=offsets_topic_configs(),
-        )
-        try:
-            (result,) = await run_blocking(coordinator.create_topics, [topic])
-        except Exception:
-            log.exception("creating %s failed", OFFSETS_TOPIC)
-            return
-        if result.error is not None and result.error.code is not ErrorCode.TOPIC_ALREADY_EXISTS:
-            log.warning("creating %s: %s", OFFSETS_TOPIC, result.error)
 
     # -- membership -----------------------------------------------------------------------
 
