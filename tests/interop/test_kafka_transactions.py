@@ -6,6 +6,8 @@ A two-broker cluster, each broker with a gRPC and a Kafka listener:
   by a ``read_committed`` consumer, an aborted one only by ``read_uncommitted``;
 * consume-transform-produce: ``send_offsets_to_transaction`` commits a group's offsets
   with the output, and only when the transaction commits;
+* ``require_stable`` (KIP-447): offsets a transaction holds answer UNSTABLE_OFFSET_COMMIT
+  to OffsetFetch v7 until it commits, and librdkafka's ``read_committed`` consumer waits;
 * zombie fencing: a second producer with the same ``transactional.id`` fences the first,
   whose commit fails with a fatal error, and the first's open transaction is aborted;
 * both doors: a transaction committed over Kafka is read by Headwater's gRPC
@@ -17,7 +19,8 @@ A two-broker cluster, each broker with a gRPC and a Kafka listener:
 * bad input, spoken with kio's message types: EndTxn with nothing open, a stale epoch, an
   unknown topic in AddPartitionsToTxn, a transaction timeout above
   ``transaction.max.timeout.ms`` and an empty transactional id each answer Kafka's error
-  and change nothing; AddPartitionsToTxn v4 with ``verify_only`` adds nothing;
+  and change nothing; AddPartitionsToTxn v4 with ``verify_only`` adds nothing; a
+  TxnOffsetCommit without AddOffsetsToTxn answers INVALID_TXN_STATE and commits nothing;
 * fuzz: well-formed transaction requests with arbitrary values are each answered, and the
   listener serves on.
 """
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import datetime
 import socket
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -228,6 +232,69 @@ def test_librdkafka_consume_transform_produce_commits_offsets_with_the_output(
     assert rd_read(cluster, sink, 1, committed=True) == [b"IN-0", b"IN-1", b"IN-2"]
 
 
+def test_require_stable_waits_for_a_pending_transactional_offset_commit(
+    cluster: Cluster,
+) -> None:
+    """KIP-447: while a transaction holds offsets for a group, OffsetFetch v7 with
+    ``require_stable`` answers UNSTABLE_OFFSET_COMMIT for the partition (without it: the
+    last stable offset), and librdkafka's ``read_committed`` consumer, which asks with it,
+    waits for the transaction to end before it returns the offset."""
+    ck = pytest.importorskip("confluent_kafka")
+    from kio.schema.offset_fetch.v7.request import OffsetFetchRequest, OffsetFetchRequestTopic
+
+    topic = new_topic(cluster, 1)
+    group = unique("stable")
+    consumer = ck.Consumer(
+        {
+            "bootstrap.servers": kafka_bootstrap(cluster),
+            "group.id": group,
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+        }
+    )
+    producer = rd_producer(cluster, unique("stable-tx"))
+    raw = coordinator_connection(cluster, group, key_type=0)
+
+    def fetch(require_stable: bool) -> tuple[int, int]:
+        r = raw(
+            OffsetFetchRequest(
+                group_id=group,
+                topics=(OffsetFetchRequestTopic(name=topic, partition_indexes=(0,)),),
+                require_stable=require_stable,
+            )
+        )
+        assert r.error_code == 0, r
+        ((part,),) = (t.partitions for t in r.topics)
+        return part.committed_offset, int(part.error_code)
+
+    try:
+        producer.init_transactions(TIMEOUT_S)
+        producer.begin_transaction()
+        producer.produce(topic, b"out", partition=0)
+        producer.send_offsets_to_transaction(
+            [ck.TopicPartition(topic, 0, 7)], consumer.consumer_group_metadata(), TIMEOUT_S
+        )
+        assert fetch(require_stable=True) == (-1, ErrorCode.UNSTABLE_OFFSET_COMMIT)
+        assert fetch(require_stable=False) == (-1, 0)
+
+        answered: list[Any] = []
+        waiting = threading.Thread(
+            target=lambda: answered.extend(
+                consumer.committed([ck.TopicPartition(topic, 0)], TIMEOUT_S)
+            )
+        )
+        waiting.start()
+        waiting.join(2)
+        assert waiting.is_alive(), answered  # librdkafka retries while the offset is unstable
+        producer.commit_transaction(TIMEOUT_S)
+        waiting.join(TIMEOUT_S)
+        assert [(tp.offset, tp.error) for tp in answered] == [(7, None)]
+        assert fetch(require_stable=True) == (7, 0)
+    finally:
+        raw.close()
+        consumer.close()
+
+
 def test_librdkafka_second_producer_fences_the_first(cluster: Cluster) -> None:
     ck = pytest.importorskip("confluent_kafka")
     topic = new_topic(cluster, 1)
@@ -332,15 +399,16 @@ class Raw:
         self.sock.close()
 
 
-def coordinator_connection(cluster: Cluster, tid: str) -> Raw:
-    """A connection to the transaction coordinator of ``tid``, found with FindCoordinator v4."""
+def coordinator_connection(cluster: Cluster, tid: str, key_type: int = 1) -> Raw:
+    """A connection to the transaction coordinator of ``tid`` (key_type 0: the group
+    coordinator of group ``tid``), found with FindCoordinator v4."""
     from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 
     first = Raw(next(iter(cluster.kafka_ports.values())))  # type: ignore[attr-defined]
     try:
         deadline = time.monotonic() + TIMEOUT_S
         while True:
-            answer = first(FindCoordinatorRequest(key_type=1, coordinator_keys=(tid,)))
+            answer = first(FindCoordinatorRequest(key_type=key_type, coordinator_keys=(tid,)))
             (c,) = answer.coordinators
             if c.error_code == 0:
                 return Raw(c.port)
@@ -394,6 +462,11 @@ def test_bad_transaction_requests_answer_kafkas_errors_and_change_nothing(
     )
     from kio.schema.add_partitions_to_txn.v4.request import AddPartitionsToTxnTransaction
     from kio.schema.end_txn.v3.request import EndTxnRequest
+    from kio.schema.txn_offset_commit.v3.request import (
+        TxnOffsetCommitRequest,
+        TxnOffsetCommitRequestPartition,
+        TxnOffsetCommitRequestTopic,
+    )
 
     topic = new_topic(cluster, 1)
     tid = unique("bad")
@@ -473,6 +546,43 @@ def test_bad_transaction_requests_answer_kafkas_errors_and_change_nothing(
         ]
         assert codes and all(c != 0 for c in codes), codes
         assert _held(cluster, tid) == ("Empty", pid, epoch, ())
+
+        # TxnOffsetCommit without AddOffsetsToTxn: the transaction coordinator has not
+        # put the group in the transaction, so the group coordinator refuses (KIP-890).
+        group = unique("no-add-offsets")
+        assert add(topic, epoch) == [(topic, 0), (topic, 0)]  # opens a transaction
+        groups = coordinator_connection(cluster, group, key_type=0)
+        try:
+            r = groups(
+                TxnOffsetCommitRequest(
+                    transactional_id=tid,
+                    group_id=group,
+                    producer_id=pid,
+                    producer_epoch=epoch,
+                    topics=(
+                        TxnOffsetCommitRequestTopic(
+                            name=topic,
+                            partitions=(
+                                TxnOffsetCommitRequestPartition(
+                                    partition_index=0,
+                                    committed_offset=7,
+                                    committed_leader_epoch=-1,
+                                    committed_metadata=None,
+                                ),
+                            ),
+                        ),
+                    ),
+                )
+            )
+        finally:
+            groups.close()
+        assert [
+            (t.name, p.partition_index, p.error_code) for t in r.topics for p in t.partitions
+        ] == [(topic, 0, ErrorCode.INVALID_TXN_STATE)]
+        assert end(epoch) == 0  # the data partition's transaction commits; no offsets
+        with Admin(cluster.bootstrap) as admin:
+            committed = admin.list_consumer_group_offsets(group)
+        assert not committed, committed
     finally:
         raw.close()
 

@@ -642,6 +642,10 @@ class KafkaGroupApis:
         )
 
     async def offset_fetch(self, request: Request) -> Any:
+        """GROUP DESCRIBE, then TOPIC DESCRIBE per topic.  With ``require_stable`` (v7+,
+        KIP-447) a partition whose transactional offset commit is still pending answers
+        UNSTABLE_OFFSET_COMMIT instead of its last stable offset: the consumer retries
+        once the transaction ends."""
         body, module = request.body, response_module(9, request.api_version)
         authz = self._authz
         wanted = (
@@ -656,26 +660,31 @@ class KafkaGroupApis:
                 topics=(),
                 error_code=error_code(ErrorCode.GROUP_AUTHORIZATION_FAILED),
             )
-        r = self._groups.fetch_offsets(body.group_id, wanted or None)
+        r = self._groups.fetch_offsets(
+            body.group_id, wanted or None, require_stable=getattr(body, "require_stable", False)
+        )
         offsets = sorted(r.offsets.items())
         refused = authz.topics(_NO_GRPC_CONTEXT, Op.DESCRIBE, (tp.topic for tp, _ in offsets)) or ()
         by_topic: dict[str, list[Any]] = {}
         for tp, off in offsets:
             if tp.topic in refused and not wanted:
                 continue  # listing every offset: the refused topics are hidden (Kafka)
-            denied = tp.topic in refused
+            code = (
+                ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                if tp.topic in refused
+                else ErrorCode.UNSTABLE_OFFSET_COMMIT
+                if tp in r.unstable
+                else ErrorCode.NONE
+            )
+            shown = off if code is ErrorCode.NONE else None
             by_topic.setdefault(tp.topic, []).append(
                 build(
                     module.OffsetFetchResponsePartition,
                     partition_index=tp.partition,
-                    committed_offset=off.offset if off is not None and not denied else -1,
-                    committed_leader_epoch=off.leader_epoch
-                    if off is not None and not denied
-                    else -1,
-                    metadata=off.metadata if off is not None and not denied else "",
-                    error_code=error_code(
-                        ErrorCode.TOPIC_AUTHORIZATION_FAILED if denied else ErrorCode.NONE
-                    ),
+                    committed_offset=shown.offset if shown is not None else -1,
+                    committed_leader_epoch=shown.leader_epoch if shown is not None else -1,
+                    metadata=shown.metadata if shown is not None else "",
+                    error_code=error_code(code),
                 )
             )
         if r.error_code is not ErrorCode.NONE and not hasattr(

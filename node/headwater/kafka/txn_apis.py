@@ -389,7 +389,10 @@ class KafkaTxnApis:
     async def txn_offset_commit(self, request: Request) -> Any:
         """To the group coordinator (TRANSACTIONAL_ID WRITE and GROUP READ): the offsets
         are the producer's transactional batch in ``__consumer_offsets`` and count once the
-        transaction's COMMIT marker reaches it."""
+        transaction's COMMIT marker reaches it.  The transaction coordinator must first
+        confirm that AddOffsetsToTxn put the group's ``__consumer_offsets`` partition in
+        the producer's open transaction (else INVALID_TXN_STATE, as KIP-890), so that no
+        offsets are written outside a transaction the coordinator will finish."""
         body, module = request.body, response_module(28, request.api_version)
         requested = [(t.name, p.partition_index) for t in body.topics for p in t.partitions]
         if self._tid_denied(Op.WRITE, body.transactional_id):
@@ -398,6 +401,15 @@ class KafkaTxnApis:
             codes = [(t, p, ErrorCode.GROUP_AUTHORIZATION_FAILED) for t, p in requested]
         elif body.producer_id < 0 or body.producer_epoch < 0:
             codes = [(t, p, ErrorCode.INVALID_REQUEST) for t, p in requested]
+        elif (
+            verified := await self._replicas.verify_transaction(
+                body.transactional_id,
+                body.producer_id,
+                body.producer_epoch,
+                self._offsets_partition(body.group_id),
+            )
+        ) is not ErrorCode.NONE:
+            codes = [(t, p, verified) for t, p in requested]
         else:
             r = await self._groups.commit_offsets(
                 gv.OffsetCommitRequest(

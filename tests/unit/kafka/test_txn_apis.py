@@ -7,6 +7,9 @@ answers out.
 * bad input answers Kafka's error and changes nothing: EndTxn with nothing open, a stale
   or future epoch, an unknown topic, a timeout above ``transaction.max.timeout.ms``, an
   empty transactional id;
+* TxnOffsetCommit reaches the group coordinator only once the transaction coordinator
+  confirms AddOffsetsToTxn added the group's ``__consumer_offsets`` partition
+  (INVALID_TXN_STATE otherwise, KIP-890);
 * ACLs: TRANSACTIONAL_ID WRITE for the producer's calls, CLUSTER_ACTION for
   AddPartitionsToTxn v4;
 * DescribeTransactions and ListTransactions in Kafka's shapes;
@@ -25,6 +28,7 @@ from typing import Any
 
 import pytest
 from headwater.errors import ErrorCode
+from headwater.groups import values as gv
 from headwater.kafka import protocol as p
 from headwater.kafka.txn_apis import KafkaTxnApis, partition_codes
 from headwater.security.acls import (
@@ -82,9 +86,35 @@ class Markers:
         return dict.fromkeys(request.partitions, ErrorCode.NONE)
 
 
+class Replicas:
+    """The partition leaders' side of the check: asks the coordinator runtime directly."""
+
+    def __init__(self, runtime: TransactionCoordinatorRuntime) -> None:
+        self.runtime = runtime
+
+    async def verify_transaction(
+        self, tid: str, pid: int, epoch: int, tp: TopicPartition
+    ) -> ErrorCode:
+        return self.runtime.verify_partition(
+            tid, producer_id=pid, producer_epoch=epoch, partition=tp
+        )
+
+
+class Groups:
+    """Records the transactional offset commits that reach the group coordinator."""
+
+    def __init__(self) -> None:
+        self.commits: list[gv.OffsetCommitRequest] = []
+
+    async def commit_offsets(self, req: gv.OffsetCommitRequest) -> gv.OffsetCommitResponse:
+        self.commits.append(req)
+        return gv.OffsetCommitResponse(ErrorCode.NONE)
+
+
 class Harness:
     def __init__(self, authz: RequestAuthorizer = ALLOW_ALL) -> None:
         self.markers = Markers()
+        self.groups = Groups()
         log = FakeLog()
         self.runtime = TransactionCoordinatorRuntime(
             num_partitions=1,
@@ -97,8 +127,8 @@ class Harness:
         apis = KafkaTxnApis(
             listener="KAFKA",
             runtime=self.runtime,
-            groups=None,  # type: ignore[arg-type] (no TxnOffsetCommit reaches the groups)
-            replicas=None,  # type: ignore[arg-type]
+            groups=self.groups,  # type: ignore[arg-type]
+            replicas=Replicas(self.runtime),  # type: ignore[arg-type]
             metadata=None,  # type: ignore[arg-type]
             authz=authz,
             is_known_partition=lambda tp: tp.topic == "t",
@@ -227,6 +257,66 @@ def test_bad_requests_answer_kafkas_errors_and_change_nothing() -> None:
             fenced_by = await h.init()
         assert fenced_by.producer_epoch > epoch
         assert await h.end(pid, epoch) == ErrorCode.PRODUCER_FENCED
+
+    run(scenario)
+
+
+def _txn_offset_commit(pid: int, epoch: int, group: str = "g") -> TxnOffsetCommitRequest:
+    return TxnOffsetCommitRequest(
+        transactional_id=TID,
+        group_id=group,
+        producer_id=pid,
+        producer_epoch=epoch,
+        topics=(
+            TxnOffsetCommitRequestTopic(
+                name="t",
+                partitions=(
+                    TxnOffsetCommitRequestPartition(
+                        partition_index=0,
+                        committed_offset=5,
+                        committed_leader_epoch=-1,
+                        committed_metadata=None,
+                    ),
+                ),
+            ),
+        ),
+    )
+
+
+def test_txn_offset_commit_needs_add_offsets_to_txn_first() -> None:
+    async def scenario(h: Harness) -> None:
+        init = await h.init()
+        pid, epoch = init.producer_id, init.producer_epoch
+
+        def codes(r: Any) -> list[tuple[str, int, int]]:
+            return [
+                (t.name, x.partition_index, x.error_code) for t in r.topics for x in t.partitions
+            ]
+
+        # Nothing open: refused, and nothing reaches the group coordinator.
+        r = await h(_txn_offset_commit(pid, epoch))
+        assert codes(r) == [("t", 0, ErrorCode.INVALID_TXN_STATE)]
+        # A transaction open on a data partition only: still refused.
+        assert await h.add(pid, epoch) == [("t", 0)]
+        r = await h(_txn_offset_commit(pid, epoch))
+        assert codes(r) == [("t", 0, ErrorCode.INVALID_TXN_STATE)]
+        assert h.groups.commits == []
+        # A stale epoch is fenced even after AddOffsetsToTxn.
+        added = await h(
+            AddOffsetsToTxnRequest(
+                transactional_id=TID, producer_id=pid, producer_epoch=epoch, group_id="g"
+            )
+        )
+        assert added.error_code == ErrorCode.NONE
+        r = await h(_txn_offset_commit(pid, epoch + 1))
+        assert codes(r)[0][2] != ErrorCode.NONE
+        assert h.groups.commits == []
+        # After AddOffsetsToTxn: the commit goes through, as the producer's.
+        r = await h(_txn_offset_commit(pid, epoch))
+        assert codes(r) == [("t", 0, ErrorCode.NONE)]
+        assert [(c.group_id, c.producer_id, c.producer_epoch) for c in h.groups.commits] == [
+            ("g", pid, epoch)
+        ]
 
     run(scenario)
 
