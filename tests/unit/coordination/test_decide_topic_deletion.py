@@ -1,6 +1,6 @@
-"""The topic-deletion decision: a marked topic gets StopReplica (delete) on its live
-replicas, its znodes removed, is forgotten and named deleted in UpdateMetadata; markers of
-unknown topics are dropped unless the topic exists after all."""
+"""The topic-deletion decision: a marked topic is first named deleted in UpdateMetadata,
+then gets StopReplica (delete) on its live replicas, its znodes removed and is forgotten;
+markers of unknown topics are dropped unless the topic exists after all."""
 
 from __future__ import annotations
 
@@ -25,13 +25,25 @@ def test_deleting_a_known_topic() -> None:
     all3 = (("orders", 0), ("orders", 1), ("orders", 2))
     assert result.effects == (
         r.MarkTopicDeleting("orders"),
+        r.SendUpdateMetadata((), deleted_topics=("orders",)),
         r.SendStopReplica(1, all3, delete=True),
         r.SendStopReplica(2, all3, delete=True),
         r.SendStopReplica(3, all3, delete=True),
         r.DeleteTopicZnodes("orders"),
         r.ForgetTopic("orders"),
-        r.SendUpdateMetadata((), deleted_topics=("orders",)),
     )
+
+
+def test_brokers_learn_of_the_deletion_before_their_logs_are_deleted() -> None:
+    """A broker's requests are sent in order: a slow log deletion must not hold up its metadata."""
+    effects = on_topic_deletion(view(topics=TOPICS), ["orders"]).effects
+    first_stop = next(i for i, e in enumerate(effects) if isinstance(e, r.SendStopReplica))
+    deleted = [
+        i
+        for i, e in enumerate(effects)
+        if isinstance(e, r.SendUpdateMetadata) and "orders" in e.deleted_topics
+    ]
+    assert deleted and deleted[0] < first_stop
 
 
 def test_stop_replica_goes_to_live_replicas_only() -> None:

@@ -113,9 +113,12 @@ def on_topic_deletion(
     ``still_exists`` lists the unknown marked topics whose assignment znode
     exists after all (created meanwhile; the topic watch will load them and a
     later deletion event will delete them); the marker of any other unknown
-    topic is removed.  A known topic: StopReplica (delete) to its live
-    replicas, its znodes removed, the topic forgotten, then UpdateMetadata
-    naming it as deleted.
+    topic is removed.  A known topic: first UpdateMetadata naming it as
+    deleted, to every live broker, so that no broker serves its metadata while
+    its logs are being deleted (Kafka's TopicDeletionManager does the same);
+    then StopReplica (delete) to its live replicas, its znodes removed and the
+    topic forgotten.  Each broker's requests are sent in order, so a broker's
+    metadata cache never waits for its own log deletion.
     """
     plan = Plan(ctx)
     for topic in marked:
@@ -124,7 +127,7 @@ def on_topic_deletion(
             if topic not in still_exists:
                 plan.add(r.RemoveDeletionMarker(topic))
             continue
-        plan.add(r.MarkTopicDeleting(topic))
+        plan.add(r.MarkTopicDeleting(topic), r.SendUpdateMetadata((), deleted_topics=(topic,)))
         per_broker: dict[int, list[TopicPartition]] = {}
         for tp in view.all_partitions():
             if tp[0] == topic:
@@ -133,11 +136,7 @@ def on_topic_deletion(
                         per_broker.setdefault(b, []).append(tp)
         for b, tps in per_broker.items():
             plan.add(r.SendStopReplica(b, tuple(tps), delete=True))
-        plan.add(
-            r.DeleteTopicZnodes(topic),
-            r.ForgetTopic(topic),
-            r.SendUpdateMetadata((), deleted_topics=(topic,)),
-        )
+        plan.add(r.DeleteTopicZnodes(topic), r.ForgetTopic(topic))
     return plan.result()
 
 

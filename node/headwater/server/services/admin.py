@@ -178,6 +178,16 @@ class AdminService(admin_pb2_grpc.AdminServicer):
             await self._wait_for(
                 lambda: all(n not in self._metadata.topics for n in deleted), request.timeout_ms
             )
+            waited_ms = request.timeout_ms if request.timeout_ms > 0 else DEFAULT_TIMEOUT_MS
+            for result in out:
+                if result.name in deleted and result.name in self._metadata.topics:
+                    late = errors.RequestTimedOutError(
+                        f"topic {result.name!r} is marked for deletion, but this broker's "
+                        f"metadata still listed it after {waited_ms} ms; the controller is "
+                        "still working on it"
+                    )
+                    result.error = pb_error(late.code)
+                    result.error_message = errors.message_of(late)
         timer.done()
         return admin_pb2.DeleteTopicsResponse(topics=out)
 
