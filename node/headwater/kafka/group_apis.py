@@ -33,6 +33,7 @@ from headwater.groups.coordinator_runtime import GroupCoordinatorRuntime
 from headwater.groups.placement import (
     OFFSETS_TOPIC,
 )
+from headwater.kafka import coordinators
 from headwater.kafka.protocol import Request, build, error_code, response_module
 from headwater.kafka.topic_ids import TopicIds
 from headwater.security.acls import AclOperation as Op
@@ -93,42 +94,10 @@ class KafkaGroupApis:
     # -- FindCoordinator ----------------------------------------------------------------
 
     async def find_coordinator(self, request: Request) -> Any:
-        body, module = request.body, response_module(10, request.api_version)
-        key_type = getattr(body, "key_type", 0)
-        keys = body.coordinator_keys if hasattr(body, "coordinator_keys") else (body.key,)
-        answers = [self._coordinator_of(key, key_type) for key in keys]
-        if hasattr(module, "Coordinator"):
-            return build(
-                module.FindCoordinatorResponse,
-                throttle_time=_NO_THROTTLE,
-                coordinators=tuple(
-                    build(
-                        module.Coordinator,
-                        key=key,
-                        node_id=node,
-                        host=host,
-                        port=port,
-                        error_code=error_code(code),
-                        error_message=message or None,
-                    )
-                    for key, (code, message, node, host, port) in zip(keys, answers, strict=True)
-                ),
-            )
-        code, message, node, host, port = answers[0]
-        return build(
-            module.FindCoordinatorResponse,
-            throttle_time=_NO_THROTTLE,
-            error_code=error_code(code),
-            error_message=message or None,
-            node_id=node,
-            host=host,
-            port=port,
-        )
+        return coordinators.answer(request, self._coordinator_of)
 
-    def _coordinator_of(self, key: str, key_type: int) -> tuple[ErrorCode, str, int, str, int]:
-        def error(code: ErrorCode, message: str) -> tuple[ErrorCode, str, int, str, int]:
-            return code, message, -1, "", -1
-
+    def _coordinator_of(self, key: str, key_type: int) -> coordinators.Coordinator:
+        error = coordinators.no_coordinator
         if key_type != 0:
             return error(ErrorCode.INVALID_REQUEST, "only group coordinators (key_type 0)")
         if not key:
@@ -140,12 +109,7 @@ class KafkaGroupApis:
             self._ensure_offsets_topic()
             return error(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"creating {OFFSETS_TOPIC}")
         ps = parts.get(self._groups.partition_for(key))
-        leader = ps.leader_and_isr.leader if ps is not None else -1
-        broker = self._metadata.brokers.get(leader)
-        address = broker.endpoint_for(self._listener) if broker and broker.endpoints else None
-        if address is None:
-            return error(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the coordinator is not reachable")
-        return ErrorCode.NONE, "", leader, address[0], address[1]
+        return coordinators.leader_on_listener(self._metadata, self._listener, ps)
 
     # -- membership ---------------------------------------------------------------------
 

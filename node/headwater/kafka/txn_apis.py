@@ -28,6 +28,7 @@ from typing import Any, cast
 from headwater.errors import ErrorCode
 from headwater.groups import values as gv
 from headwater.groups.coordinator_runtime import GroupCoordinatorRuntime
+from headwater.kafka import coordinators
 from headwater.kafka.protocol import Request, build, error_code, response_module
 from headwater.security.acls import AclOperation as Op
 from headwater.security.acls import ResourceType
@@ -151,44 +152,10 @@ class KafkaTxnApis:
     # -- FindCoordinator (key_type 1) -----------------------------------------------------
 
     def find_coordinator(self, request: Request) -> Any:
-        body, module = request.body, response_module(10, request.api_version)
-        keys = body.coordinator_keys if hasattr(body, "coordinator_keys") else (body.key,)
-        key_type = getattr(body, "key_type", 0)
-        answers = [self._coordinator_of(key, key_type) for key in keys]
-        if hasattr(module, "Coordinator"):
-            return build(
-                module.FindCoordinatorResponse,
-                throttle_time=_NO_THROTTLE,
-                coordinators=tuple(
-                    build(
-                        module.Coordinator,
-                        key=key,
-                        node_id=node,
-                        host=host,
-                        port=port,
-                        error_code=error_code(code),
-                        error_message=message or None,
-                    )
-                    for key, (code, message, node, host, port) in zip(keys, answers, strict=True)
-                ),
-            )
-        code, message, node, host, port = answers[0]
-        return build(
-            module.FindCoordinatorResponse,
-            throttle_time=_NO_THROTTLE,
-            error_code=error_code(code),
-            error_message=message or None,
-            node_id=node,
-            host=host,
-            port=port,
-        )
+        return coordinators.answer(request, self._coordinator_of)
 
-    def _coordinator_of(
-        self, transactional_id: str, key_type: int
-    ) -> tuple[ErrorCode, str, int, str, int]:
-        def error(code: ErrorCode, message: str) -> tuple[ErrorCode, str, int, str, int]:
-            return code, message, -1, "", -1
-
+    def _coordinator_of(self, transactional_id: str, key_type: int) -> coordinators.Coordinator:
+        error = coordinators.no_coordinator
         if key_type != TRANSACTION_KEY_TYPE:
             return error(ErrorCode.INVALID_REQUEST, f"key_type {key_type} is not served here")
         if not transactional_id:
@@ -203,12 +170,7 @@ class KafkaTxnApis:
             self._ensure_transaction_state()
             return error(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"creating {TRANSACTION_STATE_TOPIC}")
         ps = parts.get(self._runtime.partition_for(transactional_id))
-        leader = ps.leader_and_isr.leader if ps is not None else -1
-        broker = self._metadata.brokers.get(leader)
-        address = broker.endpoint_for(self._listener) if broker and broker.endpoints else None
-        if address is None:
-            return error(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the coordinator is not reachable")
-        return ErrorCode.NONE, "", leader, address[0], address[1]
+        return coordinators.leader_on_listener(self._metadata, self._listener, ps)
 
     # -- InitProducerId (with a transactional id) -----------------------------------------
 
