@@ -165,6 +165,21 @@ def test_add_partitions_retriable_and_abortable_answers() -> None:
     assert m.state is TransactionState.ABORTABLE_ERROR
 
 
+def test_a_first_add_refused_concurrent_transactions_is_retried_sooner() -> None:
+    t1 = TopicPartition("t", 1)
+    m = ready({"AddPartitionsToTxn": [add_answer(ErrorCode.CONCURRENT_TRANSACTIONS), add_answer()]})
+    m.begin_transaction()
+    assert m.maybe_add_partitions([T0]) is ErrorCode.CONCURRENT_TRANSACTIONS
+    # nothing in the transaction yet: the previous one is finishing its markers
+    assert m.add_retry_backoff_ms(ErrorCode.CONCURRENT_TRANSACTIONS, 100) == 20
+    assert m.add_retry_backoff_ms(ErrorCode.CONCURRENT_TRANSACTIONS, 5) == 5  # never longer
+    assert m.add_retry_backoff_ms(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, 100) == 100
+    assert m.maybe_add_partitions([T0]) is ErrorCode.NONE
+    # a partition is in the transaction: the configured backoff
+    assert m.needs_adding([t1]) == [t1]
+    assert m.add_retry_backoff_ms(ErrorCode.CONCURRENT_TRANSACTIONS, 100) == 100
+
+
 def test_bad_settings_are_refused() -> None:
     with pytest.raises(ValueError, match="transactional_id"):
         TransactionManager(

@@ -225,7 +225,9 @@ class Sender:
         if code is errors.ErrorCode.NONE:
             return list(ready)
         if errors.for_code(code).retriable or code is errors.ErrorCode.CONCURRENT_TRANSACTIONS:
-            self._add_retry_after_ms = now + self._settings.retry.retry_backoff_ms
+            self._add_retry_after_ms = now + txn.add_retry_backoff_ms(
+                code, self._settings.retry.retry_backoff_ms
+            )
         else:
             error = errors.for_code(code, "the partition could not be added to the transaction")
             for batch in self._acc.drain(new):

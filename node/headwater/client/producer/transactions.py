@@ -59,6 +59,9 @@ log = logging.getLogger(__name__)
 
 TRANSACTION_KEY_TYPE = 1
 RETRY_BACKOFF_S = 0.05
+ADD_PARTITIONS_RETRY_BACKOFF_MS = 20.0
+"""The wait before retrying a transaction's first AddPartitionsToTxn refused
+CONCURRENT_TRANSACTIONS (Kafka's TransactionManager uses the same 20 ms)."""
 
 _FATAL = frozenset(
     {
@@ -151,6 +154,20 @@ class TransactionManager:
     def needs_adding(self, tps: Iterable[TopicPartition]) -> list[TopicPartition]:
         with self._lock:
             return [tp for tp in tps if tp not in self._added]
+
+    def add_retry_backoff_ms(self, code: ErrorCode, retry_backoff_ms: float) -> float:
+        """How long the sender waits before retrying AddPartitionsToTxn refused ``code``.
+
+        CONCURRENT_TRANSACTIONS while no partition is in the transaction yet means the
+        previous transaction is still writing its markers, which takes milliseconds:
+        retry after :data:`ADD_PARTITIONS_RETRY_BACKOFF_MS`, not ``retry.backoff.ms``,
+        so that back-to-back transactions are not paced by the backoff.
+        """
+        with self._lock:
+            first = not self._added
+        if code is ErrorCode.CONCURRENT_TRANSACTIONS and first:
+            return min(retry_backoff_ms, ADD_PARTITIONS_RETRY_BACKOFF_MS)
+        return retry_backoff_ms
 
     def maybe_add_partitions(self, tps: list[TopicPartition]) -> ErrorCode:
         """Sender thread: AddPartitionsToTxn for ``tps``.  NONE: added; a retriable code:
