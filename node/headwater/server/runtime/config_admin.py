@@ -159,8 +159,12 @@ class ConfigAdmin:
         return LogConfig.from_properties(self._config.log_config_properties()).to_properties()
 
     async def topic_overrides(self, name: str) -> dict[str, str]:
+        """A topic's overrides; UNKNOWN_TOPIC_OR_PARTITION for a topic that does not exist
+        or is being deleted (as in Kafka, where brokers stop serving it at once)."""
         coordinator = self._coord()
-        if name not in await run_blocking(coordinator.get_topics):
+        if name not in await run_blocking(coordinator.get_topics) or name in await run_blocking(
+            coordinator.store.get_topics_to_delete
+        ):
             raise errors.UnknownTopicOrPartitionError(f"Topic '{name}' does not exist.")
         return dict(await run_blocking(coordinator.get_topic_config, name))
 
