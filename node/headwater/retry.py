@@ -65,7 +65,7 @@ class RetryPolicy:
         """The wait before retry number ``attempt`` (1 = the first retry)."""
         base = min(
             float(self.retry_backoff_max_ms),
-            self.retry_backoff_ms * (2.0 ** max(0, attempt - 1)),
+            self.retry_backoff_ms * (2.0 ** min(max(0, attempt - 1), 62)),
         )
         if self.jitter:
             base *= 1.0 - self.jitter + 2.0 * self.jitter * rand()

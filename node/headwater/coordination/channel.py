@@ -3,15 +3,29 @@
 The controller never blocks on a broker.  Like Kafka's
 ``ControllerChannelManager``, each live broker has its own queue and sender
 thread; the controller thread only enqueues.  A dead or slow broker therefore
-delays only its own requests, never the controller's event loop.  A failed
-send is retried as a :class:`headwater.retry.RetryPolicy` says (every failure,
-not only retriable ones: a broker's transport errors are what is retried here)
-while the broker is still live, then dropped with a log line: the next relevant
-event (the broker re-registering, a leader change) sends it fresh state, and
-broker-side epochs make a late or repeated request harmless.
+delays only its own requests, never the controller's event loop.
+
+What a failed send means decides what happens to it, as in Kafka's
+``RequestSendThread``:
+
+* the broker could not be reached or did not answer in time (any exception
+  other than a :class:`headwater.errors.HeadwaterError`): the request is
+  retried, backing off as a :class:`headwater.retry.RetryPolicy` says, for as
+  long as the sender runs, that is while the broker stays registered with the
+  same epoch.  A request that is dropped instead could leave the broker with
+  state the controller believes it sent (a deleted topic still served);
+* the broker answered with an error code (a
+  :class:`~headwater.errors.HeadwaterError`: a stale controller or broker
+  epoch, not authorized): retrying cannot change the answer, so the request is
+  logged and dropped at once.
+
+A broker that re-registers gets a new sender (the old one's queue is dropped)
+and fresh state from the controller's broker-startup handling; broker-side
+epochs make a late or repeated request harmless.
 
 The :class:`ControllerChannel` implementation (gRPC, in ``headwater.server``)
-must bound each call with a timeout and raise on failure.
+must bound each call with a timeout, raise a ``HeadwaterError`` for a broker's
+refusal and anything else for a transport failure.
 """
 
 from __future__ import annotations
@@ -22,6 +36,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
+from headwater import errors
 from headwater.coordination.model import BrokerRegistration, PartitionState
 from headwater.retry import RetryPolicy
 
@@ -101,22 +116,42 @@ class _BrokerSender:
             if item is _STOP or self._stopped.is_set():
                 return
             request: Request = item  # type: ignore[assignment]
-            attempts = self._retry.retries + 1
-            for attempt in range(1, attempts + 1):
-                try:
-                    request(self._channel, self.broker)
-                    break
-                except Exception as e:  # a broker failure must not kill the sender
-                    if attempt == attempts or self._stopped.wait(
-                        self._retry.backoff_ms(attempt) / 1000.0
-                    ):
-                        log.warning(
-                            "controller request to broker %d dropped after %d attempts: %s",
-                            self.broker.broker_id,
-                            attempt,
-                            e,
-                        )
-                        break
+            self._deliver(request)
+
+    def _deliver(self, request: Request) -> None:
+        """Send ``request`` until it succeeds, is refused, runs out of retries or the
+        sender stops."""
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                request(self._channel, self.broker)
+                return
+            except errors.HeadwaterError as e:
+                log.warning(
+                    "controller request to broker %d refused, dropped: %s",
+                    self.broker.broker_id,
+                    e,
+                )
+                return
+            except Exception as e:  # a transport failure must not kill the sender
+                if attempt > self._retry.retries or self._stopped.wait(
+                    self._retry.backoff_ms(attempt) / 1000.0
+                ):
+                    log.warning(
+                        "controller request to broker %d dropped after %d attempts: %s",
+                        self.broker.broker_id,
+                        attempt,
+                        e,
+                    )
+                    return
+                if attempt == 1 or attempt % 10 == 0:
+                    log.info(
+                        "controller request to broker %d failed (attempt %d), retrying: %s",
+                        self.broker.broker_id,
+                        attempt,
+                        e,
+                    )
 
 
 class RequestSender(Protocol):
@@ -130,11 +165,9 @@ class RequestSender(Protocol):
 class ControllerChannelManager:
     """Per-broker senders; all methods are called from the controller thread only."""
 
-    DEFAULT_RETRY = RetryPolicy(
-        retries=2, retry_backoff_ms=200, retry_backoff_max_ms=1000, jitter=0
-    )
-    """Three attempts, 0.2 s then 0.4 s apart: enough for a broker's brief hiccup; a
-    broker that is really gone is handled by the next event, not by waiting here."""
+    DEFAULT_RETRY = RetryPolicy(retry_backoff_ms=100, retry_backoff_max_ms=1000, jitter=0)
+    """Retry an unreachable broker until it is deregistered or re-registers, 0.1 s
+    growing to 1 s apart (Kafka's controller retries while the broker is live)."""
 
     def __init__(self, channel: ControllerChannel, *, retry: RetryPolicy = DEFAULT_RETRY) -> None:
         self._channel = channel

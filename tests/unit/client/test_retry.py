@@ -96,3 +96,9 @@ def test_call_does_not_retry_fatal() -> None:
     with pytest.raises(errors.TopicAlreadyExistsError):
         RetryPolicy().call(fn, timeout_ms=1000, clock=t.clock, sleep=t.sleep)
     assert calls == [1]
+
+
+def test_backoff_stays_at_the_maximum_however_many_attempts() -> None:
+    policy = RetryPolicy(retry_backoff_ms=100, retry_backoff_max_ms=1000, jitter=0)
+    assert policy.backoff_ms(5000) == 1000.0
+    assert policy.backoff_ms(2**31 - 1) == 1000.0

@@ -1,6 +1,7 @@
-"""ControllerChannelManager: per-broker senders deliver in order, retry a failing request a
-bounded number of times then drop it, drop requests for brokers without a sender, restart a
-sender when the registration changes, and stop on removal and shutdown."""
+"""ControllerChannelManager: per-broker senders deliver in order, retry a request the broker
+could not be reached for (as long as the policy and the sender's life allow) but drop one the
+broker refused at once, drop requests for brokers without a sender, restart a sender when the
+registration changes, and stop on removal and shutdown."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from headwater import errors
 from headwater.coordination.channel import ControllerChannelManager
 from headwater.coordination.model import BrokerRegistration
 from headwater.retry import RetryPolicy
@@ -39,22 +41,24 @@ class Log:
 
 
 def request(
-    log: Log, what: str, *, fail_times: int = 0
+    log: Log, what: str, *, fail_times: int = 0, refuse: bool = False
 ) -> Callable[[object, BrokerRegistration], None]:
     attempts = [0]
 
     def send(_channel: object, broker: BrokerRegistration) -> None:
         attempts[0] += 1
         log.add(broker.broker_id, f"{what}#{attempts[0]}")
+        if refuse:
+            raise errors.StaleControllerEpochError("UpdateMetadata to broker refused")
         if attempts[0] <= fail_times:
             raise ConnectionError("broker unreachable")
 
     return send
 
 
-def manager(**kw: object) -> ControllerChannelManager:
-    retry = RetryPolicy(retries=2, retry_backoff_ms=0, retry_backoff_max_ms=0, jitter=0)
-    return ControllerChannelManager(object(), retry=retry, **kw)  # type: ignore[arg-type]
+def manager(retries: int = 2) -> ControllerChannelManager:
+    retry = RetryPolicy(retries=retries, retry_backoff_ms=0, retry_backoff_max_ms=0, jitter=0)
+    return ControllerChannelManager(object(), retry=retry)  # type: ignore[arg-type]
 
 
 def test_requests_to_one_broker_arrive_in_order() -> None:
@@ -68,13 +72,57 @@ def test_requests_to_one_broker_arrive_in_order() -> None:
         m.shutdown()
 
 
-def test_a_failing_request_is_retried_then_dropped_and_the_next_goes_through() -> None:
-    m, log = manager(), Log()
+def test_an_unreachable_broker_is_retried_until_the_policy_gives_up() -> None:
+    m, log = manager(retries=2), Log()
     m.add_broker(reg(1))
     try:
         m.send(1, request(log, "a", fail_times=10))
         m.send(1, request(log, "b", fail_times=1))
         assert [w for _, w in log.wait_for(5)] == ["a#1", "a#2", "a#3", "b#1", "b#2"]
+    finally:
+        m.shutdown()
+
+
+def test_the_default_policy_retries_a_transport_failure_until_it_succeeds() -> None:
+    assert ControllerChannelManager.DEFAULT_RETRY.retries >= 2**31 - 1
+    m, log = manager(retries=ControllerChannelManager.DEFAULT_RETRY.retries), Log()
+    m.add_broker(reg(1))
+    try:
+        m.send(1, request(log, "a", fail_times=50))
+        m.send(1, request(log, "b"))
+        items = [w for _, w in log.wait_for(52)]
+        assert items == [f"a#{i}" for i in range(1, 52)] + ["b#1"]
+    finally:
+        m.shutdown()
+
+
+def test_a_refused_request_is_dropped_at_once_and_the_next_goes_through() -> None:
+    m, log = manager(retries=ControllerChannelManager.DEFAULT_RETRY.retries), Log()
+    m.add_broker(reg(1))
+    try:
+        m.send(1, request(log, "a", refuse=True))
+        m.send(1, request(log, "b"))
+        assert [w for _, w in log.wait_for(2)] == ["a#1", "b#1"]
+        time.sleep(0.05)
+        assert [w for _, w in log.snapshot()] == ["a#1", "b#1"]
+    finally:
+        m.shutdown()
+
+
+def test_removing_the_broker_ends_the_retries_of_its_request() -> None:
+    retry = RetryPolicy(retry_backoff_ms=5, retry_backoff_max_ms=5, jitter=0)
+    m, log = ControllerChannelManager(object(), retry=retry), Log()  # type: ignore[arg-type]
+    m.add_broker(reg(1))
+    try:
+        m.send(1, request(log, "a", fail_times=10**9))
+        log.wait_for(3)
+        sender = m._senders[1]
+        m.remove_broker(1)
+        sender.join(2.0)
+        assert not sender._thread.is_alive()
+        count = len(log.snapshot())
+        time.sleep(0.05)
+        assert len(log.snapshot()) == count
     finally:
         m.shutdown()
 
