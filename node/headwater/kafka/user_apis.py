@@ -1,13 +1,8 @@
 """The Kafka listener's user administration, what ``kafka-configs --entity-type users``
-sends: DescribeUserScramCredentials (50), AlterUserScramCredentials (51) (``--add-config
-'SCRAM-SHA-512=[password=...]'``) and DescribeClientQuotas (48, which ``--describe`` asks
-first).
-
-Headwater has no client quotas: DescribeClientQuotas validates its filter as Kafka does
-(INVALID_REQUEST for an unknown entity type, a match that does not fit its match type, an
-entity type named twice) and, with DESCRIBE_CONFIGS on the cluster, matches nothing.
-AlterClientQuotas is not served (not in ApiVersions), so setting a quota fails in the
-client rather than being dropped.
+sends: DescribeUserScramCredentials (50) and AlterUserScramCredentials (51)
+(``--add-config 'SCRAM-SHA-512=[password=...]'``).  Client quotas, which ``--describe``
+asks first, are :mod:`headwater.kafka.quota_apis`' (whose filter check is
+:func:`invalid_quota_filter`).
 
 The rules are the gRPC ScramAdmin service's (:mod:`headwater.server.services.sasl`):
 DESCRIBE (describe) or ALTER (alter) on the cluster; alterations validated per user by
@@ -85,26 +80,7 @@ class KafkaUserApis:
         self._authz = authz
 
     def handlers(self) -> dict[int, Callable[[Request], Any]]:
-        return {48: self.describe_client_quotas, 50: self.describe, 51: self.alter}
-
-    async def describe_client_quotas(self, request: Request) -> Any:
-        body, module = request.body, response_module(48, request.api_version)
-        code, message = ErrorCode.NONE, None
-        denied = self._authz.check_cluster(_NO_GRPC_CONTEXT, AclOperation.DESCRIBE_CONFIGS)
-        reason = invalid_quota_filter(
-            [(c.entity_type, c.match_type, c.match) for c in body.components]
-        )
-        if denied is not None:
-            code, message = denied.code, denied.message
-        elif reason is not None:
-            code, message = ErrorCode.INVALID_REQUEST, reason
-        return build(
-            module.DescribeClientQuotasResponse,
-            throttle_time=_NO_THROTTLE,
-            error_code=error_code(code),
-            error_message=message,
-            entries=() if code is ErrorCode.NONE else None,
-        )
+        return {50: self.describe, 51: self.alter}
 
     def _zk(self) -> ScramCredentialStore:
         store = self._store()

@@ -61,6 +61,7 @@ from headwater.kafka.admin_apis import KafkaAdminApis
 from headwater.kafka.apis import KafkaApis
 from headwater.kafka.cluster_apis import KafkaClusterApis
 from headwater.kafka.group_apis import KafkaGroupApis
+from headwater.kafka.quota_apis import KafkaQuotaApis
 from headwater.kafka.txn_apis import KafkaTxnApis
 from headwater.kafka.user_apis import KafkaUserApis
 from headwater.records.control import ControlRecordType
@@ -68,6 +69,7 @@ from headwater.server import host_metrics
 from headwater.server.auth.acl_runtime import BrokerAuthorization
 from headwater.server.auth.listener_auth import SessionLookup
 from headwater.server.auth.sasl import SaslAuthentication
+from headwater.server.client_quotas import BrokerClientQuotas
 from headwater.server.config import BrokerConfig
 from headwater.server.metrics import BrokerMetrics
 from headwater.server.runtime import channels, listener_servers, process
@@ -168,6 +170,8 @@ class BrokerServer:
         self.sasl = SaslAuthentication.from_config(config)
         """SASL exchanges, sessions and the SCRAM credential cache."""
         self.sasl_sessions = self.sasl.sessions
+        self.client_quotas = BrokerClientQuotas(config)
+        """Client quotas both front doors enforce, and their ZooKeeper store."""
         self.kafka_servers: list[kafka_server.KafkaServer] = []
         """The Kafka-protocol listeners (``kafka.listeners``), started with the runtime."""
         self.producer_ids = ProducerIdAllocator(config.broker_id, start_ms=clock.wall_ms())
@@ -387,7 +391,11 @@ class BrokerServer:
                     ensure_transaction_state=create_transaction_state,
                 ),
                 users=KafkaUserApis(store=lambda: self.sasl.store, authz=self.authorization.authz),
+                quotas=KafkaQuotaApis(
+                    store=lambda: self.client_quotas.store, authz=self.authorization.authz
+                ),
             ),
+            quotas=self.client_quotas.quotas,
             max_request_bytes=config.socket_request_max_bytes,
             sasl=kafka_server.SaslSettings(
                 new_server=self.sasl.exchanges.new_server,
@@ -460,6 +468,9 @@ class BrokerServer:
                 "stopping the authorizer", run_blocking(self.authorization.stop), 5.0
             )
             await process.bounded("stopping the SCRAM cache", run_blocking(self.sasl.stop), 5.0)
+            await process.bounded(
+                "stopping the client quota watcher", run_blocking(self.client_quotas.stop), 5.0
+            )
             if self.coordinator is not None:
                 # Closing the controller's channels first cancels any send still waiting
                 # on a broker (this one has stopped serving), so resigning does not wait.
@@ -649,6 +660,7 @@ class BrokerServer:
         self._controller_channel = channel
         self.coordinator = coordinator
         await run_blocking(self.sasl.start, coordinator)
+        await run_blocking(self.client_quotas.start, coordinator)
 
     def _expire_session_for_tests(self) -> None:
         """SIGUSR1 with test hooks: expire our own ZooKeeper session (headwater.testing)."""
