@@ -79,7 +79,8 @@ def produce_rate(cluster: Cluster, topic: str, partition: int, client_id: str) -
 
 
 def test_kafka_configs_sets_describes_and_deletes_quotas(
-    cluster: Cluster, tools: KafkaTools
+    cluster: Cluster,
+    tools: KafkaTools,  # noqa: F811 (the fixture imported above)
 ) -> None:
     user = unique("user")
     users = f"--bootstrap-server {bootstrap(cluster)} --entity-type users --entity-name {user}"
@@ -102,7 +103,10 @@ def test_kafka_configs_sets_describes_and_deletes_quotas(
     assert "producer_byte_rate" not in after and "request_percentage=50.0" in after
 
 
-def test_bad_quotas_are_refused_with_kafkas_errors(cluster: Cluster, tools: KafkaTools) -> None:
+def test_bad_quotas_are_refused_with_kafkas_errors(
+    cluster: Cluster,
+    tools: KafkaTools,  # noqa: F811 (the fixture imported above)
+) -> None:
     clients = f"--bootstrap-server {bootstrap(cluster)} --entity-type clients --entity-name c1"
     negative = tools.run(CONFIGS, f"{clients} --alter --add-config producer_byte_rate=-5")
     assert negative.returncode != 0
@@ -113,7 +117,8 @@ def test_bad_quotas_are_refused_with_kafkas_errors(cluster: Cluster, tools: Kafk
 
 
 def test_a_producer_above_its_quota_is_slowed_on_every_broker(
-    cluster: Cluster, tools: KafkaTools
+    cluster: Cluster,
+    tools: KafkaTools,  # noqa: F811 (the fixture imported above)
 ) -> None:
     topic = new_topic(cluster, partitions=2)
     leaders = {cluster.leader_for(topic, p) for p in range(2)}
