@@ -517,6 +517,7 @@ class BrokerServer:
                 producer_ids=self.producer_ids,
                 authz=self.authorization.authz,
                 transactions=transactions,
+                quotas=self.client_quotas.quotas,
             ),
             server,
         )
