@@ -24,6 +24,7 @@ from headwater import errors
 from headwater.coordination.scram_credentials import ScramCredentialStore
 from headwater.errors import ErrorCode
 from headwater.kafka.protocol import Request, build, error_code, response_module
+from headwater.quotas.entities import invalid_filter
 from headwater.security import scram_alterations
 from headwater.security.acls import AclOperation
 from headwater.security.scram import ScramMechanism
@@ -47,27 +48,8 @@ def mechanism_name(value: int) -> str:
     return _NAMES.get(value, f"UNKNOWN({value})")
 
 
-QUOTA_ENTITY_TYPES = frozenset({"user", "client-id", "ip"})
-MATCH_EXACT, MATCH_DEFAULT, MATCH_ANY = 0, 1, 2
-
-
-def invalid_quota_filter(components: list[tuple[str, int, str | None]]) -> str | None:
-    """Why a DescribeClientQuotas filter (``(entity_type, match_type, match)``) is
-    malformed, as Kafka's ``ClientQuotaFilterComponent`` rules, or None."""
-    seen: set[str] = set()
-    for entity_type, match_type, match in components:
-        if entity_type not in QUOTA_ENTITY_TYPES:
-            return f"Custom entity type '{entity_type}' not supported"
-        if entity_type in seen:
-            return f"Duplicate {entity_type} filter component entity type"
-        seen.add(entity_type)
-        if match_type == MATCH_EXACT and match is None:
-            return f"Request specified exact match type with no match for {entity_type}"
-        if match_type in (MATCH_DEFAULT, MATCH_ANY) and match is not None:
-            return f"Request specified match type {match_type} with a match for {entity_type}"
-        if match_type not in (MATCH_EXACT, MATCH_DEFAULT, MATCH_ANY):
-            return f"Unexpected match type {match_type}"
-    return None
+invalid_quota_filter = invalid_filter
+"""Kafka's DescribeClientQuotas filter check (:func:`headwater.quotas.entities.invalid_filter`)."""
 
 
 class KafkaUserApis:

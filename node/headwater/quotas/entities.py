@@ -275,3 +275,26 @@ def matches(
         if entity.has_client_id and EntityType.CLIENT_ID not in named:
             return False
     return True
+
+
+QUOTA_ENTITY_TYPES = frozenset({"user", "client-id", "ip"})
+MATCH_EXACT, MATCH_DEFAULT, MATCH_ANY = 0, 1, 2
+
+
+def invalid_filter(components: list[tuple[str, int, str | None]]) -> str | None:
+    """Why a DescribeClientQuotas filter (``(entity_type, match_type, match)``) is
+    malformed, as Kafka's ``ClientQuotaFilterComponent`` rules, or None."""
+    seen: set[str] = set()
+    for entity_type, match_type, match in components:
+        if entity_type not in QUOTA_ENTITY_TYPES:
+            return f"Custom entity type '{entity_type}' not supported"
+        if entity_type in seen:
+            return f"Duplicate {entity_type} filter component entity type"
+        seen.add(entity_type)
+        if match_type == MATCH_EXACT and match is None:
+            return f"Request specified exact match type with no match for {entity_type}"
+        if match_type in (MATCH_DEFAULT, MATCH_ANY) and match is not None:
+            return f"Request specified match type {match_type} with a match for {entity_type}"
+        if match_type not in (MATCH_EXACT, MATCH_DEFAULT, MATCH_ANY):
+            return f"Unexpected match type {match_type}"
+    return None

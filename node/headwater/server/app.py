@@ -112,6 +112,7 @@ from headwater.server.services.broker_service import (
 )
 from headwater.server.services.control import ControlService
 from headwater.server.services.group import GroupService
+from headwater.server.services.quotas import ClientQuotaAdminService
 from headwater.server.services.sasl import SaslService, ScramAdminService
 from headwater.server.services.transaction import TransactionService
 from headwater.server.startup import DeferredServices, Readiness
@@ -124,6 +125,7 @@ from headwater.v1 import (
     admin_pb2_grpc,
     control_pb2_grpc,
     group_pb2_grpc,
+    quotas_pb2_grpc,
     sasl_pb2_grpc,
     transaction_pb2_grpc,
 )
@@ -140,6 +142,7 @@ SERVICE_NAMES = (
     "headwater.v1.AclService",
     "headwater.v1.SaslService",
     "headwater.v1.ScramAdmin",
+    "headwater.v1.ClientQuotaAdmin",
 )
 
 SHUTDOWN_TIMEOUT_S = 30.0
@@ -575,6 +578,12 @@ class BrokerServer:
         )
         sasl_pb2_grpc.add_ScramAdminServicer_to_server(
             ScramAdminService(store=lambda: self.sasl.store, authz=self.authorization.authz),
+            server,
+        )
+        quotas_pb2_grpc.add_ClientQuotaAdminServicer_to_server(
+            ClientQuotaAdminService(
+                store=lambda: self.client_quotas.store, authz=self.authorization.authz
+            ),
             server,
         )
 

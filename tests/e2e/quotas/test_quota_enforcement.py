@@ -9,6 +9,9 @@ bites after about one second's worth of bytes rather than Kafka's default ten.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -119,3 +122,57 @@ def test_a_throttled_answer_carries_its_throttle_time(cluster: Cluster) -> None:
     assert answer.throttle_time_ms > 1000
     assert held >= answer.throttle_time_ms / 1000 * 0.9
     assert other.throttle_time_ms == 0
+
+
+def quotas_cli(cluster: Cluster, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "headwater.cli.main", "quotas", *args,
+         "--bootstrap-server", cluster.bootstrap, "--output", "json"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+
+
+def test_the_cli_sets_describes_and_deletes_quotas_over_grpc(cluster: Cluster) -> None:
+    set_ = quotas_cli(
+        cluster,
+        "alter", "--user", "carol", "--client-id-default",
+        "--add-config", "producer_byte_rate=4096,request_percentage=25",
+    )  # fmt: skip
+    assert set_.returncode == 0, set_.stderr
+    assert cluster.zk.client.exists("/config/users/carol/clients/<default>") is not None
+    described = quotas_cli(cluster, "describe", "--user", "carol", "--client-id-default")
+    assert json.loads(described.stdout) == [
+        {
+            "entity": {"client-id": None, "user": "carol"},
+            "quotas": {"producer_byte_rate": 4096.0, "request_percentage": 25.0},
+        }
+    ]
+    # the user alone is another entity (strict), which has no quota
+    assert json.loads(quotas_cli(cluster, "describe", "--user", "carol").stdout) == []
+    quotas_cli(
+        cluster, "alter", "--user", "carol", "--client-id-default", "--delete-config",
+        "producer_byte_rate",
+    )  # fmt: skip
+    with Admin(cluster.bootstrap) as admin:
+        found = admin.describe_client_quotas()
+    assert found[(("client-id", None), ("user", "carol"))] == {"request_percentage": 25.0}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--user", "dave", "--add-config", "producer_byte_rate=-1"), "must be > 0"),
+        (("--client-id", "x", "--add-config", "no_such=1"), "Unknown quota key: no_such"),
+        (("--user", "", "--add-config", "producer_byte_rate=1"), "Empty user not supported"),
+        (
+            ("--user", "d", "--add-config", "controller_mutation_rate=1"),
+            "controller_mutation_rate is not supported",
+        ),
+    ],
+)
+def test_bad_quotas_are_refused_over_grpc(
+    cluster: Cluster, args: tuple[str, ...], message: str
+) -> None:
+    done = quotas_cli(cluster, "alter", *args)
+    assert done.returncode != 0
+    assert "INVALID_REQUEST" in done.stderr and message in done.stderr
