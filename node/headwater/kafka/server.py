@@ -258,21 +258,25 @@ class KafkaServer:
                     response = sasl_illegal_state(request)
                 else:
                     response = await apis.handle(request)
-            throttle = decide(
-                self._quotas,
-                request,
-                response,
-                user=current_identity(_NO_GRPC_CONTEXT).principal.name,
-                cpu_seconds=time.thread_time() - cpu_start,
-                now_ms=int(time.monotonic() * 1000),
-            )
-            if throttle.delay_response:
-                await asyncio.sleep(throttle.ms / 1000)
-            if throttle.response is not None:
-                writer.write(protocol.encode_response(request.correlation_id, throttle.response))
+            mute_ms = 0
+            if self._quotas.quotas:  # with no quota stored there is nothing to record
+                throttle = decide(
+                    self._quotas,
+                    request,
+                    response,
+                    user=current_identity(_NO_GRPC_CONTEXT).principal.name,
+                    cpu_seconds=time.thread_time() - cpu_start,
+                    now_ms=int(time.monotonic() * 1000),
+                )
+                response, mute_ms = throttle.response, throttle.ms
+                if throttle.delay_response:  # a client that does not throttle itself
+                    await asyncio.sleep(mute_ms / 1000)
+                    mute_ms = 0
+            if response is not None:
+                writer.write(protocol.encode_response(request.correlation_id, response))
                 await writer.drain()
-            if throttle.ms and not throttle.delay_response:
-                await asyncio.sleep(throttle.ms / 1000)  # muted: read nothing until it ends
+            if mute_ms:
+                await asyncio.sleep(mute_ms / 1000)  # muted: read nothing until it ends
             if closing:
                 raise ConnectionRefused(closing)
 

@@ -176,13 +176,15 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             transactional_id=request.transactional_id,
         )
         timer.done()
-        throttle_ms = throttling.record(
-            self._quotas,
-            QuotaKey.PRODUCER_BYTE_RATE,
-            context,
-            sum(len(p.records) for p in request.partitions),
-        )
-        await throttling.hold(throttle_ms)
+        throttle_ms = 0
+        if self._quotas is not None and self._quotas.quotas:  # else nothing to record
+            throttle_ms = throttling.record(
+                self._quotas,
+                QuotaKey.PRODUCER_BYTE_RATE,
+                context,
+                sum(len(p.records) for p in request.partitions),
+            )
+            await throttling.hold(throttle_ms)
         return broker_pb2.ProduceResponse(
             throttle_time_ms=throttle_ms,
             partitions=_refused(
@@ -255,7 +257,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         )
         timer.done()
         throttle_ms = 0
-        if request.replica_id < 0:
+        if request.replica_id < 0 and self._quotas is not None and self._quotas.quotas:
             throttle_ms = throttling.record(
                 self._quotas,
                 QuotaKey.CONSUMER_BYTE_RATE,
