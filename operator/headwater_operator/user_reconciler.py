@@ -80,6 +80,10 @@ class UserAdmin(Protocol):
     def has_scram(self, user: str) -> bool: ...
     def upsert_scram(self, user: str, password: str, iterations: int) -> None: ...
     def delete_scram(self, user: str) -> None: ...
+    def quotas_of(self, user: str) -> tuple[tuple[str, float], ...]: ...
+    def alter_quotas(
+        self, user: str, values: tuple[tuple[str, float], ...], removed: tuple[str, ...]
+    ) -> None: ...
 
 
 class SecretStore(Protocol):
@@ -155,6 +159,7 @@ class UserReconciler:
             has_scram=self.admin.has_scram(user),
             secret_password=data.get("password"),
             certificate=certificate,
+            quotas=self.admin.quotas_of(user),
         )
 
     def _read_own_secret(self, name: str) -> tuple[dict[str, str], dict[str, str]] | Refusal | None:
@@ -250,6 +255,8 @@ class UserReconciler:
             self.secrets.delete(action.user)
         elif isinstance(action, users.CreateAcls):
             self.admin.create_acls(principal, action.rules)
+        elif isinstance(action, users.AlterQuotas):
+            self.admin.alter_quotas(action.user, action.values, action.removed)
         else:
             self.admin.delete_acls(principal, action.rules)
 

@@ -128,6 +128,8 @@ class UserSpec(NamedTuple):
     authentication: Authentication | None
     """None: the user has no credential (e.g. ACLs for a principal authenticated elsewhere)."""
     acls: frozenset[AclRule]
+    quotas: tuple[tuple[str, float], ...] = ()
+    """``spec.quotas`` in Kafka's keys (``producer_byte_rate`` ...), sorted; empty: none."""
 
     @property
     def principal(self) -> str:
@@ -153,6 +155,8 @@ class ActualUser(NamedTuple):
     secret_password: str | None
     """The password in the user's Secret (None: no Secret, or not a SCRAM Secret)."""
     certificate: CertificateState = CertificateState.MISSING
+    quotas: tuple[tuple[str, float], ...] = ()
+    """The quotas of the user's entity (``/config/users/<name>``), sorted."""
 
 
 class Refusal(NamedTuple):
@@ -222,9 +226,72 @@ class DeleteAcls(NamedTuple):
         )
 
 
+class AlterQuotas(NamedTuple):
+    """Set the user's quotas to ``values`` and remove the keys in ``removed``."""
+
+    user: str
+    values: tuple[tuple[str, float], ...]
+    removed: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        parts = [f"{k}={v:g}" for k, v in self.values] + [f"-{k}" for k in self.removed]
+        return f"set the quotas of {self.user}: {', '.join(parts)}"
+
+
 Action = (
-    WriteScramSecret | UpsertScram | DeleteScram | IssueCertificate | DeleteSecret | CreateAcls
-) | DeleteAcls
+    WriteScramSecret
+    | UpsertScram
+    | DeleteScram
+    | IssueCertificate
+    | DeleteSecret
+    | CreateAcls
+    | DeleteAcls
+    | AlterQuotas
+)
+
+QUOTA_KEYS = {
+    "producerByteRate": "producer_byte_rate",
+    "consumerByteRate": "consumer_byte_rate",
+    "requestPercentage": "request_percentage",
+}
+"""Strimzi's ``spec.quotas`` keys to Kafka's quota keys."""
+_BYTE_RATES = frozenset({"producerByteRate", "consumerByteRate"})
+
+
+def parse_quotas(raw: Any) -> tuple[tuple[str, float], ...] | Refusal:
+    """``spec.quotas`` as Kafka's keys and values, or a Refusal: byte rates whole
+    numbers above zero, ``requestPercentage`` a number above zero;
+    ``controllerMutationRate`` is refused (Headwater does not throttle topic mutations)."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, Mapping):
+        return Refusal(Reason.INVALID_SPEC, "spec.quotas must be an object")
+    out: list[tuple[str, float]] = []
+    for key, value in raw.items():
+        if key == "controllerMutationRate":
+            return Refusal(
+                Reason.INVALID_SPEC,
+                "spec.quotas.controllerMutationRate is not supported: Headwater's controller "
+                "does not throttle topic mutations",
+            )
+        kafka_key = QUOTA_KEYS.get(str(key))
+        if kafka_key is None:
+            return Refusal(
+                Reason.INVALID_SPEC,
+                f"spec.quotas.{key} is unknown (one of {', '.join(QUOTA_KEYS)})",
+            )
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return Refusal(Reason.INVALID_SPEC, f"spec.quotas.{key} must be a number")
+        if key in _BYTE_RATES and value != int(value):
+            return Refusal(
+                Reason.INVALID_SPEC, f"spec.quotas.{key} must be a whole number of bytes/s"
+            )
+        if not value > 0 or value != value or value == float("inf"):
+            return Refusal(Reason.INVALID_SPEC, f"spec.quotas.{key} must be > 0, not {value}")
+        out.append((kafka_key, float(value)))
+    return tuple(sorted(out))
 
 
 def _host(value: Any, where: str) -> str | Refusal:
@@ -337,7 +404,10 @@ def parse_spec(
             if isinstance(parsed, Refusal):
                 return parsed
             rules.update(parsed)
-    return UserSpec(name, authentication, frozenset(rules))
+    quotas = parse_quotas(spec.get("quotas"))
+    if isinstance(quotas, Refusal):
+        return quotas
+    return UserSpec(name, authentication, frozenset(rules), quotas)
 
 
 def _sorted(rules: Iterable[AclRule]) -> tuple[AclRule, ...]:
@@ -377,6 +447,15 @@ def plan(desired: UserSpec, actual: ActualUser, *, new_password: str) -> list[Ac
         actions.append(CreateAcls(user, _sorted(missing)))
     if stale:
         actions.append(DeleteAcls(user, _sorted(stale)))
+    if desired.quotas != actual.quotas:
+        wanted = dict(desired.quotas)
+        actions.append(
+            AlterQuotas(
+                user,
+                desired.quotas,
+                tuple(sorted(k for k, _ in actual.quotas if k not in wanted)),
+            )
+        )
     return actions
 
 
@@ -389,6 +468,8 @@ def plan_delete(name: str, actual: ActualUser) -> list[Action]:
         actions.append(DeleteScram(name))
     if actual.secret_password is not None or actual.certificate is not CertificateState.MISSING:
         actions.append(DeleteSecret(name))
+    if actual.quotas:
+        actions.append(AlterQuotas(name, (), tuple(k for k, _ in actual.quotas)))
     return actions
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from headwater import errors
 from headwater.client import Admin
+from headwater.client.admin.quotas import MATCH_EXACT, QuotaAlteration, QuotaFilterComponent
 from headwater.client.admin.values import ScramDeletion, ScramUpsertion
 from headwater.security import acls
 
@@ -117,6 +118,19 @@ class AdminUsers:
         error = result.get(user)
         if error is not None and not isinstance(error, errors.ResourceNotFoundError):
             raise error
+
+    def quotas_of(self, user: str) -> tuple[tuple[str, float], ...]:
+        found = self.admin.describe_client_quotas(
+            [QuotaFilterComponent("user", MATCH_EXACT, user)], strict=True
+        )
+        return tuple(sorted(found.get((("user", user),), {}).items()))
+
+    def alter_quotas(
+        self, user: str, values: tuple[tuple[str, float], ...], removed: tuple[str, ...]
+    ) -> None:
+        ops: dict[str, float | None] = {k: v for k, v in values}
+        ops.update((k, None) for k in removed)
+        self.admin.alter_client_quotas([QuotaAlteration({"user": user}, ops)])
 
 
 class KubeSecrets:

@@ -26,7 +26,7 @@ credentials and the ACLs are in ZooKeeper before the broker starts.
   logs in with it, describes it (iterations, no secret) and deletes it, after which the
   login fails; bad alterations (too few iterations, an unknown mechanism, deleting what is
   not there) get Kafka's errors, and bob (no ALTER on the cluster) CLUSTER_AUTHORIZATION_FAILED;
-  DescribeClientQuotas matches nothing (there are no client quotas) and refuses a
+  DescribeClientQuotas matches nothing (no quota is set on this cluster) and refuses a
   malformed filter INVALID_REQUEST;
 * the Kubernetes tier's cross-namespace Kafka client (``tests/e2e/k8s/kafka_client.py``)
   runs from the kafka-python zip that tier ships to its pod, with nothing else on its

@@ -30,6 +30,7 @@ COMMAND_MODULES = (
     "headwater.cli.cluster",
     "headwater.cli.log_dirs",
     "headwater.cli.users",
+    "headwater.cli.quotas",
     "headwater.cli.acls",
     "headwater.cli.perf",
     "headwater.cli.console",

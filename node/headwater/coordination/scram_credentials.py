@@ -92,13 +92,14 @@ def encode_change_notification(user: str) -> bytes:
 
 
 def decode_change_notification(data: bytes) -> str | None:
-    """The user a notification names, or None if it is about another entity type."""
+    """The user a notification names, or None if it is about another entity type (a
+    client id, or a user's client id: ``users/<user>/clients/<client-id>``)."""
     try:
         entity = str(json.loads(data)["entity_path"])
     except (ValueError, KeyError, TypeError):
         return None
     kind, _, name = entity.partition("/")
-    return desanitize(name) if kind == "users" and name else None
+    return desanitize(name) if kind == "users" and name and "/" not in name else None
 
 
 # -- reads and writes (any thread but kazoo's) -------------------------------------------------
@@ -177,12 +178,13 @@ def alter_user_credentials(
 
 def notify_change(client: KazooClient, user: str, *, now_ms: int) -> None:
     """Add a change notification for ``user`` and purge expired ones."""
-    client.create(
-        f"{CONFIG_CHANGES}/{CHANGE_PREFIX}",
-        encode_change_notification(user),
-        sequence=True,
-        makepath=True,
-    )
+    notify_entity_change(client, encode_change_notification(user), now_ms=now_ms)
+
+
+def notify_entity_change(client: KazooClient, notification: bytes, *, now_ms: int) -> None:
+    """Add a change notification (``{"version":2,"entity_path":...}``) and purge
+    expired ones."""
+    client.create(f"{CONFIG_CHANGES}/{CHANGE_PREFIX}", notification, sequence=True, makepath=True)
     try:
         names = client.get_children(CONFIG_CHANGES)
     except NoNodeError:

@@ -38,6 +38,7 @@ from headwater.kafka.fetch_sessions import (
 )
 from headwater.kafka.group_apis import KafkaGroupApis
 from headwater.kafka.protocol import Request, build, error_code, response_module
+from headwater.kafka.quota_apis import KafkaQuotaApis
 from headwater.kafka.txn_apis import KafkaTxnApis
 from headwater.kafka.user_apis import KafkaUserApis
 from headwater.security.acls import AclOperation as Op
@@ -111,6 +112,7 @@ class KafkaApis:
         cluster: KafkaClusterApis | None = None,
         transactions: KafkaTxnApis | None = None,
         users: KafkaUserApis | None = None,
+        quotas: KafkaQuotaApis | None = None,
     ) -> None:
         """``next_producer_id``: the broker's producer id allocator, shared with the gRPC
         listeners so that no two producers get the same id; ``groups``, ``admin``,
@@ -120,7 +122,8 @@ class KafkaApis:
         :mod:`headwater.kafka.cluster_apis`); ``transactions``: the transaction APIs
         (:mod:`headwater.kafka.txn_apis`), which answer FindCoordinator's key_type 1 and
         InitProducerId with a transactional id and leave the rest to the handlers here;
-        ``users``: SCRAM credentials and client quotas (:mod:`headwater.kafka.user_apis`)."""
+        ``users``: SCRAM credentials (:mod:`headwater.kafka.user_apis`); ``quotas``:
+        client quota administration (:mod:`headwater.kafka.quota_apis`)."""
         self._next_producer_id = next_producer_id
         self._fetch_sessions = FetchSessionCache(first_id=random.randrange(1, 1 << 31))
         self._listener = listener
@@ -144,6 +147,7 @@ class KafkaApis:
             **(acls.handlers() if acls is not None else {}),
             **(cluster.handlers() if cluster is not None else {}),
             **(users.handlers() if users is not None else {}),
+            **(quotas.handlers() if quotas is not None else {}),
         }
         if transactions is not None:
             self._handlers.update(

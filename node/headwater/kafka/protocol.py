@@ -90,6 +90,7 @@ API_NAMES: Final = {
     46: "ListPartitionReassignments",
     47: "OffsetDelete",
     48: "DescribeClientQuotas",
+    49: "AlterClientQuotas",
     50: "DescribeUserScramCredentials",
     51: "AlterUserScramCredentials",
     60: "DescribeCluster",
@@ -138,7 +139,8 @@ SUPPORTED: Final[Mapping[int, tuple[int, int]]] = {
     45: (0, 0),  # AlterPartitionReassignments: v1 may change the replication factor
     46: (0, 0),  # ListPartitionReassignments
     47: (0, 0),  # OffsetDelete
-    48: (0, 1),  # DescribeClientQuotas: there are no client quotas (matches nothing)
+    48: (0, 1),  # DescribeClientQuotas
+    49: (0, 1),  # AlterClientQuotas
     50: (0, 0),  # DescribeUserScramCredentials
     51: (0, 0),  # AlterUserScramCredentials
     60: (0, 1),  # DescribeCluster: brokers (there are no KRaft controllers)

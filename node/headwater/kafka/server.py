@@ -34,21 +34,29 @@ import asyncio
 import dataclasses
 import logging
 import ssl
+import time
 from collections.abc import Callable, Sequence
+from typing import cast
 
 from headwater.kafka import protocol
 from headwater.kafka.apis import KafkaApis, sasl_illegal_state
 from headwater.kafka.authentication import Action
 from headwater.kafka.listeners import KafkaListenerConfig
 from headwater.kafka.sasl import SaslConnection, ServerFactory
+from headwater.kafka.throttling import decide
+from headwater.quotas.manager import ClientQuotas
 from headwater.security.principal import ANONYMOUS, KafkaPrincipal, RequestIdentity
 from headwater.security.ssl_principal import NoMatchingRuleError
-from headwater.server.auth.identity import set_identity
+from headwater.server.auth.identity import current_identity, set_identity
+from headwater.server.convert import Context
 from headwater.server.listeners import EndPoint
 from headwater.server.tls import ReloadingSslContext, certificate_subject
 
 log = logging.getLogger(__name__)
 
+
+_NO_GRPC_CONTEXT = cast(Context, None)
+"""The identity is read from its context variable, never from this."""
 
 TLS_HANDSHAKE_TIMEOUT_S = 10.0
 """How long a client has to finish its TLS handshake."""
@@ -77,13 +85,16 @@ class KafkaServer:
         apis: KafkaApis,
         max_request_bytes: int,
         sasl: SaslSettings | None = None,
+        quotas: ClientQuotas | None = None,
     ) -> None:
+        """``quotas``: the broker's client quotas (:mod:`headwater.kafka.throttling`)."""
         if config.uses_sasl and sasl is None:
             raise ValueError(f"Kafka listener {config.name} is SASL_* but has no SASL settings")
         self.config = config
         self._apis = apis
         self._max_request_bytes = max_request_bytes
         self._sasl = sasl
+        self._quotas = quotas or ClientQuotas()
         self.tls = ReloadingSslContext(config.ssl, listener=config.name) if config.ssl else None
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.StreamWriter] = set()
@@ -227,6 +238,7 @@ class KafkaServer:
                 continue
             request = protocol.parse_request(frame)
             closing = ""
+            cpu_start = time.thread_time()
             if sasl is None:
                 response = await apis.handle(request)
             else:
@@ -246,9 +258,25 @@ class KafkaServer:
                     response = sasl_illegal_state(request)
                 else:
                     response = await apis.handle(request)
+            mute_ms = 0
+            if self._quotas.quotas:  # with no quota stored there is nothing to record
+                throttle = decide(
+                    self._quotas,
+                    request,
+                    response,
+                    user=current_identity(_NO_GRPC_CONTEXT).principal.name,
+                    cpu_seconds=time.thread_time() - cpu_start,
+                    now_ms=int(time.monotonic() * 1000),
+                )
+                response, mute_ms = throttle.response, throttle.ms
+                if throttle.delay_response:  # a client that does not throttle itself
+                    await asyncio.sleep(mute_ms / 1000)
+                    mute_ms = 0
             if response is not None:
                 writer.write(protocol.encode_response(request.correlation_id, response))
                 await writer.drain()
+            if mute_ms:
+                await asyncio.sleep(mute_ms / 1000)  # muted: read nothing until it ends
             if closing:
                 raise ConnectionRefused(closing)
 
@@ -278,6 +306,7 @@ async def start_kafka_listeners(
     apis: Callable[[str], KafkaApis],
     max_request_bytes: int,
     sasl: SaslSettings | None = None,
+    quotas: ClientQuotas | None = None,
 ) -> list[KafkaServer]:
     """Bind and start a :class:`KafkaServer` per listener (``apis``: the handlers of a
     listener, by its name; ``sasl``: the broker's SCRAM, for the SASL_* listeners)."""
@@ -287,6 +316,7 @@ async def start_kafka_listeners(
             apis=apis(c.name),
             max_request_bytes=max_request_bytes,
             sasl=sasl if c.uses_sasl else None,
+            quotas=quotas,
         )
         for c in configs
     ]

@@ -1,13 +1,8 @@
 """The Kafka listener's user administration, what ``kafka-configs --entity-type users``
-sends: DescribeUserScramCredentials (50), AlterUserScramCredentials (51) (``--add-config
-'SCRAM-SHA-512=[password=...]'``) and DescribeClientQuotas (48, which ``--describe`` asks
-first).
-
-Headwater has no client quotas: DescribeClientQuotas validates its filter as Kafka does
-(INVALID_REQUEST for an unknown entity type, a match that does not fit its match type, an
-entity type named twice) and, with DESCRIBE_CONFIGS on the cluster, matches nothing.
-AlterClientQuotas is not served (not in ApiVersions), so setting a quota fails in the
-client rather than being dropped.
+sends: DescribeUserScramCredentials (50) and AlterUserScramCredentials (51)
+(``--add-config 'SCRAM-SHA-512=[password=...]'``).  Client quotas, which ``--describe``
+asks first, are :mod:`headwater.kafka.quota_apis`' (whose filter check is
+:func:`invalid_quota_filter`).
 
 The rules are the gRPC ScramAdmin service's (:mod:`headwater.server.services.sasl`):
 DESCRIBE (describe) or ALTER (alter) on the cluster; alterations validated per user by
@@ -29,6 +24,7 @@ from headwater import errors
 from headwater.coordination.scram_credentials import ScramCredentialStore
 from headwater.errors import ErrorCode
 from headwater.kafka.protocol import Request, build, error_code, response_module
+from headwater.quotas.entities import invalid_filter
 from headwater.security import scram_alterations
 from headwater.security.acls import AclOperation
 from headwater.security.scram import ScramMechanism
@@ -52,27 +48,8 @@ def mechanism_name(value: int) -> str:
     return _NAMES.get(value, f"UNKNOWN({value})")
 
 
-QUOTA_ENTITY_TYPES = frozenset({"user", "client-id", "ip"})
-MATCH_EXACT, MATCH_DEFAULT, MATCH_ANY = 0, 1, 2
-
-
-def invalid_quota_filter(components: list[tuple[str, int, str | None]]) -> str | None:
-    """Why a DescribeClientQuotas filter (``(entity_type, match_type, match)``) is
-    malformed, as Kafka's ``ClientQuotaFilterComponent`` rules, or None."""
-    seen: set[str] = set()
-    for entity_type, match_type, match in components:
-        if entity_type not in QUOTA_ENTITY_TYPES:
-            return f"Custom entity type '{entity_type}' not supported"
-        if entity_type in seen:
-            return f"Duplicate {entity_type} filter component entity type"
-        seen.add(entity_type)
-        if match_type == MATCH_EXACT and match is None:
-            return f"Request specified exact match type with no match for {entity_type}"
-        if match_type in (MATCH_DEFAULT, MATCH_ANY) and match is not None:
-            return f"Request specified match type {match_type} with a match for {entity_type}"
-        if match_type not in (MATCH_EXACT, MATCH_DEFAULT, MATCH_ANY):
-            return f"Unexpected match type {match_type}"
-    return None
+invalid_quota_filter = invalid_filter
+"""Kafka's DescribeClientQuotas filter check (:func:`headwater.quotas.entities.invalid_filter`)."""
 
 
 class KafkaUserApis:
@@ -85,26 +62,7 @@ class KafkaUserApis:
         self._authz = authz
 
     def handlers(self) -> dict[int, Callable[[Request], Any]]:
-        return {48: self.describe_client_quotas, 50: self.describe, 51: self.alter}
-
-    async def describe_client_quotas(self, request: Request) -> Any:
-        body, module = request.body, response_module(48, request.api_version)
-        code, message = ErrorCode.NONE, None
-        denied = self._authz.check_cluster(_NO_GRPC_CONTEXT, AclOperation.DESCRIBE_CONFIGS)
-        reason = invalid_quota_filter(
-            [(c.entity_type, c.match_type, c.match) for c in body.components]
-        )
-        if denied is not None:
-            code, message = denied.code, denied.message
-        elif reason is not None:
-            code, message = ErrorCode.INVALID_REQUEST, reason
-        return build(
-            module.DescribeClientQuotasResponse,
-            throttle_time=_NO_THROTTLE,
-            error_code=error_code(code),
-            error_message=message,
-            entries=() if code is ErrorCode.NONE else None,
-        )
+        return {50: self.describe, 51: self.alter}
 
     def _zk(self) -> ScramCredentialStore:
         store = self._store()

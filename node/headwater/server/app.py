@@ -61,6 +61,7 @@ from headwater.kafka.admin_apis import KafkaAdminApis
 from headwater.kafka.apis import KafkaApis
 from headwater.kafka.cluster_apis import KafkaClusterApis
 from headwater.kafka.group_apis import KafkaGroupApis
+from headwater.kafka.quota_apis import KafkaQuotaApis
 from headwater.kafka.txn_apis import KafkaTxnApis
 from headwater.kafka.user_apis import KafkaUserApis
 from headwater.records.control import ControlRecordType
@@ -68,6 +69,7 @@ from headwater.server import host_metrics
 from headwater.server.auth.acl_runtime import BrokerAuthorization
 from headwater.server.auth.listener_auth import SessionLookup
 from headwater.server.auth.sasl import SaslAuthentication
+from headwater.server.client_quotas import BrokerClientQuotas
 from headwater.server.config import BrokerConfig
 from headwater.server.metrics import BrokerMetrics
 from headwater.server.runtime import channels, listener_servers, process
@@ -110,6 +112,7 @@ from headwater.server.services.broker_service import (
 )
 from headwater.server.services.control import ControlService
 from headwater.server.services.group import GroupService
+from headwater.server.services.quotas import ClientQuotaAdminService
 from headwater.server.services.sasl import SaslService, ScramAdminService
 from headwater.server.services.transaction import TransactionService
 from headwater.server.startup import DeferredServices, Readiness
@@ -122,6 +125,7 @@ from headwater.v1 import (
     admin_pb2_grpc,
     control_pb2_grpc,
     group_pb2_grpc,
+    quotas_pb2_grpc,
     sasl_pb2_grpc,
     transaction_pb2_grpc,
 )
@@ -138,6 +142,7 @@ SERVICE_NAMES = (
     "headwater.v1.AclService",
     "headwater.v1.SaslService",
     "headwater.v1.ScramAdmin",
+    "headwater.v1.ClientQuotaAdmin",
 )
 
 SHUTDOWN_TIMEOUT_S = 30.0
@@ -168,6 +173,8 @@ class BrokerServer:
         self.sasl = SaslAuthentication.from_config(config)
         """SASL exchanges, sessions and the SCRAM credential cache."""
         self.sasl_sessions = self.sasl.sessions
+        self.client_quotas = BrokerClientQuotas(config)
+        """Client quotas both front doors enforce, and their ZooKeeper store."""
         self.kafka_servers: list[kafka_server.KafkaServer] = []
         """The Kafka-protocol listeners (``kafka.listeners``), started with the runtime."""
         self.producer_ids = ProducerIdAllocator(config.broker_id, start_ms=clock.wall_ms())
@@ -387,7 +394,11 @@ class BrokerServer:
                     ensure_transaction_state=create_transaction_state,
                 ),
                 users=KafkaUserApis(store=lambda: self.sasl.store, authz=self.authorization.authz),
+                quotas=KafkaQuotaApis(
+                    store=lambda: self.client_quotas.store, authz=self.authorization.authz
+                ),
             ),
+            quotas=self.client_quotas.quotas,
             max_request_bytes=config.socket_request_max_bytes,
             sasl=kafka_server.SaslSettings(
                 new_server=self.sasl.exchanges.new_server,
@@ -460,6 +471,9 @@ class BrokerServer:
                 "stopping the authorizer", run_blocking(self.authorization.stop), 5.0
             )
             await process.bounded("stopping the SCRAM cache", run_blocking(self.sasl.stop), 5.0)
+            await process.bounded(
+                "stopping the client quota watcher", run_blocking(self.client_quotas.stop), 5.0
+            )
             if self.coordinator is not None:
                 # Closing the controller's channels first cancels any send still waiting
                 # on a broker (this one has stopped serving), so resigning does not wait.
@@ -506,6 +520,7 @@ class BrokerServer:
                 producer_ids=self.producer_ids,
                 authz=self.authorization.authz,
                 transactions=transactions,
+                quotas=self.client_quotas.quotas,
             ),
             server,
         )
@@ -563,6 +578,12 @@ class BrokerServer:
         )
         sasl_pb2_grpc.add_ScramAdminServicer_to_server(
             ScramAdminService(store=lambda: self.sasl.store, authz=self.authorization.authz),
+            server,
+        )
+        quotas_pb2_grpc.add_ClientQuotaAdminServicer_to_server(
+            ClientQuotaAdminService(
+                store=lambda: self.client_quotas.store, authz=self.authorization.authz
+            ),
             server,
         )
 
@@ -649,6 +670,7 @@ class BrokerServer:
         self._controller_channel = channel
         self.coordinator = coordinator
         await run_blocking(self.sasl.start, coordinator)
+        await run_blocking(self.client_quotas.start, coordinator)
 
     def _expire_session_for_tests(self) -> None:
         """SIGUSR1 with test hooks: expire our own ZooKeeper session (headwater.testing)."""

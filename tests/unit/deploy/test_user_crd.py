@@ -71,8 +71,10 @@ GOOD_ACLS = [
         {"authentication": {"type": "tls"}},
         {"authorization": {"type": "simple", "acls": []}},
         {},
+        {"quotas": {"producerByteRate": 1048576, "consumerByteRate": 0, "requestPercentage": 55}},
+        {"quotas": {"controllerMutationRate": 10}},
     ],
-    ids=["scram-acls", "tls", "acls-only", "empty"],
+    ids=["scram-acls", "tls", "acls-only", "empty", "quotas", "mutation-rate-kept-for-refusal"],
 )
 def test_good_users_validate(spec: dict[str, Any]) -> None:
     assert crd.cr_errors(user_crd(), user(**spec), strict=True) == []
@@ -98,6 +100,9 @@ def bad_acl(**change: Any) -> dict[str, Any]:
         (bad_acl(type="maybe"), "acls.0.type"),
         (bad_acl(colour="red"), "colour"),
         ({"authentication": {"type": "tls"}, "password": "x"}, "password"),
+        ({"quotas": {"producerByteRate": -1}}, "producerByteRate"),
+        ({"quotas": {"consumerByteRate": 1.5}}, "consumerByteRate"),
+        ({"quotas": {"byteRate": 5}}, "byteRate"),
     ],
     ids=[
         "auth-type",
@@ -111,6 +116,9 @@ def bad_acl(**change: Any) -> dict[str, Any]:
         "permission",
         "unknown-acl-field",
         "unknown-field",
+        "negative-quota",
+        "fractional-byte-rate",
+        "unknown-quota",
     ],
 )
 def test_bad_users_are_refused_naming_the_field(spec: dict[str, Any], named: str) -> None:

@@ -11,6 +11,7 @@ from headwater.kafka.apis import KafkaApis, kafka_address
 from headwater.kafka.cluster_apis import KafkaClusterApis
 from headwater.kafka.group_apis import KafkaGroupApis
 from headwater.kafka.listeners import kafka_listeners
+from headwater.kafka.quota_apis import KafkaQuotaApis
 from headwater.kafka.server import KafkaServer, registration_endpoints
 from headwater.kafka.txn_apis import KafkaTxnApis
 from headwater.kafka.user_apis import KafkaUserApis
@@ -138,6 +139,7 @@ def test_every_supported_api_has_a_handler() -> None:
             ensure_transaction_state=lambda: None,
         ),
         users=KafkaUserApis(store=lambda: None, authz=None),  # type: ignore[arg-type]
+        quotas=KafkaQuotaApis(store=lambda: None, authz=None),  # type: ignore[arg-type]
     )
     assert apis.api_keys == frozenset(protocol.SUPPORTED)
 

@@ -24,6 +24,7 @@ from headwater.kafka import (
     coordinators,
     group_apis,
     protocol,
+    quota_apis,
     txn_apis,
     user_apis,
 )
@@ -41,6 +42,7 @@ def _passed_fields() -> dict[str, set[str]]:
         coordinators,
         txn_apis,
         user_apis,
+        quota_apis,
         protocol,
     ):
         for node in ast.walk(ast.parse(inspect.getsource(module))):

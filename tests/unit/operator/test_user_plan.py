@@ -250,3 +250,61 @@ def test_jaas_config_escapes_the_password() -> None:
         "org.apache.kafka.common.security.scram.ScramLoginModule required "
         'username="alice" password="p\\"w\\\\";'
     )
+
+
+# -- quotas ----------------------------------------------------------------------------------
+
+
+def test_quotas_translate_to_kafka_keys() -> None:
+    parsed = users.parse_spec(
+        "alice",
+        {
+            "quotas": {
+                "producerByteRate": 1048576,
+                "consumerByteRate": 2097152,
+                "requestPercentage": 55,
+            }
+        },
+    )
+    assert isinstance(parsed, UserSpec)
+    assert parsed.quotas == (
+        ("consumer_byte_rate", 2097152.0),
+        ("producer_byte_rate", 1048576.0),
+        ("request_percentage", 55.0),
+    )
+
+
+@pytest.mark.parametrize(
+    ("quotas", "named"),
+    [
+        ({"producerByteRate": -1}, "spec.quotas.producerByteRate must be > 0"),
+        ({"producerByteRate": 0}, "must be > 0"),
+        ({"consumerByteRate": 1.5}, "whole number"),
+        ({"requestPercentage": "fast"}, "spec.quotas.requestPercentage must be a number"),
+        ({"requestPercentage": True}, "must be a number"),
+        ({"controllerMutationRate": 10}, "controllerMutationRate is not supported"),
+        ({"byteRate": 10}, "spec.quotas.byteRate is unknown"),
+        ([], "spec.quotas must be an object"),
+    ],
+)
+def test_invalid_quotas_are_refused_naming_the_field(quotas: Any, named: str) -> None:
+    refusal = users.parse_spec("alice", {"quotas": quotas})
+    assert isinstance(refusal, Refusal), refusal
+    assert refusal.reason == Reason.INVALID_SPEC
+    assert named in refusal.message
+
+
+def test_quotas_are_set_changed_and_removed() -> None:
+    want = UserSpec("alice", None, frozenset(), (("producer_byte_rate", 100.0),))
+    assert users.plan(want, nothing(), new_password="pw") == [
+        users.AlterQuotas("alice", (("producer_byte_rate", 100.0),), ())
+    ]
+    held = nothing(quotas=(("producer_byte_rate", 100.0),))
+    assert users.plan(want, held, new_password="pw") == []
+    was = nothing(quotas=(("consumer_byte_rate", 5.0), ("producer_byte_rate", 50.0)))
+    assert users.plan(want, was, new_password="pw") == [
+        users.AlterQuotas("alice", (("producer_byte_rate", 100.0),), ("consumer_byte_rate",))
+    ]
+    assert users.plan_delete("alice", held) == [
+        users.AlterQuotas("alice", (), ("producer_byte_rate",))
+    ]

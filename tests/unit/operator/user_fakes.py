@@ -22,6 +22,7 @@ class FakeUserAdmin:
     def __init__(self) -> None:
         self.acls: dict[str, set[AclRule]] = {}
         self.scram: dict[str, tuple[str, int]] = {}
+        self.quotas: dict[str, dict[str, float]] = {}
         self.down = False
         self.calls: list[str] = []
 
@@ -53,6 +54,19 @@ class FakeUserAdmin:
     def delete_scram(self, user: str) -> None:
         self._check("delete_scram")
         self.scram.pop(user, None)
+
+    def quotas_of(self, user: str) -> tuple[tuple[str, float], ...]:
+        self._check("quotas_of")
+        return tuple(sorted(self.quotas.get(user, {}).items()))
+
+    def alter_quotas(
+        self, user: str, values: tuple[tuple[str, float], ...], removed: tuple[str, ...]
+    ) -> None:
+        self._check("alter_quotas")
+        held = self.quotas.setdefault(user, {})
+        held.update(values)
+        for key in removed:
+            held.pop(key, None)
 
 
 class FakeSecrets:

@@ -21,6 +21,12 @@ from headwater import errors
 from headwater.client.admin.acls import AclAdmin
 from headwater.client.admin.core import AdminCore
 from headwater.client.admin.log_dirs import LogDirsAdmin
+from headwater.client.admin.quotas import (
+    Entity,
+    QuotaAdmin,
+    QuotaAlteration,
+    QuotaFilterComponent,
+)
 from headwater.client.admin.reassignments import ReassignmentsAdmin
 from headwater.client.admin.rebalance import RebalanceAdmin
 from headwater.client.admin.scram import ScramAdmin
@@ -153,6 +159,7 @@ class Admin:
         self._log_dirs = LogDirsAdmin(self._core)
         self._reassignments = ReassignmentsAdmin(self._core)
         self._scram = ScramAdmin(self._core)
+        self._quotas = QuotaAdmin(self._core)
         self._rebalance = RebalanceAdmin(self)
 
     # -- ACLs (AclAdmin) ---------------------------------------------------------------
@@ -259,6 +266,26 @@ class Admin:
         See :meth:`ScramAdmin.alter_user_scram_credentials`."""
         return self._scram.alter_user_scram_credentials(
             upsertions, deletions, raise_on_error=raise_on_error
+        )
+
+    # -- client quotas (QuotaAdmin) ------------------------------------------------------
+
+    def describe_client_quotas(
+        self, components: Iterable[QuotaFilterComponent] = (), *, strict: bool = False
+    ) -> dict[Entity, dict[str, float]]:
+        """Quotas per entity. See :meth:`QuotaAdmin.describe_client_quotas`."""
+        return self._quotas.describe_client_quotas(components, strict=strict)
+
+    def alter_client_quotas(
+        self,
+        alterations: Iterable[QuotaAlteration],
+        *,
+        validate_only: bool = False,
+        raise_on_error: bool = True,
+    ) -> dict[Entity, errors.HeadwaterError | None]:
+        """Set and remove quotas. See :meth:`QuotaAdmin.alter_client_quotas`."""
+        return self._quotas.alter_client_quotas(
+            alterations, validate_only=validate_only, raise_on_error=raise_on_error
         )
 
     # -- rebalancing and decommissioning (RebalanceAdmin) ------------------------------

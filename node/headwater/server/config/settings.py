@@ -96,6 +96,16 @@ class BrokerConfig:
         104857600,
         "The largest request a Kafka listener accepts; a larger one closes the connection.",
     )
+    quota_window_num: int = _key(
+        "quota.window.num",
+        11,
+        "Client quotas: how many samples a client's rate is measured over.",
+    )
+    quota_window_size_seconds: int = _key(
+        "quota.window.size.seconds",
+        1,
+        "Client quotas: the length of each sample, in seconds.",
+    )
     ssl_keystore_type: str = _key("ssl.keystore.type", "PEM", "Keystore format (PEM only).")
     ssl_keystore_location: str = _key(
         "ssl.keystore.location", "", "PEM file with this broker's private key and cert chain."

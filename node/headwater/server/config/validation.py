@@ -88,6 +88,8 @@ def validate_config(config: BrokerConfig) -> None:
         ("zookeeper.connect", bool(config.zookeeper_hosts.strip()), "must name a host"),
         ("connections.max.reauth.ms", config.connections_max_reauth_ms >= 0, "must be >= 0"),
         ("socket.request.max.bytes", config.socket_request_max_bytes > 0, "must be > 0"),
+        ("quota.window.num", config.quota_window_num >= 1, "must be >= 1"),
+        ("quota.window.size.seconds", config.quota_window_size_seconds >= 1, "must be >= 1"),
     ]
     for key, ok, why in checks:
         if not ok:

@@ -15,6 +15,8 @@ import grpc
 from headwater import errors
 from headwater.coordination import names
 from headwater.errors import ErrorCode
+from headwater.quotas.entities import QuotaKey
+from headwater.quotas.manager import ClientQuotas
 from headwater.records.allocator import tune_allocator
 from headwater.security.acls import AclOperation as Op
 from headwater.security.acls import ResourceType
@@ -25,7 +27,12 @@ from headwater.server.metrics import BrokerMetrics, Timer
 from headwater.server.runtime import hosted
 from headwater.server.runtime import replica_manager as rm
 from headwater.server.runtime.metadata_cache import MetadataCache
-from headwater.server.services.fetch_answer import EncodedPartition, encode_fetch_response
+from headwater.server.services import throttling
+from headwater.server.services.fetch_answer import (
+    EncodedPartition,
+    encode_fetch_response,
+    encode_throttle_time,
+)
 from headwater.transactions.coordinator_runtime import TransactionCoordinatorRuntime
 from headwater.v1 import broker_pb2, broker_pb2_grpc
 from headwater.values import TopicPartition
@@ -60,8 +67,10 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         auto_create: Callable[[str], None] | None = None,
         authz: RequestAuthorizer = ALLOW_ALL,
         transactions: TransactionCoordinatorRuntime | None = None,
+        quotas: ClientQuotas | None = None,
     ) -> None:
-        """``authz`` answers Kafka's ACL checks (docs/security.md), one line per RPC."""
+        """``authz`` answers Kafka's ACL checks (docs/security.md), one line per RPC;
+        ``quotas``: the broker's client quotas (:mod:`.throttling`)."""
         self._replicas = replicas
         self._authz = authz
         self._metadata = metadata
@@ -69,6 +78,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         self._producer_ids = producer_ids
         self._auto_create = auto_create
         self._transactions_runtime = transactions
+        self._quotas = quotas
         tune_allocator()  # once per broker process in practice; see its docstring
 
     @property
@@ -166,7 +176,17 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             transactional_id=request.transactional_id,
         )
         timer.done()
+        throttle_ms = 0
+        if self._quotas is not None and self._quotas.quotas:  # else nothing to record
+            throttle_ms = throttling.record(
+                self._quotas,
+                QuotaKey.PRODUCER_BYTE_RATE,
+                context,
+                sum(len(p.records) for p in request.partitions),
+            )
+            await throttling.hold(throttle_ms)
         return broker_pb2.ProduceResponse(
+            throttle_time_ms=throttle_ms,
             partitions=_refused(
                 request.partitions, refused, denied, broker_pb2.ProducePartitionResponse
             )
@@ -181,7 +201,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                     log_start_offset=r.log_start_offset,
                 )
                 for r in results
-            ]
+            ],
         )
 
     async def Fetch(
@@ -236,8 +256,17 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             isolation_level=request.isolation_level,
         )
         timer.done()
+        throttle_ms = 0
+        if request.replica_id < 0 and self._quotas is not None and self._quotas.quotas:
+            throttle_ms = throttling.record(
+                self._quotas,
+                QuotaKey.CONSUMER_BYTE_RATE,
+                context,
+                sum(len(r.records) for r in results),
+            )
+            await throttling.hold(throttle_ms)
         FetchedPartition = broker_pb2.FetchedPartition
-        return encode_fetch_response(
+        return encode_throttle_time(throttle_ms) + encode_fetch_response(
             _refused(
                 request.partitions, refused, ErrorCode.TOPIC_AUTHORIZATION_FAILED, FetchedPartition
             ),

@@ -52,6 +52,12 @@ def varint(n: int) -> bytes:
     return bytes(out)
 
 
+def encode_throttle_time(ms: int) -> bytes:
+    """``FetchResponse.throttle_time_ms`` (field 2) as wire bytes, to go before or after
+    the partitions (empty for 0, proto3's default)."""
+    return b"\x10" + varint(ms) if ms > 0 else b""
+
+
 def encode_fetch_response(
     refused: Iterable[broker_pb2.FetchedPartition], partitions: Iterable[EncodedPartition]
 ) -> bytes:
