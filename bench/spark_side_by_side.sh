@@ -3,7 +3,9 @@
 # Spark reading Headwater through headwater_spark, in ONE Spark session (local[2]), same data
 # shape, same machine, alternating rounds. Run from the project checkout (needs its .venv).
 #   bash bench/spark_side_by_side.sh [records] [size] [partitions]
-# Prints one line: the median rows/s of three rounds of each, and their ratio headwater/kafka.
+# Prints one line: the median rows/s of three rounds of each, and their ratio headwater/kafka;
+# then each source's median CPU per row in Spark's JVM and its Python workers (/proc of this
+# script's Python descendants; the brokers are not counted).
 # The jars come from Maven Central through bench/kafka-pom.xml and bench/spark-kafka-pom.xml.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd); proj=$(pwd)
@@ -32,18 +34,40 @@ HB=$(python3 -c 'import json,sys;print(json.load(open(sys.argv[1]))["bootstrap"]
 "$HW" perf produce --topic sp --num-records "$N" --record-size "$S" --acks 1 --bootstrap "$HB" >/dev/null 2>&1
 jars=$(ls "$swork"/lib/{spark-sql-kafka,spark-token-provider,kafka-clients,commons-pool2}*.jar | paste -sd,)
 PYSPARK_PYTHON="$PY" "$PY" - "$jars" "$HB" "$N" <<'PY'
-import sys, time
+import os, sys, time
 from pyspark.sql import SparkSession, functions as F
+TICK = os.sysconf("SC_CLK_TCK")
+def cpu():
+    """CPU seconds of this process's descendants (Spark's JVM, its Python workers) by kind:
+    each live one's own time plus what it reaped."""
+    procs = {}
+    for e in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            raw = open(f"/proc/{e}/stat").read()
+        except OSError:
+            continue
+        f = raw[raw.rindex(")") + 2:].split()
+        procs[int(e)] = (raw[raw.index("(") + 1:raw.rindex(")")], int(f[1]), sum(map(int, f[11:15])) / TICK)
+    out = {"java": 0.0, "python": 0.0}
+    for pid, (comm, _, t) in procs.items():
+        p = procs[pid][1]
+        while p > 1 and p != os.getpid():
+            p = procs.get(p, ("", 0, 0))[1]
+        if p == os.getpid():
+            out["java" if comm == "java" else "python"] += t
+    return out
 jars, hb, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 spark = (SparkSession.builder.master("local[2]").config("spark.jars", jars)
          .config("spark.ui.enabled", "false").getOrCreate())
 spark.sparkContext.setLogLevel("ERROR")
 import headwater_spark; headwater_spark.register(spark)
+cpus = {"kafka": [], "headwater": []}
 def read(fmt, opts):
-    t = time.perf_counter()
+    c0 = cpu(); t = time.perf_counter()
     row = spark.read.format(fmt).options(**opts).load().select(F.count("*").alias("n"), F.sum(F.length("value")).alias("b")).collect()[0]
-    dt = time.perf_counter() - t
+    dt = time.perf_counter() - t; c1 = cpu()
     assert row["n"] == n, f"{fmt}: read {row['n']} rows, expected {n}"
+    cpus[fmt].append({k: (c1[k] - c0[k]) / n * 1e6 for k in c0})
     return n / dt
 kafka = {"kafka.bootstrap.servers": "127.0.0.1:9192", "subscribe": "sp"}
 hw = {"bootstrap.servers": hb, "subscribe": "sp"}
@@ -53,5 +77,9 @@ for _ in range(3):
     ks.append(read("kafka", kafka)); hs.append(read("headwater", hw))
 ks.sort(); hs.sort()
 print(f"spark read {n} rows: kafka source median {ks[1]:,.0f} rows/s | headwater source median {hs[1]:,.0f} rows/s | ratio {hs[1]/ks[1]:.2f}")
+for fmt, runs in cpus.items():
+    runs = runs[1:]  # not the warm-up
+    med = {k: sorted(r[k] for r in runs)[len(runs) // 2] for k in ("java", "python")}
+    print(f"  {fmt} source CPU per row (median): JVM {med['java']:.2f} us, Python workers {med['python']:.2f} us")
 spark.stop()
 PY
