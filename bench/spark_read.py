@@ -8,11 +8,17 @@ For each record size: produce ``--records`` records into a fresh topic of
 
 1. a plain ``headwater.Consumer`` (one process, assigned every partition);
 2. Spark, ``local[2]``, ``spark.read.format("headwater")``, forcing every
-   value through Arrow to the JVM (``sum(length(value))``).
+   value through Arrow to the JVM (``sum(length(value))``), twice: the first
+   read of a large topic also pays the JVM's JIT compiling the scan's code (about
+   2 us of JVM CPU per row at 1M rows), so the second is the figure compared.
 
 Prints rows/s and MB/s (value bytes) for both and the ratio; the floor is
-Spark >= 0.5x the consumer.  Without ``--bootstrap`` a one-broker
-``headwater.testing.Cluster`` is started in a temporary directory.
+Spark >= 0.5x the consumer.  Wall-clock figures move with the machine's load,
+so the Spark read's CPU per row is printed too, split between the JVM and its
+Python workers (``/proc`` of this process's descendants: live processes plus
+what they reaped; workers are reused, so they are still alive when counted).
+Without ``--bootstrap`` a one-broker ``headwater.testing.Cluster`` is started
+in a temporary directory.
 """
 
 from __future__ import annotations
@@ -31,6 +37,53 @@ import headwater
 from headwater.client.types import TopicPartition
 
 MB = 1_000_000
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def descendant_cpu() -> dict[str, float]:
+    """CPU seconds of Spark's JVM (a child of this process) and its descendants, by
+    kind (``java``, ``python``: the Python workers); the test cluster's ZooKeeper (a
+    JVM too) and brokers are not counted.
+
+    Each live descendant's own time plus its reaped children's, so a worker
+    that exited and was waited for by a live parent still counts once.
+    """
+    parents: dict[int, int] = {}
+    stats: dict[int, tuple[str, float]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                raw = f.read()
+        except OSError:
+            continue
+        comm = raw[raw.index("(") + 1 : raw.rindex(")")]
+        fields = raw[raw.rindex(")") + 2 :].split()
+        pid = int(entry)
+        parents[pid] = int(fields[1])
+        ticks = sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+        stats[pid] = (comm, ticks / _TICK)
+    me = os.getpid()
+    totals = {"java": 0.0, "python": 0.0}
+    spark_jvm = {pid for pid, (comm, _) in stats.items() if comm == "java" and _is_spark(pid)}
+    for pid, (comm, cpu) in stats.items():
+        under_jvm = pid in spark_jvm
+        p = parents.get(pid, 0)
+        while p not in (0, 1, me):
+            under_jvm = under_jvm or p in spark_jvm
+            p = parents.get(p, 0)
+        if p == me and under_jvm:  # not the test cluster's brokers and ZooKeeper
+            totals["java" if comm == "java" else "python"] += cpu
+    return totals
+
+
+def _is_spark(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return b"org.apache.spark" in f.read()
+    except OSError:
+        return False
 
 
 @contextlib.contextmanager
@@ -91,8 +144,11 @@ def consume(bootstrap: str, topic: str, records: int, partitions: int) -> tuple[
     return elapsed, nbytes
 
 
-def spark_read(spark: object, bootstrap: str, topic: str, records: int) -> tuple[float, int]:
-    """Seconds for Spark to read every record and sum the value lengths."""
+def spark_read(
+    spark: object, bootstrap: str, topic: str, records: int
+) -> tuple[float, int, dict[str, float]]:
+    """Seconds for Spark to read every record and sum the value lengths, the value
+    bytes, and the CPU seconds Spark's JVM and Python workers spent on it."""
     df = (
         spark.read.format("headwater")  # type: ignore[attr-defined]
         .option("bootstrap.servers", bootstrap)
@@ -100,12 +156,14 @@ def spark_read(spark: object, bootstrap: str, topic: str, records: int) -> tuple
         .load()
     )
     print("  spark: reading ...", flush=True)
+    cpu_before = descendant_cpu()
     started = time.monotonic()
     row = df.selectExpr("count(*) AS n", "sum(length(value)) AS b").collect()[0]
     elapsed = time.monotonic() - started
+    cpu = {k: v - cpu_before[k] for k, v in descendant_cpu().items()}
     if row["n"] != records:
         raise SystemExit(f"spark read {row['n']} records, expected {records}")
-    return elapsed, int(row["b"])
+    return elapsed, int(row["b"]), cpu
 
 
 def main() -> None:
@@ -145,14 +203,15 @@ def main() -> None:
                 print(f"{args.records:,} records of {size} B, {args.partitions} partitions")
                 produce(bootstrap, topic, args.records, size, args.partitions)
                 c_s, c_b = consume(bootstrap, topic, args.records, args.partitions)
-                s_s, s_b = spark_read(spark, bootstrap, topic, args.records)
-                results.append((size, c_s, c_b, s_s, s_b))
+                cold = spark_read(spark, bootstrap, topic, args.records)
+                s_s, s_b, s_cpu = spark_read(spark, bootstrap, topic, args.records)
+                results.append((size, c_s, c_b, s_s, s_b, s_cpu, cold))
     finally:
         spark.stop()
 
     print()
     print(f"{'size':>6} {'reader':>9} {'rows/s':>12} {'MB/s':>8} {'vs consumer':>12}")
-    for size, c_s, c_b, s_s, s_b in results:
+    for size, c_s, c_b, s_s, s_b, s_cpu, cold in results:
         c_rate, s_rate = args.records / c_s, args.records / s_s
         print(f"{size:>5}B {'consumer':>9} {c_rate:>12,.0f} {c_b / c_s / MB:>8.1f} {'1.00x':>12}")
         ratio = s_rate / c_rate
@@ -161,6 +220,12 @@ def main() -> None:
             f"{size:>5}B {'spark':>9} {s_rate:>12,.0f} {s_b / s_s / MB:>8.1f} "
             f"{ratio:>11.2f}x  {verdict}"
         )
+        for label, (secs, cpu) in (("first", (cold[0], cold[2])), ("second", (s_s, s_cpu))):
+            per_row = {k: v / args.records * 1e6 for k, v in cpu.items()}
+            print(
+                f"{size:>5}B spark {label} read: {args.records / secs:,.0f} rows/s, CPU per row: "
+                f"Python workers {per_row['python']:.2f} us, JVM {per_row['java']:.2f} us"
+            )
 
 
 if __name__ == "__main__":
