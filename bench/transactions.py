@@ -16,8 +16,11 @@ Prints records/s and MiB/s; the ratios are the issue's goals (transactional prod
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 import uuid
+from collections import defaultdict
+from typing import Any
 
 import headwater
 from headwater.testing import Cluster
@@ -36,8 +39,11 @@ def make_topic(admin: headwater.Admin) -> str:
     admin.create_topic(name, PARTITIONS, 3)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        parts = admin.describe_topics([name])[name].partitions
-        if len(parts) == PARTITIONS and all(p.leader >= 0 for p in parts):
+        try:
+            parts = admin.describe_topics([name])[name].partitions
+        except headwater.errors.UnknownTopicOrPartitionError:
+            parts = []  # created, not yet in the metadata this broker answers from
+        if parts and len(parts) == PARTITIONS and all(p.leader >= 0 for p in parts):
             return name
         time.sleep(0.1)
     raise SystemExit(f"{name} has no leaders after 60 s")
@@ -55,8 +61,79 @@ def produce_plain(bootstrap: str, topic: str, seconds: float) -> int:
     return sent
 
 
-def produce_transactional(bootstrap: str, topic: str, seconds: float, txn_ms: float) -> int:
-    sent = 0
+class Phases:
+    """Client-side time of each phase of a transaction, in ms, from wrapping the
+    producer's transaction manager: ``flush`` (commit start to the last batch
+    acknowledged), ``end_txn`` (EndTxn sent to answered, retries included),
+    ``first_add`` (begin to the first AddPartitionsToTxn accepted) and how many
+    AddPartitionsToTxn calls that took (CONCURRENT_TRANSACTIONS answers)."""
+
+    def __init__(self) -> None:
+        self.ms: dict[str, list[float]] = defaultdict(list)
+        self.add_calls: list[int] = []
+        self._begun = 0.0
+        self._calls = 0
+        self._first_pending = False
+
+    def wrap(self, producer: headwater.Producer) -> None:
+        txn: Any = producer._transactions  # a bench probe
+        add, end_or_add, end = txn.maybe_add_partitions, txn._end_or_add, txn.end_transaction
+
+        def timed_add(tps: Any) -> Any:
+            self._calls += 1
+            start = time.monotonic()
+            code = add(tps)
+            self.ms["add_call"].append((time.monotonic() - start) * 1000)
+            if self._first_pending and code == 0:
+                self.ms["first_add"].append((time.monotonic() - self._begun) * 1000)
+                self.add_calls.append(self._calls)
+                self._first_pending = False
+            return code
+
+        def timed_end_or_add(method: str, request: Any) -> Any:
+            start = time.monotonic()
+            try:
+                return end_or_add(method, request)
+            finally:
+                self.ms["end_txn" if method == "EndTxn" else method].append(
+                    (time.monotonic() - start) * 1000
+                )
+
+        def timed_end(*, commit: bool, flush: Any) -> None:
+            def timed_flush() -> None:
+                start = time.monotonic()
+                flush()
+                self.ms["flush"].append((time.monotonic() - start) * 1000)
+
+            end(commit=commit, flush=timed_flush)
+
+        txn.maybe_add_partitions = timed_add
+        txn._end_or_add = timed_end_or_add
+        txn.end_transaction = timed_end
+
+    def begun(self) -> None:
+        self._begun, self._calls, self._first_pending = time.monotonic(), 0, True
+
+    def report(self) -> str:
+        parts = []
+        parts.append(f"AddPartitionsToTxn calls {len(self.ms['add_call'])}")
+        for name in ("first_add", "add_call", "flush", "end_txn"):
+            values = self.ms.get(name) or [0.0]
+            parts.append(
+                f"{name} median {statistics.median(values):.1f} ms, max {max(values):.1f} ms"
+            )
+        if self.add_calls:
+            parts.append(
+                f"AddPartitionsToTxn calls to the first accepted: "
+                f"mean {statistics.mean(self.add_calls):.2f}"
+            )
+        return "; ".join(parts)
+
+
+def produce_transactional(
+    bootstrap: str, topic: str, seconds: float, txn_ms: float, phases: Phases
+) -> tuple[int, int]:
+    sent = transactions = 0
     with headwater.Producer(
         bootstrap,
         linger_ms=5,
@@ -64,16 +141,19 @@ def produce_transactional(bootstrap: str, topic: str, seconds: float, txn_ms: fl
         transactional_id=f"bench-{uuid.uuid4().hex[:6]}",
     ) as p:
         p.init_transactions()
+        phases.wrap(p)
         end = time.monotonic() + seconds
         while time.monotonic() < end:
             p.begin_transaction()
+            phases.begun()
             txn_end = time.monotonic() + txn_ms / 1000.0
             while time.monotonic() < txn_end:
                 for _ in range(100):
                     p.send(topic, RECORD)
                 sent += 100
             p.commit_transaction()
-    return sent
+            transactions += 1
+    return sent, transactions
 
 
 def consume(bootstrap: str, topic: str, count: int, level: str) -> float:
@@ -91,20 +171,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--transaction-ms", type=float, default=100.0)
+    parser.add_argument(
+        "--produce-only", action="store_true", help="skip the read_committed consume half"
+    )
     args = parser.parse_args()
     mib = len(RECORD) / (1 << 20)
     with Cluster(brokers=3, overrides=OVERRIDES) as c, headwater.Admin(c.bootstrap) as admin:
         plain_topic, txn_topic = make_topic(admin), make_topic(admin)
         plain = produce_plain(c.bootstrap, plain_topic, args.seconds) / args.seconds
-        txn = (
-            produce_transactional(c.bootstrap, txn_topic, args.seconds, args.transaction_ms)
-            / args.seconds
+        phases = Phases()
+        txn_sent, transactions = produce_transactional(
+            c.bootstrap, txn_topic, args.seconds, args.transaction_ms, phases
         )
+        txn = txn_sent / args.seconds
         print(f"produce plain (idempotent, acks=all): {plain:,.0f} rec/s, {plain * mib:.1f} MiB/s")
         print(
             f"produce transactional ({args.transaction_ms:.0f} ms transactions): "
             f"{txn:,.0f} rec/s, {txn * mib:.1f} MiB/s ({txn / plain:.2f}x plain)"
         )
+        print(f"  {transactions} transactions; {phases.report()}")
+        if args.produce_only:
+            return
         count = int(txn * args.seconds)
         uncommitted = count / consume(c.bootstrap, txn_topic, count, "read_uncommitted")
         committed = count / consume(c.bootstrap, txn_topic, count, "read_committed")

@@ -99,6 +99,7 @@ from headwater.server.runtime.role_changes import RoleChangeApplier
 from headwater.server.runtime.scheduler import PeriodicScheduler
 from headwater.server.runtime.transactions import (
     MarkerWriter,
+    PeerChannels,
     TransactionStateLeadership,
     TransactionVerifier,
     transaction_coordinator,
@@ -264,6 +265,7 @@ class BrokerServer:
         groups = self.groups = group_coordinator(
             config, replicas, partition_counts=self.metadata.partition_counts
         )
+        txn_peers = PeerChannels()
         transactions = self.transactions = transaction_coordinator(
             config,
             replicas,
@@ -272,11 +274,15 @@ class BrokerServer:
                 replicas=replicas,
                 metadata=self.metadata,
                 timeout_ms=config.offsets_commit_timeout_ms,
+                peers=txn_peers,
             ),
             allocate_producer_id=self.producer_ids.next_id,
         )
         replicas.verify_transaction = TransactionVerifier(
-            broker_id=config.broker_id, runtime=transactions, metadata=self.metadata
+            broker_id=config.broker_id,
+            runtime=transactions,
+            metadata=self.metadata,
+            peers=txn_peers,
         )
         replicas.on_marker_written = lambda tp, marker: (
             groups.complete_transaction(
@@ -451,6 +457,7 @@ class BrokerServer:
             await process.bounded("stopping the periodic jobs", scheduler.close(), 10.0)
             await process.bounded("closing the group coordinator", groups.close(), 3.0)
             await process.bounded("closing the transaction coordinator", transactions.close(), 3.0)
+            await process.bounded("closing the marker channels", txn_peers.close(), 3.0)
             # Release delayed produces and long polls, then stop serving (so no
             # LeaderAndIsr can start a fetcher any more), then stop the fetchers.
             replicas.shutdown()

@@ -19,6 +19,9 @@ It owns one :class:`~headwater.transactions.shard.TransactionShard` per
   injected ``write_markers`` to append the COMMIT/ABORT control batch to every
   partition of the transaction (retrying those that fail), and only then writes
   CompleteCommit/CompleteAbort;
+- **holds** a request that would be refused CONCURRENT_TRANSACTIONS while the id's
+  markers are being written until they are (at most :data:`COMPLETION_WAIT_S`), then
+  decides it again: the answer is the one a client retry at that moment would get;
 - **runs timers** when told (:meth:`TransactionCoordinatorRuntime.tick`): transactions
   older than their ``transaction.timeout.ms`` are aborted, idle ids expire.
 
@@ -73,6 +76,11 @@ WriteMarkers = Callable[[MarkerRequest], Awaitable[Mapping[TopicPartition, Error
 the partition no longer exists); the others are retried."""
 
 MARKER_RETRY_BACKOFF_S = 0.1
+COMPLETION_WAIT_S = 0.2
+"""How long a request refused CONCURRENT_TRANSACTIONS because the id's markers are being
+written waits for them before it is answered (then decided again on the state of that
+moment): the producer's next transaction starts when the previous one is complete
+instead of one client retry backoff later."""
 MARKER_WARN_EVERY_ATTEMPTS = 50
 """Markers still failing after this many attempts (and every as many more) are logged."""
 
@@ -137,6 +145,9 @@ class TransactionCoordinatorRuntime:
         self._backoff_s = marker_retry_backoff_s
         self._partitions: dict[int, _Partition] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._completing: dict[tuple[int, str], asyncio.Event] = {}
+        """(partition, transactional id) -> set once its markers and Complete* are
+        written (or the attempt is given up)."""
 
     # -- leadership ---------------------------------------------------------------------
 
@@ -211,7 +222,7 @@ class TransactionCoordinatorRuntime:
                 self._clock() - started,
             )
         for tid, _result in to_finish:
-            self._spawn(self._complete(partition, part, tid))
+            self._spawn_complete(partition, part, tid)
 
     # -- running decisions ----------------------------------------------------------------
 
@@ -229,22 +240,38 @@ class TransactionCoordinatorRuntime:
         transactional_id: str,
         decide: Callable[[TransactionMetadata | None, int], Decision],
     ) -> Answer:
-        """Run one decision on the id's current state; write its record before answering."""
-        try:
-            partition, part = self._partition_of(transactional_id)
-        except _NotCoordinator as exc:
-            return Answer(exc.code, str(exc))
-        async with part.lock:
-            if self._partitions.get(partition) is not part:
-                return Answer(ErrorCode.NOT_COORDINATOR)
-            decision = decide(part.shard.get(transactional_id), self._clock())
-            if not isinstance(decision, Transition):
-                return _answer(decision)
-            failure = await self._write(partition, part, decision)
+        """Run one decision on the id's current state; write its record before answering.
+        A CONCURRENT_TRANSACTIONS refusal while the id's markers are being written waits
+        for them (see :data:`COMPLETION_WAIT_S`) and is decided once more."""
+        waited = False
+        while True:
+            try:
+                partition, part = self._partition_of(transactional_id)
+            except _NotCoordinator as exc:
+                return Answer(exc.code, str(exc))
+            async with part.lock:
+                if self._partitions.get(partition) is not part:
+                    return Answer(ErrorCode.NOT_COORDINATOR)
+                decision = decide(part.shard.get(transactional_id), self._clock())
+                if not isinstance(decision, Transition):
+                    completing = self._completing.get((partition, transactional_id))
+                    if (
+                        waited
+                        or completing is None
+                        or not isinstance(decision, Refuse)
+                        or decision.error is not ErrorCode.CONCURRENT_TRANSACTIONS
+                    ):
+                        return _answer(decision)
+                else:
+                    failure = await self._write(partition, part, decision)
+                    break
+            waited = True
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(completing.wait(), COMPLETION_WAIT_S)
         if failure is not None:
             return Answer(failure, "the transaction log could not be written")
         if decision.markers is not None:
-            self._spawn(self._complete(partition, part, transactional_id))
+            self._spawn_complete(partition, part, transactional_id)
         assert decision.reply is not None
         return _answer(decision.reply)
 
@@ -316,6 +343,23 @@ class TransactionCoordinatorRuntime:
                 t = d.complete_transaction(current, now_ms=self._clock())
                 await self._write(partition, part, t)
                 return
+
+    def _spawn_complete(self, partition: int, part: _Partition, transactional_id: str) -> None:
+        """Run :meth:`_complete` for the id; requests held for it wake when it ends."""
+        key = (partition, transactional_id)
+        done = self._completing.get(key)
+        if done is None:
+            done = self._completing[key] = asyncio.Event()
+
+        async def complete() -> None:
+            try:
+                await self._complete(partition, part, transactional_id)
+            finally:
+                if self._completing.get(key) is done:
+                    del self._completing[key]
+                done.set()
+
+        self._spawn(complete())
 
     def _spawn(self, coro: Awaitable[Any]) -> None:
         task = asyncio.ensure_future(coro)
@@ -504,7 +548,7 @@ class TransactionCoordinatorRuntime:
                         log.info("aborting %r: transaction.timeout.ms passed", tid)
                         finish.append(tid)
             for tid in finish:
-                self._spawn(self._complete(partition, part, tid))
+                self._spawn_complete(partition, part, tid)
 
     async def close(self) -> None:
         self._partitions.clear()

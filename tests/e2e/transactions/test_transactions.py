@@ -340,6 +340,14 @@ def test_a_late_produce_of_an_ended_transaction_is_refused_by_the_leader(
         d = admin.describe_transactions([tid])[tid]
         pid, epoch = d.producer_id, d.producer_epoch
         p.commit_transaction()
+        # EndTxn answers once PrepareCommit is logged; the markers (which end the
+        # transaction in each partition) follow: before them a batch of the old epoch
+        # still belongs to the open transaction there.
+        wait_until(
+            lambda: admin.describe_transactions([tid])[tid].state == "CompleteCommit",
+            timeout_s=30,
+            what="the markers of the committed transaction",
+        )
 
         def late(partition: int, value: bytes, seq: int) -> int:
             batch = set_batch_flags(

@@ -40,3 +40,16 @@ def test_failed_batch_forces_new_epoch_and_restart_at_zero() -> None:
     s.set_producer_id(ProducerIdAndEpoch(7, 1))
     assert s.assign(A, 1) == 0
     assert IdempotenceState.is_duplicate(46)
+
+
+def test_an_end_txn_epoch_bump_keeps_pipelining_for_the_same_producer_id() -> None:
+    s = IdempotenceState()
+    s.set_producer_id(ProducerIdAndEpoch(7, 0))
+    s.assign(A, 10)
+    s.acknowledged(A)
+    s.transaction_ended(ProducerIdAndEpoch(7, 1))
+    assert s.producer == ProducerIdAndEpoch(7, 1)
+    assert s.assign(A, 1) == 0
+    assert s.may_pipeline(A) and not s.may_pipeline(B)
+    s.transaction_ended(ProducerIdAndEpoch(8, 0))  # a new producer id: leaders may not know it
+    assert not s.may_pipeline(A)

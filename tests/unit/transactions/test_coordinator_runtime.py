@@ -178,6 +178,36 @@ async def test_markers_are_retried_until_every_leader_wrote_them() -> None:
 
 
 @pytest.mark.asyncio
+async def test_the_next_transaction_is_held_until_the_markers_are_written() -> None:
+    log, markers, now = FakeLog(), FakeMarkers(), [1_000]
+    rt = runtime(log, markers, now)
+    await rt.on_become_leader(0, 1)
+    init = await rt.init_producer_id("x", transaction_timeout_ms=10_000)
+    await rt.add_partitions("x", producer_id=init.producer_id, producer_epoch=0, partitions=[T0])
+    markers.gate = asyncio.Event()
+    ended = await rt.end_transaction(
+        "x", producer_id=init.producer_id, producer_epoch=0, commit=True
+    )
+    assert ended.error is ErrorCode.NONE  # answered once PrepareCommit is in the log
+    assert rt.describe("x").state == "PrepareCommit"
+    # The next transaction's AddPartitionsToTxn waits for the markers instead of being
+    # refused CONCURRENT_TRANSACTIONS at once, then is decided on the completed state.
+    add = asyncio.ensure_future(
+        rt.add_partitions(
+            "x", producer_id=init.producer_id, producer_epoch=ended.producer_epoch, partitions=[T1]
+        )
+    )
+    await asyncio.sleep(0.02)
+    assert not add.done()
+    markers.gate.set()
+    added = await asyncio.wait_for(add, 1.0)
+    assert added.error is ErrorCode.NONE
+    assert rt.describe("x").state == "Ongoing"
+    assert [tp for tp, _ in markers.written] == [T0]
+    await rt.close()
+
+
+@pytest.mark.asyncio
 async def test_a_new_leader_finishes_a_decided_transaction() -> None:
     log, markers, now = FakeLog(), FakeMarkers(), [1_000]
     ids = ProducerIds()

@@ -578,6 +578,11 @@ class RecordAccumulator:
         with self._cond:
             return bool(self._incomplete)
 
+    def queued_partitions(self) -> list[TopicPartition]:
+        """The partitions with records waiting to be drained."""
+        with self._cond:
+            return [tp for tp, queue in self._queues.items() if queue]
+
     def has_queued(self) -> bool:
         with self._cond:
             return any(self._queues.values())

@@ -86,6 +86,21 @@ class IdempotenceState:
         self._acknowledged.clear()
         self._reset_needed = False
 
+    def transaction_ended(self, producer: ProducerIdAndEpoch) -> None:
+        """EndTxn bumped the epoch (transaction version 2): every partition restarts at
+        sequence 0, and those that may pipeline still may when the producer id stayed.
+
+        A leader that appended this producer id's batch knows the id, and a known id's
+        newer epoch must start at sequence 0 there: a second batch that overtook the
+        first is refused as out of order and resent, never appended ahead of it --
+        the same knowledge :meth:`may_pipeline` relies on within an epoch.
+        """
+        same_id = producer.producer_id == self.producer.producer_id
+        keep = set(self._acknowledged) if same_id else None
+        self.set_producer_id(producer)
+        if keep is not None:
+            self._acknowledged = keep
+
     def next_sequence(self, tp: TopicPartition) -> int:
         return self._next_sequence.get(tp, 0)
 

@@ -213,7 +213,8 @@ class Sender:
 
     def _add_to_transaction(self, ready: Any, now: float) -> list[TopicPartition]:
         """The ready partitions the coordinator has added to the open transaction, after
-        adding the new ones (AddPartitionsToTxn); a refusal fails their batches."""
+        adding the new ones, with every other partition that has records waiting
+        (AddPartitionsToTxn); a refusal fails their batches."""
         txn = self._transactions
         assert txn is not None
         new = txn.needs_adding(ready)
@@ -221,6 +222,9 @@ class Sender:
             return list(ready)
         if now < self._add_retry_after_ms:
             return [tp for tp in ready if tp not in new]
+        # Every partition with records waiting goes in the same call: each call is a
+        # coordinator round trip (and a __transaction_state append) this thread waits for.
+        new = txn.needs_adding({*ready, *self._acc.queued_partitions()})
         code = txn.maybe_add_partitions(new)
         if code is errors.ErrorCode.NONE:
             return list(ready)
@@ -434,7 +438,7 @@ class Sender:
             if producer != state.producer:
                 if self._pending():
                     return False
-                state.set_producer_id(producer)
+                state.transaction_ended(producer)
             return True
         if state.has_producer_id:
             return True

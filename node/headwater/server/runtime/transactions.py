@@ -99,6 +99,48 @@ def _control_type(result: TransactionResult) -> ControlRecordType:
     )
 
 
+class PeerChannels:
+    """Long-lived asyncio channels to other brokers, one per address, for the marker
+    writes and the verifications: a channel per call would connect again (TCP, HTTP/2,
+    TLS, SASL) for every transaction.  A channel made before the broker's TLS material
+    was rotated, or one whose call failed, is replaced; the old one is closed after a
+    grace period for the calls still on it."""
+
+    def __init__(self) -> None:
+        self._open: dict[str, tuple[int, grpc.aio.Channel]] = {}
+        self._closing: set[asyncio.Task[None]] = set()
+
+    def get(self, address: str) -> grpc.aio.Channel:
+        generation = channels.credentials_generation()
+        held = self._open.get(address)
+        if held is not None and held[0] == generation:
+            return held[1]
+        channel = channels.aio_channel(address)
+        self._open[address] = (generation, channel)
+        if held is not None:
+            self._close_later(held[1])
+        return channel
+
+    def failed(self, address: str, channel: grpc.aio.Channel) -> None:
+        """A call on ``channel`` failed: the next call to ``address`` reconnects."""
+        held = self._open.get(address)
+        if held is not None and held[1] is channel:
+            del self._open[address]
+            self._close_later(channel)
+
+    def _close_later(self, channel: grpc.aio.Channel) -> None:
+        task = asyncio.ensure_future(channel.close(grace=INTER_BROKER_TIMEOUT_S))
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+    async def close(self) -> None:
+        for _generation, channel in self._open.values():
+            await channel.close(grace=None)
+        self._open.clear()
+        for task in list(self._closing):
+            task.cancel()
+
+
 class MarkerWriter:
     """Writes a transaction's markers to the leaders of its partitions.
 
@@ -113,11 +155,13 @@ class MarkerWriter:
         replicas: ReplicaManager,
         metadata: MetadataCache,
         timeout_ms: int,
+        peers: PeerChannels | None = None,
     ) -> None:
         self._broker_id = broker_id
         self._replicas = replicas
         self._metadata = metadata
         self._timeout_ms = timeout_ms
+        self._peers = peers or PeerChannels()
 
     async def __call__(self, request: MarkerRequest) -> dict[TopicPartition, ErrorCode]:
         marker = EndTransactionMarker(
@@ -163,12 +207,14 @@ class MarkerWriter:
                 )
             ]
         )
+        address = f"{broker.host}:{broker.port}"
+        channel = self._peers.get(address)
         try:
-            async with channels.aio_channel(f"{broker.host}:{broker.port}") as channel:
-                stub = transaction_pb2_grpc.TransactionStub(channel)
-                response = await stub.WriteTxnMarkers(request, timeout=INTER_BROKER_TIMEOUT_S)
+            stub = transaction_pb2_grpc.TransactionStub(channel)
+            response = await stub.WriteTxnMarkers(request, timeout=INTER_BROKER_TIMEOUT_S)
         except grpc.RpcError as exc:
             log.info("WriteTxnMarkers to broker %d failed: %s", leader, exc)
+            self._peers.failed(address, channel)
             return dict.fromkeys(tps, ErrorCode.NETWORK_EXCEPTION)
         out = dict.fromkeys(tps, ErrorCode.UNKNOWN_SERVER_ERROR)
         for m in response.markers:
@@ -187,10 +233,12 @@ class TransactionVerifier:
         broker_id: int,
         runtime: TransactionCoordinatorRuntime,
         metadata: MetadataCache,
+        peers: PeerChannels | None = None,
     ) -> None:
         self._broker_id = broker_id
         self._runtime = runtime
         self._metadata = metadata
+        self._peers = peers or PeerChannels()
 
     async def __call__(
         self, transactional_id: str, producer_id: int, producer_epoch: int, tp: TopicPartition
@@ -216,12 +264,14 @@ class TransactionVerifier:
             partitions=[common_pb2.TopicPartition(topic=tp.topic, partition=tp.partition)],
             verify_only=True,
         )
+        address = f"{broker.host}:{broker.port}"
+        channel = self._peers.get(address)
         try:
-            async with channels.aio_channel(f"{broker.host}:{broker.port}") as channel:
-                stub = transaction_pb2_grpc.TransactionStub(channel)
-                response = await stub.AddPartitionsToTxn(request, timeout=INTER_BROKER_TIMEOUT_S)
+            stub = transaction_pb2_grpc.TransactionStub(channel)
+            response = await stub.AddPartitionsToTxn(request, timeout=INTER_BROKER_TIMEOUT_S)
         except grpc.RpcError as exc:
             log.info("verifying with broker %d failed: %s", leader, exc)
+            self._peers.failed(address, channel)
             return ErrorCode.NOT_COORDINATOR
         if response.error != common_pb2.NONE:
             return ErrorCode(response.error)
