@@ -13,8 +13,9 @@ single-partition topics, alternating the doors so both see the same machine load
 
 Around each run it reads the CPU time (user + system, from ``/proc``) of every broker's
 process group and prints broker CPU seconds per MB of record payload
-(records x size), the client's CPU seconds, the wall time and the client's own rate
-(under load: the machine is shared).
+(records x size), also net of the brokers' idle CPU (measured for 10 s before the runs,
+times the run's wall time: the JVM tools run longer), the client's CPU seconds, the
+wall time and the client's own rate (under load: the machine is shared).
 Needs the Kafka jars that ``bench/kafka_side_by_side.sh`` copies to
 ``$KAFKA_ANCHOR_DIR/lib`` (default ``$TMPDIR/kafka-anchor/lib``).
 """
@@ -36,6 +37,8 @@ from pathlib import Path
 PROJECT = Path(__file__).resolve().parent.parent
 HW = str(PROJECT / ".venv" / "bin" / "headwater")
 TICK = os.sysconf("SC_CLK_TCK")
+IDLE_S = 10.0
+"""How long the brokers' CPU is read with no client running, before the timed runs."""
 
 
 def group_cpu_s(pgids: set[int]) -> float:
@@ -110,9 +113,11 @@ def main() -> int:
         used = group_cpu_s(pgids) - before
         client = children_cpu_s() - client_before
         wall = time.monotonic() - wall
+        net = used - idle_rate * wall
         print(
-            f"{label:20s} broker CPU {used:6.2f} s {used / mb * 1000:6.1f} ms/MB | client CPU"
-            f" {client:6.2f} s | wall {wall:5.1f} s | {rate(out.strip().splitlines()[-1])}"
+            f"{label:20s} broker CPU {used:6.2f} s {used / mb * 1000:6.1f} ms/MB"
+            f" (net of idle {net / mb * 1000:6.1f}) | client CPU {client:6.2f} s"
+            f" | wall {wall:5.1f} s | {rate(out.strip().splitlines()[-1])}"
         )
         sys.stdout.flush()
 
@@ -140,6 +145,13 @@ def main() -> int:
             ],
             check=True,
             capture_output=True,
+        )
+        idle_before = group_cpu_s(pgids)
+        time.sleep(IDLE_S)
+        idle_rate = (group_cpu_s(pgids) - idle_before) / IDLE_S
+        print(
+            f"idle brokers: {idle_rate * 1000:.1f} ms CPU per s (replica fetchers, coordinators);"
+            " 'net of idle' subtracts that times each run's wall time"
         )
         print(
             f"{args.records} records of {args.size} B ({mb:.1f} MB), {args.brokers} broker(s),"
