@@ -9,7 +9,9 @@
 #            pointed at Headwater's Kafka-protocol listener (the `kafka_bootstrap` that
 #            `headwater dev up` prints) beside the same tools pointed at Apache Kafka, the
 #            rows above's workloads (produce and consume 100 B and 1 KiB, 1 broker acks=1;
-#            produce 1 KiB, 3 brokers RF=3 acks=all); each door row also gives door/gRPC, its
+#            produce and consume 100 B and 1 KiB, 3 brokers RF=3 acks=all
+#            min.insync.replicas=2; counts N100, N1K, NRF, NRF100); each door row also
+#            gives door/gRPC, its
 #            figure over `headwater perf`'s through the gRPC door in the same cluster; and
 #            the transactional row: ProducerPerformance --transactional-id
 #            --transaction-duration-ms 100 (1 KiB, acks=all, 1 broker) at Apache Kafka and at
@@ -34,12 +36,12 @@ HW="$proj/.venv/bin/headwater"
 [ -x "$HW" ] || { echo "run from the project checkout after its make test"; exit 2; }
 if [ ! -d "$work/lib" ]; then (cd "$here" && mvn -q -f kafka-pom.xml dependency:copy-dependencies -DoutputDirectory="$work/lib" -DincludeScope=runtime); fi
 CP="$work/lib/*"
-N100=${N100:-2000000}; N1K=${N1K:-500000}; NRF=${NRF:-300000}; NE2E=${NE2E:-10000}; E2E_RATE=${E2E_RATE:-1000}
+N100=${N100:-2000000}; N1K=${N1K:-500000}; NRF=${NRF:-300000}; NRF100=${NRF100:-1000000}; NE2E=${NE2E:-10000}; E2E_RATE=${E2E_RATE:-1000}
 NTX=${NTX:-300000}; TXN_MS=${TXN_MS:-100}
 has_arg() { case " $ARGS " in *" $1 "*) true;; *) false;; esac; }
 ARGS="$*"
 for a in $ARGS; do case "$a" in quick|extra|door|txn) ;; *) echo "unknown argument $a (quick, extra, door, txn)"; exit 2;; esac; done
-has_arg quick && { N100=500000; N1K=150000; NRF=100000; NE2E=2000; NTX=100000; }
+has_arg quick && { N100=500000; N1K=150000; NRF=100000; NRF100=300000; NE2E=2000; NTX=100000; }
 results="$work/results.txt"; : > "$results"
 
 zk_start() {
@@ -197,19 +199,27 @@ d1=$(kprod ka100 "$N100" 100 1); d2=$(kcons ka100 "$N100"); d3=$(kprod ka1k "$N1
 g1=$(hprod ga100 "$N100" 100 1); g2=$(hcons ga100 "$N100"); g3=$(hprod ga1k "$N1K" 1024 1); g4=$(hcons ga1k "$N1K")
 hw_down; KB=127.0.0.1:9192
 # 3 brokers, RF=3, acks=all, min.insync.replicas=2
-if [ -z "${k5:-}" ]; then
-  kafka_up 3; ktopic rf3 3 min.insync.replicas=2; ktopic warm3 3 min.insync.replicas=2
-  kprod warm3 200000 1024 all >/dev/null
-  k5=$(kprod rf3 "$NRF" 1024 all)
-  kafka_down
-fi
+# (the issue's rows: produce and consume 100 B and 1 KiB at RF=3; NRF records of 1 KiB,
+# NRF100 of 100 B)
+kafka_up 3; ktopic rf3 3 min.insync.replicas=2; ktopic rf3s 3 min.insync.replicas=2
+ktopic warm3 3 min.insync.replicas=2
+kprod warm3 200000 1024 all >/dev/null
+k5d=$(kprod rf3 "$NRF" 1024 all); k5=${k5:-$k5d}   # rf3 filled for the consume row either way
+k6=$(kcons rf3 "$NRF"); k7=$(kprod rf3s "$NRF100" 100 all); k8=$(kcons rf3s "$NRF100")
+kafka_down
 hw_up 3; kafka_door
-htopic krf3 3 min.insync.replicas=2; htopic grf3 3 min.insync.replicas=2; htopic warm3 3 min.insync.replicas=2
+for t in krf3 grf3 krf3s grf3s warm3; do htopic $t 3 min.insync.replicas=2; done
 kprod warm3 100000 1024 all >/dev/null
 d5=$(kprod krf3 "$NRF" 1024 all); g5=$(hprod grf3 "$NRF" 1024 all)
+d6=$(kcons krf3 "$NRF"); g6=$(hcons grf3 "$NRF")
+d7=$(kprod krf3s "$NRF100" 100 all); g7=$(hprod grf3s "$NRF100" 100 all)
+d8=$(kcons krf3s "$NRF100"); g8=$(hcons grf3s "$NRF100")
 hw_down; KB=127.0.0.1:9192
 door_row "Kafka tools: produce 100 B (door)" $k1 $d1 $g1
 door_row "Kafka tools: consume 100 B (door)" $k2 $d2 $g2
 door_row "Kafka tools: produce 1 KiB (door)" $k3 $d3 $g3
 door_row "Kafka tools: consume 1 KiB (door)" $k4 $d4 $g4
 door_row "Kafka tools: 1 KiB RF=3 all (door)" $k5 $d5 $g5
+door_row "Kafka tools: consume 1 KiB RF=3 (door)" $k6 $d6 $g6
+door_row "Kafka tools: 100 B RF=3 all (door)" $k7 $d7 $g7
+door_row "Kafka tools: consume 100 B RF=3 (door)" $k8 $d8 $g8

@@ -1,0 +1,196 @@
+"""Broker CPU per MB: the Kafka door under Kafka's own perf tools against the gRPC door.
+
+    .venv/bin/python bench/door_cpu.py [--brokers 1] [--records 200000] [--size 1024]
+        [--acks 1] [--rounds 2]
+
+Starts ``headwater dev up`` (its brokers have a Kafka listener), then per round, on fresh
+single-partition topics, alternating the doors so both see the same machine load:
+
+* Kafka door: Kafka's ProducerPerformance (``linger.ms=5``, ``batch.size=1 MiB``), then
+  ConsumerPerformance reading the records back;
+* gRPC door: ``headwater perf produce`` with the same settings, then
+  ``headwater perf consume``.
+
+Around each run it reads the CPU time (user + system, from ``/proc``) of every broker's
+process group and prints broker CPU seconds per MB of record payload
+(records x size), also net of the brokers' idle CPU (measured for 10 s before the runs,
+times the run's wall time: the JVM tools run longer), the client's CPU seconds, the
+wall time and the client's own rate (under load: the machine is shared).
+Needs the Kafka jars that ``bench/kafka_side_by_side.sh`` copies to
+``$KAFKA_ANCHOR_DIR/lib`` (default ``$TMPDIR/kafka-anchor/lib``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+PROJECT = Path(__file__).resolve().parent.parent
+HW = str(PROJECT / ".venv" / "bin" / "headwater")
+TICK = os.sysconf("SC_CLK_TCK")
+IDLE_S = 10.0
+"""How long the brokers' CPU is read with no client running, before the timed runs."""
+
+
+def group_cpu_s(pgids: set[int]) -> float:
+    """User + system CPU seconds of every live process in the process groups ``pgids``."""
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if int(fields[2]) in pgids:  # field 5 of stat: pgrp
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / TICK
+
+
+def children_cpu_s() -> float:
+    """User + system CPU seconds of this process's finished children (the clients)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def hw(*args: str) -> str:
+    return subprocess.run([HW, *args], check=True, capture_output=True, text=True).stdout
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--brokers", type=int, default=1)
+    parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--size", type=int, default=1024)
+    parser.add_argument("--acks", default="1")
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    anchor = Path(
+        os.environ.get("KAFKA_ANCHOR_DIR") or Path(tempfile.gettempdir()) / "kafka-anchor"
+    )
+    if not (anchor / "lib").is_dir():
+        print(f"no Kafka jars in {anchor / 'lib'}: run bench/kafka_side_by_side.sh once")
+        return 2
+    classpath = str(anchor / "lib" / "*")
+    data_dir = tempfile.mkdtemp(prefix="door-cpu-")
+    rf = str(min(args.brokers, 3))
+    up = json.loads(
+        hw("dev", "up", "--brokers", str(args.brokers), "--data-dir", data_dir, "--output", "json")
+    )
+    env_bootstrap = up["bootstrap"]
+    os.environ["HEADWATER_BOOTSTRAP"] = env_bootstrap
+    kafka_bootstrap = up["kafka_bootstrap"]
+    pgids = {os.getpgid(b["pid"]) for b in up["brokers"]}
+    mb = args.records * args.size / 1e6
+    producer_props = [
+        f"bootstrap.servers={kafka_bootstrap}",
+        f"acks={args.acks}",
+        "batch.size=1048576",
+        "linger.ms=5",
+        "max.request.size=2097152",
+    ]
+
+    def topic() -> str:
+        name = f"cpu-{uuid.uuid4().hex[:8]}"
+        hw("topics", "create", name, "--partitions", "1", "--replication-factor", rf)
+        return name
+
+    def measured(label: str, command: list[str], rate: Callable[[str], str]) -> None:
+        """Runs ``command`` and prints the broker CPU it cost; ``rate``: the client's rate
+        from its output."""
+        before, client_before, wall = group_cpu_s(pgids), children_cpu_s(), time.monotonic()
+        out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+        used = group_cpu_s(pgids) - before
+        client = children_cpu_s() - client_before
+        wall = time.monotonic() - wall
+        net = used - idle_rate * wall
+        print(
+            f"{label:20s} broker CPU {used:6.2f} s {used / mb * 1000:6.1f} ms/MB"
+            f" (net of idle {net / mb * 1000:6.1f}) | client CPU {client:6.2f} s"
+            f" | wall {wall:5.1f} s | {rate(out.strip().splitlines()[-1])}"
+        )
+        sys.stdout.flush()
+
+    kafka_tools = ["java", "-cp", classpath, "org.apache.kafka.tools."]
+    n, size = str(args.records), str(args.size)
+
+    def kafka_produce(topic: str, records: str) -> list[str]:
+        return [
+            *kafka_tools[:-1],
+            kafka_tools[-1] + "ProducerPerformance",
+            *("--topic", topic, "--num-records", records, "--record-size", size),
+            *("--throughput", "-1", "--producer-props", *producer_props),
+        ]
+
+    try:
+        # Not timed: the broker's first Kafka-protocol traffic and the first group, which
+        # creates __consumer_offsets (50 partitions).
+        warm = topic()
+        subprocess.run(kafka_produce(warm, "50000"), check=True, capture_output=True)
+        subprocess.run(
+            [
+                *kafka_tools[:-1],
+                kafka_tools[-1] + "ConsumerPerformance",
+                *("--bootstrap-server", kafka_bootstrap, "--topic", warm, "--messages", "50000"),
+            ],
+            check=True,
+            capture_output=True,
+        )
+        idle_before = group_cpu_s(pgids)
+        time.sleep(IDLE_S)
+        idle_rate = (group_cpu_s(pgids) - idle_before) / IDLE_S
+        print(
+            f"idle brokers: {idle_rate * 1000:.1f} ms CPU per s (replica fetchers, coordinators);"
+            " 'net of idle' subtracts that times each run's wall time"
+        )
+        print(
+            f"{args.records} records of {args.size} B ({mb:.1f} MB), {args.brokers} broker(s),"
+            f" acks={args.acks}"
+        )
+        for _ in range(args.rounds):
+            door, grpc = topic(), topic()
+            measured(
+                "Kafka door produce",
+                kafka_produce(door, n),
+                lambda last: last.split(", ")[1],  # "N records/sec (M MB/sec)"
+            )
+            measured(
+                "gRPC door produce",
+                [
+                    *(HW, "perf", "produce", "--topic", grpc, "--num-records", n),
+                    *("--record-size", size, "--acks", args.acks, "--batch-size", "1048576"),
+                    *("--linger-ms", "5", "--output", "json"),
+                ],
+                lambda last: f"{json.loads(last)['records_per_s']:.0f} records/sec",
+            )
+            measured(
+                "Kafka door consume",
+                [
+                    *kafka_tools[:-1],
+                    kafka_tools[-1] + "ConsumerPerformance",
+                    *("--bootstrap-server", kafka_bootstrap, "--topic", door, "--messages", n),
+                ],
+                lambda last: f"{float(last.split(', ')[9]):.0f} records/sec (fetch.nMsg.sec)",
+            )
+            measured(
+                "gRPC door consume",
+                [HW, "perf", "consume", "--topic", grpc, "--messages", n, "--output", "json"],
+                lambda last: f"{json.loads(last)['records_per_s']:.0f} records/sec",
+            )
+    finally:
+        subprocess.run([HW, "dev", "down", "--data-dir", data_dir], capture_output=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
