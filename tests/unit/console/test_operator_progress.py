@@ -7,7 +7,11 @@ The StatefulSets and pods are Kubernetes JSON as the operator leaves them
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+import threading
+import urllib.parse
+from collections.abc import AsyncIterator, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -187,13 +191,12 @@ def test_a_missing_kubeconfig_is_said_so(tmp_path: Any) -> None:
     assert why.startswith("The operator's rolls and scaling are not shown")
 
 
-def test_a_kubeconfig_gives_a_reader_in_its_context_namespace(tmp_path: Any) -> None:
-    config = tmp_path / "kubeconfig"
-    config.write_text(
+def kubeconfig(path: Path, server: str) -> str:
+    path.write_text(
         json.dumps({
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:1"}}],
+            "clusters": [{"name": "c", "cluster": {"server": server}}],
             "users": [{"name": "u", "user": {"token": "t"}}],
             "contexts": [
                 {"name": "x", "context": {"cluster": "c", "user": "u", "namespace": "hw"}}
@@ -201,11 +204,76 @@ def test_a_kubeconfig_gives_a_reader_in_its_context_namespace(tmp_path: Any) -> 
             "current-context": "x",
         })
     )  # fmt: skip
-    reader, why = op.reader_from(kubeconfig=str(config), namespace=None, statefulset=STS)
+    return str(path)
+
+
+def test_a_kubeconfig_gives_a_reader_in_its_context_namespace(tmp_path: Path) -> None:
+    config = kubeconfig(tmp_path / "kubeconfig", "http://127.0.0.1:1")
+    reader, why = op.reader_from(kubeconfig=config, namespace=None, statefulset=STS)
     assert reader is not None, why
     assert (reader.namespace, reader.statefulset) == ("hw", STS)
     with pytest.raises(op.KubeAccessError, match="did not answer reading StatefulSet hw/"):
         reader.read()
+
+
+class FakeApiServer(BaseHTTPRequestHandler):
+    """Kubernetes' two read paths the reader uses; anything else is 404, no token 401."""
+
+    objects: dict[str, Any] = {}
+    seen: list[str] = []
+
+    def do_GET(self) -> None:
+        self.seen.append(self.path)
+        url = urllib.parse.urlsplit(self.path)
+        body = self.objects.get(url.path)
+        if self.headers.get("Authorization") != "Bearer t":
+            code, body = 401, {"kind": "Status", "code": 401}
+        elif body is None:
+            code, body = 404, {"kind": "Status", "code": 404}
+        else:
+            code = 200
+            selector = urllib.parse.parse_qs(url.query).get("labelSelector")
+            if url.path.endswith("/pods") and selector != ["app=broker"]:
+                body = {"items": []}
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def api_server() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeApiServer)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_the_reader_gets_the_statefulset_and_lists_its_pods(
+    tmp_path: Path, api_server: str
+) -> None:
+    FakeApiServer.objects = {
+        f"/apis/apps/v1/namespaces/hw/statefulsets/{STS}": sts(rolling(f"{STS}-0")),
+        "/api/v1/namespaces/hw/pods": {"items": [pod(0, ready=False), pod(1)]},
+    }
+    config = kubeconfig(tmp_path / "kubeconfig", api_server)
+    reader, why = op.reader_from(kubeconfig=config, namespace=None, statefulset=STS)
+    assert reader is not None, why
+    got = reader.read()
+    assert (got.namespace, got.statefulset) == ("hw", STS)
+    assert (got.roll.state, got.roll.done, got.roll.total) == ("Rolling", 1, 2)
+
+    other, _ = op.reader_from(kubeconfig=config, namespace="elsewhere", statefulset=STS)
+    assert other is not None
+    with pytest.raises(op.KubeAccessError, match="refused reading StatefulSet elsewhere/.*404"):
+        other.read()
 
 
 # -- the page ----------------------------------------------------------------------------
