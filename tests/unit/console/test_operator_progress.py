@@ -272,7 +272,7 @@ def test_the_reader_gets_the_statefulset_and_lists_its_pods(
 
     other, _ = op.reader_from(kubeconfig=config, namespace="elsewhere", statefulset=STS)
     assert other is not None
-    with pytest.raises(op.KubeAccessError, match="refused reading StatefulSet elsewhere/.*404"):
+    with pytest.raises(op.KubeAccessError, match=r"refused reading StatefulSet elsewhere/.*404"):
         other.read()
 
 
