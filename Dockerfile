@@ -1,8 +1,8 @@
-# The Headwater image: brokers (`headwater broker`), the operator (`headwater operator`) and
-# the command-line clients.  Two stages: the first builds wheels of the source tree and of
-# every dependency; the final one installs them offline, so no compiler, build frontend or
-# source tree ends up in the image, and it runs as an unprivileged user (uid 10001, which
-# the Helm chart's securityContext expects).
+# The Headwater image: brokers (`headwater broker`), the operator (`headwater operator`), the
+# console (`headwater console`) and the command-line clients.  Two stages: the first builds
+# wheels of the source tree and of every dependency; the final one installs them offline,
+# so no compiler, build frontend or source tree ends up in the image, and it runs as an
+# unprivileged user (uid 10001, which the Helm chart's securityContext expects).
 #
 #   docker build -t headwater:0.1.0 .
 #   docker build --build-arg PYTHON_IMAGE=local/python:3.11-slim-bookworm -t headwater:0.1.0 .
@@ -28,7 +28,7 @@ COPY spark ./spark
 RUN apt-get update \
  && apt-get install -y --no-install-recommends gcc libc6-dev \
  && rm -rf /var/lib/apt/lists/*
-RUN python -m pip wheel --wheel-dir /wheels ".[operator]"
+RUN python -m pip wheel --wheel-dir /wheels ".[operator,console]"
 
 FROM ${PYTHON_IMAGE}
 ARG PYTHON_IMAGE
@@ -50,7 +50,7 @@ RUN groupadd --system --gid 10001 headwater \
  && chown 10001:10001 /var/lib/headwater /etc/headwater
 # Install from the first stage's wheels only (--no-index): what was built is what ships.
 RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
-    python -m pip install --no-index --find-links=/wheels "headwater[operator]" \
+    python -m pip install --no-index --find-links=/wheels "headwater[operator,console]" \
  && headwater --version
 USER 10001:10001
 WORKDIR /var/lib/headwater

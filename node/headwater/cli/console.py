@@ -34,8 +34,9 @@ def _run(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         raise CliError(f"--port {args.port}: expected 0 to 65535", exit_code=2)
     try:
-        from headwater.console.app import Settings, make_app
+        from headwater.console.app import OperatorAccess, Settings, make_app
         from headwater.console.backend import ClientOptions, ClusterView
+        from headwater.console.operator_progress import reader_from
         from headwater.console.server import run
     except ModuleNotFoundError as exc:
         raise CliError(
@@ -54,7 +55,12 @@ def _run(args: argparse.Namespace) -> int:
         except errors.HeadwaterError as exc:
             raise CliError(f"cannot describe the cluster at {args.bootstrap}: {exc}") from None
         settings = Settings(read_only=args.read_only, identity=describe_identity(security))
-        app = make_app(view, settings)
+        reader, why = reader_from(
+            kubeconfig=args.kubeconfig,
+            namespace=args.k8s_namespace,
+            statefulset=args.broker_statefulset,
+        )
+        app = make_app(view, settings, OperatorAccess(reader, why))
 
         def ready(port: int) -> None:
             mode = " (read-only)" if args.read_only else ""
@@ -63,6 +69,13 @@ def _run(args: argparse.Namespace) -> int:
                 f"http://{args.host}:{port}/ as {settings.identity}",
                 flush=True,
             )
+            if reader is None:
+                print(f"note: {why}", flush=True)
+            else:
+                print(
+                    f"Operator progress from StatefulSet {reader.namespace}/{reader.statefulset}",
+                    flush=True,
+                )
 
         try:
             run(app, args.host, args.port, ready)
@@ -108,5 +121,23 @@ def register(sub: Any) -> None:
         default=os.environ.get("HEADWATER_CONSOLE_READ_ONLY", "") in ("1", "true"),
         help="refuse every change (create, delete, produce, reset offsets); "
         "also $HEADWATER_CONSOLE_READ_ONLY=true",
+    )
+    p.add_argument(
+        "--kubeconfig",
+        default=os.environ.get("HEADWATER_CONSOLE_KUBECONFIG") or None,
+        help="a kubeconfig to read the operator's rolls and scaling from the brokers' "
+        "StatefulSet (in a pod with a ServiceAccount token that token is used; without "
+        "either the Operator page says it needs Kubernetes access)",
+    )
+    p.add_argument(
+        "--k8s-namespace",
+        default=os.environ.get("HEADWATER_CONSOLE_K8S_NAMESPACE") or None,
+        help="the brokers' namespace (default: the pod's own, or the kubeconfig context's)",
+    )
+    p.add_argument(
+        "--broker-statefulset",
+        default=os.environ.get("HEADWATER_CONSOLE_BROKER_STATEFULSET", "headwater-broker"),
+        help="the brokers' StatefulSet (default: $HEADWATER_CONSOLE_BROKER_STATEFULSET or "
+        "%(default)s; the chart's is <release>-headwater-broker)",
     )
     p.set_defaults(func=_run)

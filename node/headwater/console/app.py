@@ -32,8 +32,9 @@ from aiohttp import web
 from multidict import MultiDictProxy
 
 from headwater import errors
-from headwater.console import charts, csrf, formats, inputs
+from headwater.console import charts, csrf, formats, inputs, operator_progress
 from headwater.console.backend import ClusterView
+from headwater.console.operator_progress import KubeAccessError, KubeReader
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -72,7 +73,16 @@ class Settings(NamedTuple):
     secret: bytes = b""
 
 
+class OperatorAccess(NamedTuple):
+    """Where the operator's progress comes from: ``reader`` (None: no Kubernetes access,
+    ``why`` says so on the page)."""
+
+    reader: KubeReader | None = None
+    why: str = operator_progress.NO_ACCESS
+
+
 VIEW = web.AppKey("view", ClusterView)
+OPERATOR = web.AppKey("operator", OperatorAccess)
 SETTINGS = web.AppKey("settings", Settings)
 TEMPLATES = web.AppKey("templates", jinja2.Environment)
 CSRF_COOKIE = web.RequestKey("csrf_cookie", str)
@@ -276,6 +286,19 @@ async def index(request: web.Request) -> web.StreamResponse:
 
 async def cluster(request: web.Request) -> web.StreamResponse:
     return await _page(request, "cluster.html", request.app[VIEW].cluster)
+
+
+async def operator(request: web.Request) -> web.StreamResponse:
+    """The operator's rolls and scaling.  Kubernetes failing to answer is shown inside the
+    live section (HTTP 200), so the next refresh replaces it when Kubernetes answers again."""
+    access = request.app[OPERATOR]
+    if access.reader is None:
+        return _render(request, "operator.html", data=None, kube_error="", no_access=access.why)
+    try:
+        data = await _blocking(access.reader.read)
+    except KubeAccessError as exc:
+        return _render(request, "operator.html", data=None, kube_error=str(exc), no_access="")
+    return _render(request, "operator.html", data=data, kube_error="", no_access="")
 
 
 async def topics(request: web.Request, status: int = 200, **extra: Any) -> web.StreamResponse:
@@ -511,16 +534,21 @@ async def not_found(request: web.Request) -> web.StreamResponse:
     return _render(request, "error.html", 404, error=f"No page at {request.path[:200]}.")
 
 
-def make_app(view: ClusterView, settings: Settings) -> web.Application:
-    """The console's application over ``view`` (which the caller closes)."""
+def make_app(
+    view: ClusterView, settings: Settings, operator_access: OperatorAccess | None = None
+) -> web.Application:
+    """The console's application over ``view`` (which the caller closes); the operator's
+    progress from ``operator_access`` (default: none, the page says it needs Kubernetes)."""
     if not settings.secret:
         settings = settings._replace(secret=csrf.new_secret())
     app = web.Application(middlewares=[security_middleware], client_max_size=MAX_FORM_BYTES)
     app[VIEW] = view
     app[SETTINGS] = settings
+    app[OPERATOR] = operator_access or OperatorAccess()
     app[TEMPLATES] = environment()
     app.router.add_get("/", index)
     app.router.add_get("/cluster", cluster)
+    app.router.add_get("/operator", operator)
     app.router.add_get("/topics", topics)
     app.router.add_post("/topics", create_topic)
     app.router.add_get("/topics/{name}", topic)

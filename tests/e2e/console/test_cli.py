@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -22,7 +23,15 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 def test_help_says_what_it_does() -> None:
     result = run("--help")
     assert result.returncode == 0
-    for option in ("--bootstrap", "--command-config", "--port", "--host", "--read-only"):
+    for option in (
+        "--bootstrap",
+        "--command-config",
+        "--port",
+        "--host",
+        "--read-only",
+        "--kubeconfig",
+        "--broker-statefulset",
+    ):
         assert option in result.stdout
     assert "ACLs" in result.stdout
 
@@ -55,8 +64,11 @@ def test_a_bad_command_config_is_one_line(tmp_path: Path) -> None:
 
 
 def test_serves_the_cluster(cluster: Cluster) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KUBERNETES_")}
+    env.pop("HEADWATER_CONSOLE_KUBECONFIG", None)
     proc = subprocess.Popen(
         [*BASE, "--bootstrap", cluster.bootstrap, "--port", "0", "--read-only"],
+        env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -71,6 +83,15 @@ def test_serves_the_cluster(cluster: Cluster) -> None:
             body = resp.read().decode()
         assert resp.status == 200
         assert "Read-only console" in body
+        note = proc.stdout.readline()  # no kubeconfig, not in a pod
+        assert note.startswith("note: The operator's rolls and scaling need Kubernetes access"), (
+            note
+        )
+        with urllib.request.urlopen(url + "operator", timeout=60) as resp:
+            body = resp.read().decode()
+        assert resp.status == 200
+        assert 'id="no-kubernetes-access"' in body
+        assert "--kubeconfig" in body
 
         port = int(url.rstrip("/").rsplit(":", 1)[1])
         busy = run("--bootstrap", cluster.bootstrap, "--port", str(port))

@@ -8,6 +8,11 @@
    the cluster before it listens).
 3. A pod of the namespace opens the console's Service: the cluster page names the
    brokers, the console is read-only (the default), and a change is refused.
+4. The Operator page reads the brokers' StatefulSet with the console's own ServiceAccount
+   (console.kubernetesAccess, default true): the brokers, the roll and scaling state.
+5. A manual roll (``headwater.io/manual-rolling-update=true`` on the StatefulSet): a pod
+   polls the Operator page until it shows that roll finished (having shown it running,
+   with the broker being restarted, when a poll fell inside it), all brokers up to date.
 
 Marker ``k8s`` (``make e2e-k8s``); not in the short selection (``K8S_SHORT`` in the
 Makefile).  The tests depend on each other's state and run in file order.
@@ -15,7 +20,9 @@ Makefile).  The tests depend on each other's state and run in file order.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
+import re
 import sys
 from collections.abc import Iterator
 
@@ -37,6 +44,40 @@ for path in sys.argv[1:]:
         status, body = exc.code, exc.read().decode()
     print(f"=== {path} {status}")
     print(body)
+""".replace("URL", repr(URL))
+
+# Polls the Operator page once a second until it shows a roll that started at or after
+# argv[1] (RFC 3339) in a final state, or argv[2] seconds pass (exit 1).  Prints one line per
+# change of what the page shows: state, done, current broker.
+WATCH_ROLL = r"""
+import datetime as dt, re, sys, time, urllib.request
+since = dt.datetime.fromisoformat(sys.argv[1])
+deadline = time.monotonic() + float(sys.argv[2])
+def field(name, body):
+    m = re.search(r'id="' + name + r'">([^<]*)<', body)
+    return m.group(1) if m else ""
+last = None
+while time.monotonic() < deadline:
+    try:
+        with urllib.request.urlopen(URL + "/operator", timeout=10) as resp:
+            body = resp.read().decode()
+    except OSError as exc:
+        print("fetch failed:", exc, flush=True)
+        time.sleep(1)
+        continue
+    shown = (field("roll-state", body), field("roll-done", body), field("roll-current", body))
+    if shown != last:
+        print("|".join(shown), flush=True)
+        last = shown
+    started = field("roll-started", body)
+    try:
+        ours = dt.datetime.fromisoformat(started) >= since
+    except ValueError:
+        ours = False
+    if ours and shown[0] not in ("Rolling", ""):
+        sys.exit(0)
+    time.sleep(1)
+sys.exit(1)
 """.replace("URL", repr(URL))
 
 
@@ -98,3 +139,38 @@ def test_console_pages_from_inside_the_namespace(release: None) -> None:
     assert 'id="read-only"' in cluster  # console.readOnly defaults to true
     assert "hw-headwater-broker-0" in cluster, cluster[-2000:]
     assert topics.startswith("200"), topics[:2000]
+
+
+def test_operator_page_reads_the_brokers_statefulset(release: None) -> None:
+    log = kube.run_pod("console-operator", ["python", "-c", FETCH, "/operator"])
+    assert "=== /operator 200" in log, log[-2000:]
+    assert 'id="no-kubernetes-access"' not in log, log[-2000:]
+    assert 'id="kube-error"' not in log, log[-2000:]  # the Role lets it read
+    for ordinal in range(3):
+        assert f"{kube.BROKERS}-{ordinal}" in log, log[-2000:]
+    assert '<span id="scaling-phase">Steady</span>' in log, log[-2000:]
+    assert '<strong id="scaling-desired">3</strong>' in log, log[-2000:]
+
+
+def test_operator_page_follows_a_manual_roll(release: None) -> None:
+    since = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=2)
+    kube.kubectl(
+        "annotate", "statefulset", kube.BROKERS,
+        "headwater.io/manual-rolling-update=true", "--overwrite",
+    )  # fmt: skip
+    log = kube.run_pod(
+        "console-roll",
+        ["python", "-c", WATCH_ROLL, since.isoformat(), "1200"],
+        timeout_s=1500,
+    )
+    print("operator page during the roll:\n" + log, file=sys.stderr)
+    lines = [line.split("|") for line in log.splitlines() if line.count("|") == 2]
+    assert lines, log
+    state, done, current = lines[-1]
+    assert (state, done, current) == ("Finished", "3 of 3", ""), log
+    for state, done, current in lines:
+        if state == "Rolling" and current:  # a poll inside the roll names the broker
+            assert re.fullmatch(rf"{kube.BROKERS}-[0-2]", current), log
+            assert re.fullmatch(r"[0-3] of 3", done), log
+    annotations = kube.kubectl_json("get", "statefulset", kube.BROKERS)["metadata"]["annotations"]
+    assert "headwater.io/manual-rolling-update" not in annotations  # a finished roll clears it

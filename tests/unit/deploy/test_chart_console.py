@@ -150,8 +150,9 @@ def test_a_user_secret_is_required_when_clients_authenticate() -> None:
         {"console": {"enabled": True, "userSecret": "u", "readonly": True}},
         {"console": {"enabled": "yes"}},
         {"console": {"service": {"type": "Ingress"}}},
+        {"console": {"kubernetesAccess": "yes"}},
     ],
-    ids=["port-zero", "unknown-key", "enabled-not-boolean", "service-type"],
+    ids=["port-zero", "unknown-key", "enabled-not-boolean", "service-type", "access-not-boolean"],
 )
 def test_schema_refuses_bad_values(bad: dict[str, Any]) -> None:
     assert "console" in chart.template_error(bad)
@@ -163,7 +164,58 @@ def test_resources_and_hardening() -> None:
     c = container(objs)
     assert c["resources"] == resources
     assert c["securityContext"]["readOnlyRootFilesystem"] is True
-    assert deployment(objs)["spec"]["template"]["spec"]["automountServiceAccountToken"] is False
+
+
+READ = {"get", "list", "watch"}
+
+
+def test_the_console_reads_the_operators_progress_with_a_read_only_role() -> None:
+    objs = chart.render(console_values())
+    spec = deployment(objs)["spec"]["template"]["spec"]
+    assert spec["serviceAccountName"] == CONSOLE
+    assert spec["automountServiceAccountToken"] is True
+    account = chart.one(objs, "ServiceAccount", CONSOLE)
+    assert account["automountServiceAccountToken"] is False  # only the console pod mounts it
+    brokers = chart.broker_statefulset(objs)["metadata"]["name"]
+    env = {e["name"]: e["value"] for e in container(objs)["env"]}
+    assert env["HEADWATER_CONSOLE_BROKER_STATEFULSET"] == brokers
+    assert (
+        env["HEADWATER_CONSOLE_K8S_NAMESPACE"]
+        == chart.one(objs, "Role", CONSOLE)["metadata"]["namespace"]
+    )
+    rules = chart.one(objs, "Role", CONSOLE)["rules"]
+    assert {(g, r) for rule in rules for g in rule["apiGroups"] for r in rule["resources"]} == {
+        ("apps", "statefulsets"),
+        ("", "pods"),
+    }
+    for rule in rules:
+        assert set(rule["verbs"]) <= READ, rule
+        if rule["resources"] == ["statefulsets"]:
+            assert rule["resourceNames"] == [brokers]
+    binding = chart.one(objs, "RoleBinding", CONSOLE)
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "Role",
+        "name": CONSOLE,
+    }
+    assert [s["name"] for s in binding["subjects"]] == [CONSOLE]
+    bound = [
+        o
+        for kind in ("RoleBinding", "ClusterRoleBinding")
+        for o in chart.find(objs, kind)
+        if any(s.get("name") == CONSOLE for s in o.get("subjects") or ())
+    ]
+    assert bound == [binding]  # nothing else is granted to the console
+
+
+def test_without_kubernetes_access_no_token_and_no_role() -> None:
+    objs = chart.render(console_values(console={"kubernetesAccess": False}))
+    spec = deployment(objs)["spec"]["template"]["spec"]
+    assert spec["automountServiceAccountToken"] is False
+    assert "serviceAccountName" not in spec
+    assert not chart.find(objs, "Role", CONSOLE)
+    assert not chart.find(objs, "ServiceAccount", CONSOLE)
+    assert "HEADWATER_CONSOLE_BROKER_STATEFULSET" not in str(container(objs)["env"])
 
 
 def test_network_policies_let_the_console_reach_the_brokers() -> None:

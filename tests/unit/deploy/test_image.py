@@ -28,7 +28,7 @@ def test_two_stages_and_an_offline_install() -> None:
     assert "pip wheel" in DOCKERFILE
     final = final_stage()
     assert "--no-index" in final
-    assert '"headwater[operator]"' in final
+    assert '"headwater[operator,console]"' in final  # the console runs from the same image
     assert not re.search(r"apt-get install|build-essential|gcc|COPY \. ", final)
 
 
