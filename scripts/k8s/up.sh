@@ -18,6 +18,12 @@
 # Everything started is recorded in .tools/k8s/state/*.pid; `make k8s-down` stops exactly
 # those processes and undoes the network changes.  Prints `export KUBECONFIG=...` at the end.
 set -euo pipefail
+# The daemons started below outlive this script: they must not inherit its caller's open
+# files, or `flock LOCK make k8s-up` leaves LOCK held by the cluster until `make k8s-down`.
+for fd in /proc/$$/fd/*; do
+    fd=${fd##*/}
+    case $fd in 0|1|2|255) ;; *) eval "exec $fd>&-" ;; esac
+done
 cd "$(dirname "$0")/../.."
 source scripts/k8s/versions.env
 source scripts/k8s/net.env

@@ -13,7 +13,10 @@
    operator rolls the brokers one at a time, the controller last, while an acks=all
    producer, a consumer group and an ISR watcher run in pods: nothing acknowledged is
    lost or duplicated, no partition drops below min.insync.replicas.  Phase 2 raises
-   inter.broker.protocol.version (another roll); lowering it again is refused.
+   inter.broker.protocol.version (another roll); lowering it again is refused.  A
+   transactional producer commits (and aborts) transactions through one more roll, made
+   by a transaction setting: a read_committed consumer reads each committed transaction
+   whole and once, nothing aborted.
 4. Spark on Kubernetes: spark-submit --master k8s:// with the project's Spark image; the
    executors read a topic, write a result topic and commit the job's group.
 5. Faults under load: a broker pod deleted, and the node's kubelet killed for a minute.
@@ -499,6 +502,80 @@ def test_protocol_upgrade_phase_two_and_refused_downgrade(release: None) -> None
     assert broker_uids() == before, "a refused roll must restart nothing"
     kube.helm("upgrade", kube.RELEASE, str(kube.CHART), "--reuse-values",
               "--set-string", "brokers.config.inter\\.broker\\.protocol\\.version=2")  # fmt: skip
+
+
+TXN_TOPIC = "ledger"
+TXN_RECORDS = 3
+"""Records per transaction of the transactional workload."""
+
+
+def broker_image() -> str:
+    sts = kube.kubectl_json("get", "statefulset", kube.BROKERS)
+    image: str = sts["spec"]["template"]["spec"]["containers"][0]["image"]
+    return image
+
+
+def test_transactions_under_a_roll_commit_exactly_once(release: None) -> None:
+    """A transactional producer (Headwater's client, in a pod) commits transactions of
+    known records, aborting every fifth, while a change of a transaction setting
+    (transaction.max.timeout.ms) makes the operator roll every broker, the transaction
+    coordinators and the partitions' leaders moving with it.  Afterwards a read_committed
+    consumer sees every committed record exactly once, no record of an aborted
+    transaction, and each transaction whole or not at all (a transaction whose call failed
+    is settled by the next producer's init_transactions, one way or the other)."""
+    kube.apply(topic(TXN_TOPIC, {"partitions": 3, "replicas": 3,
+                                 "config": {"min.insync.replicas": str(MIN_ISR)}}))  # fmt: skip
+    wait_topic(TXN_TOPIC)
+    producer = kube.Workload(
+        "txn-producer", "txn-produce", "--topic", TXN_TOPIC, "--prefix", "led",
+        "--per-txn", str(TXN_RECORDS), "--abort-every", "5",
+        "--count", "20000", "--max-seconds", "1500",
+    )  # fmt: skip
+    time.sleep(10)  # steady state first
+    roll(
+        ["--set", "brokers.config.transaction\\.max\\.timeout\\.ms=600000"],
+        image=broker_image(), figure_name="roll (transactional producer)",
+    )  # fmt: skip
+    time.sleep(5)
+    produced = producer.stop(timeout_s=420)
+    figure(
+        "transactional producer during the roll (3 records a transaction)",
+        f"p50 {produced['p50_ms']} ms, p99 {produced['p99_ms']} ms, longest "
+        f"{produced['max_ms']} ms; {produced['committed_count']} committed, "
+        f"{len(produced['aborted'])} aborted, {len(produced['uncertain'])} failed",
+    )
+    assert produced["settled"], produced["failures"]
+    committed = kube.expand(produced["committed"])
+    aborted = set(produced["aborted"])
+    uncertain = set(produced["uncertain"])
+    assert len(committed) >= 50 and aborted, produced
+    assert len(uncertain) <= 10, produced["failures"]
+
+    out = kube.run_pod(
+        "txn-audit",
+        ["python", "/work/workload.py", "consume", "--topic", TXN_TOPIC, "--group", "ledger-audit",
+         "--isolation-level", "read_committed", "--count", str(len(committed) * TXN_RECORDS),
+         "--idle-s", "15", "--max-seconds", "300"],
+        timeout_s=420,
+    )  # fmt: skip
+    consumed = parse_summary(out)
+    assert consumed["duplicate_values"] == [], consumed["duplicate_values"][:20]
+    assert consumed["redelivered_count"] == 0, consumed["redelivered"]
+    seen: dict[int, set[int]] = {}
+    for value in consumed["values"]:
+        prefix, n, i = value.split("-")
+        assert prefix == "led", value
+        seen.setdefault(int(n), set()).add(int(i))
+    whole = set(range(TXN_RECORDS))
+    missing = sorted(n for n in committed if seen.get(n) != whole)
+    assert not missing, f"committed but not read whole: {[(n, seen.get(n)) for n in missing[:20]]}"
+    assert not aborted & seen.keys(), f"aborted but read: {sorted(aborted & seen.keys())[:20]}"
+    partial = sorted(n for n in uncertain & seen.keys() if seen[n] != whole)
+    assert not partial, f"failed transactions read in part: {[(n, seen[n]) for n in partial]}"
+    assert seen.keys() <= committed | uncertain, sorted(seen.keys() - committed - uncertain)[:20]
+    broker_config = kube.kubectl_json("get", "configmap", f"{kube.RELEASE}-headwater-broker-config")
+    assert "transaction.max.timeout.ms=600000" in str(broker_config["data"])
+    kube.kubectl("delete", "topic", TXN_TOPIC, "--wait=false")
 
 
 def test_zookeeper_acls_survive_upgrade_rolls(release: None) -> None:

@@ -5,6 +5,7 @@ JSON summary line (prefixed ``SUMMARY ``) for the test to read from the pod's lo
     python workload.py produce --topic T        # acks=all, one record at a time
     python workload.py consume --topic T --group G
     python workload.py watch-isr --topic T --min-isr 2
+    python workload.py txn-produce --topic T    # transactions of --per-txn records
 
 produce: values are ``<prefix>-<n>`` with n counting up; the summary lists the n acknowledged
 (as ranges), the send latencies (p50, p99, max) and the failed sends.  consume: a group
@@ -12,7 +13,13 @@ member that commits after every poll, stopping once idle for ``--idle-s`` after 
 file appears or ``--count`` records came; the summary lists every (partition, offset, value)
 once, the offsets delivered more than once, and the values seen.  watch-isr: describes the
 topic every 0.25 s; the summary counts samples in which a partition had fewer in-sync
-replicas than ``--min-isr`` or no leader.
+replicas than ``--min-isr`` or no leader.  txn-produce: transaction n writes the values
+``<prefix>-<n>-<i>`` (i < ``--per-txn``, keyed apart so they spread over the partitions)
+and commits, except every ``--abort-every``-th, which it aborts; the summary lists the
+committed n, the aborted n and the *uncertain* n (a call of the transaction failed: its
+producer is closed and a new one's init_transactions finishes or aborts it, so it is all
+or nothing, but which one the client cannot know).  Consume with
+``--isolation-level read_committed`` to check them.
 
 Stdlib and the ``headwater`` package only: it runs in the Headwater image, not the repo.
 """
@@ -110,6 +117,83 @@ def produce(args: argparse.Namespace) -> None:
     )
 
 
+def txn_produce(args: argparse.Namespace) -> None:
+    deadline = time.monotonic() + args.max_seconds
+    committed: list[int] = []
+    aborted: list[int] = []
+    uncertain: list[int] = []
+    failures: list[str] = []
+    latencies_ms: list[float] = []
+    producer: Producer | None = None
+    n = 0
+
+    def new_producer() -> Producer | None:
+        """A producer whose init_transactions answered (which settles the transactional
+        id's previous transaction), or None after a failure (reported)."""
+        p = Producer(
+            args.bootstrap, transactional_id=args.transactional_id, linger_ms=0,
+            delivery_timeout_ms=120000, max_block_ms=60000, **security(),
+        )  # fmt: skip
+        try:
+            p.init_transactions()
+        except Exception as exc:  # reported; the caller tries again while time is left
+            failures.append(f"init: {type(exc).__name__}: {exc}"[:200])
+            p.close(5)
+            return None
+        return p
+
+    while not stopping(deadline) and (args.count <= 0 or n < args.count):
+        if producer is None:
+            producer = new_producer()
+            if producer is None:
+                time.sleep(1)
+                continue
+        abort = args.abort_every > 0 and n % args.abort_every == args.abort_every - 1
+        t0 = time.perf_counter()
+        try:
+            producer.begin_transaction()
+            for i in range(args.per_txn):
+                producer.send(args.topic, value=f"{args.prefix}-{n}-{i}".encode(),
+                              key=f"{n}-{i}".encode())  # fmt: skip
+            if abort:
+                producer.abort_transaction()
+            else:
+                producer.commit_transaction()
+        except Exception as exc:  # the transaction's outcome is unknown: a new producer
+            failures.append(f"{n}: {type(exc).__name__}: {exc}"[:200])
+            uncertain.append(n)
+            producer.close(5)
+            producer = None
+        else:
+            (aborted if abort else committed).append(n)
+            latencies_ms.append((time.perf_counter() - t0) * 1000)
+        n += 1
+    # The last transaction must be settled before a read_committed consumer can pass it.
+    settle_deadline = time.monotonic() + 300
+    while producer is None and time.monotonic() < settle_deadline:
+        producer = new_producer()
+        if producer is None:
+            time.sleep(1)
+    settled = producer is not None
+    if producer is not None:
+        producer.close(10)
+    summary(
+        {
+            "transactions": n,
+            "committed": ranges(committed),
+            "committed_count": len(committed),
+            "aborted": aborted,
+            "uncertain": uncertain,
+            "settled": settled,
+            "failures": failures[:20],
+            "failure_count": len(failures),
+            "p50_ms": round(percentile(latencies_ms, 0.50), 1),
+            "p99_ms": round(percentile(latencies_ms, 0.99), 1),
+            "max_ms": round(max(latencies_ms, default=0.0), 1),
+        }
+    )
+
+
 def consume(args: argparse.Namespace) -> None:
     deadline = time.monotonic() + args.max_seconds
     seen: dict[tuple[int, int], str] = {}
@@ -122,6 +206,7 @@ def consume(args: argparse.Namespace) -> None:
         group_id=args.group,
         auto_offset_reset="earliest",
         enable_auto_commit=False,
+        isolation_level=args.isolation_level,
         **security(),
     ) as consumer:
         while True:
@@ -191,7 +276,7 @@ def watch_isr(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("mode", choices=["produce", "consume", "watch-isr"])
+    parser.add_argument("mode", choices=["produce", "consume", "watch-isr", "txn-produce"])
     parser.add_argument("--topic", required=True)
     parser.add_argument("--bootstrap", default=os.environ.get("HEADWATER_BOOTSTRAP", ""))
     parser.add_argument("--group", default="k8s-e2e")
@@ -203,10 +288,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--min-isr", type=int, default=2)
     parser.add_argument("--idle-s", type=float, default=10.0)
     parser.add_argument("--max-seconds", type=float, default=1800)
+    parser.add_argument(
+        "--isolation-level", default="read_uncommitted",
+        choices=["read_uncommitted", "read_committed"],
+    )  # fmt: skip
+    parser.add_argument("--transactional-id", default="k8s-e2e-txn")
+    parser.add_argument("--per-txn", type=int, default=3, help="records per transaction")
+    parser.add_argument("--abort-every", type=int, default=5, help="abort every N-th; 0: none")
     args = parser.parse_args(argv)
     if not args.bootstrap:
         parser.error("--bootstrap (or HEADWATER_BOOTSTRAP) is required")
-    {"produce": produce, "consume": consume, "watch-isr": watch_isr}[args.mode](args)
+    modes = {"produce": produce, "consume": consume, "watch-isr": watch_isr,
+             "txn-produce": txn_produce}  # fmt: skip
+    modes[args.mode](args)
 
 
 if __name__ == "__main__":

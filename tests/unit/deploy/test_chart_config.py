@@ -52,6 +52,33 @@ def test_properties_hold_broker_config() -> None:
     assert props["default.replication.factor"] == "3"
 
 
+TRANSACTION_DEFAULTS = {
+    "transaction.state.log.num.partitions": "50",
+    "transaction.state.log.replication.factor": "3",
+    "transaction.state.log.min.isr": "2",
+    "transaction.max.timeout.ms": "900000",
+}
+"""Kafka's defaults of the transaction-log settings, which the chart states as values."""
+
+
+def test_properties_hold_transaction_log_defaults() -> None:
+    props = chart.parse_properties(chart.broker_properties(chart.render({})))
+    assert {k: props.get(k) for k in TRANSACTION_DEFAULTS} == TRANSACTION_DEFAULTS
+
+
+def test_transaction_log_settings_are_values() -> None:
+    config = {
+        "transaction.state.log.num.partitions": 10,
+        "transaction.state.log.replication.factor": 2,
+        "transaction.state.log.min.isr": 1,
+        "transaction.max.timeout.ms": 600000,
+    }
+    objs = chart.render({"brokers": {"config": config}})
+    props = chart.parse_properties(chart.broker_properties(objs))
+    assert {k: props[k] for k in config} == {k: str(v) for k, v in config.items()}
+    assert checksum({"brokers": {"config": config}}) != checksum({})
+
+
 def test_properties_hold_computed_keys() -> None:
     objs = chart.render(PLAINTEXT)
     props = chart.parse_properties(chart.broker_properties(objs))
@@ -310,6 +337,22 @@ def test_rack_awareness_wiring() -> None:
         ({"brokers": {"replicaz": 3}}, "replicaz"),
         ({"zookeeper": {"external": "not a connect string"}}, "zookeeper/external"),
         ({"metrics": {"serviceMonitor": {"enabled": "yes"}}}, "serviceMonitor/enabled"),
+        (
+            {"brokers": {"config": {"transaction.state.log.num.partitions": 0}}},
+            "transaction.state.log.num.partitions",
+        ),
+        (
+            {"brokers": {"config": {"transaction.state.log.replication.factor": "three"}}},
+            "transaction.state.log.replication.factor",
+        ),
+        (
+            {"brokers": {"config": {"transaction.state.log.min.isr": 0}}},
+            "transaction.state.log.min.isr",
+        ),
+        (
+            {"brokers": {"config": {"transaction.max.timeout.ms": "15 minutes"}}},
+            "transaction.max.timeout.ms",
+        ),
     ],
     ids=[
         "type",
@@ -321,6 +364,10 @@ def test_rack_awareness_wiring() -> None:
         "typo",
         "external",
         "bool",
+        "txn-partitions",
+        "txn-rf-type",
+        "txn-isr",
+        "txn-timeout-type",
     ],
 )
 def test_schema_refuses_bad_values(values: dict[str, Any], named: str) -> None:
