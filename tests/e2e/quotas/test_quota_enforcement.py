@@ -1,7 +1,7 @@
 """Client quotas on the gRPC listeners of real brokers: Headwater's producer above its
 user's ``producer_byte_rate`` is slowed to about the quota on both brokers, the
 answers carry ``throttle_time_ms``, and raising the quota in ZooKeeper speeds it up
-on every broker.
+on every broker.  A quota on a client id slows only the producer with that ``client_id``.
 
 The brokers measure rates over 2 samples of 1 s (``quota.window.num=2``), so a quota
 bites after about one second's worth of bytes rather than Kafka's default ten.
@@ -57,11 +57,18 @@ def new_topic(cluster: Cluster) -> str:
     return name
 
 
-def produce_rate(cluster: Cluster, topic: str, partition: int) -> float:
+def produce_rate(
+    cluster: Cluster, topic: str, partition: int, client_id: str | None = None
+) -> float:
     """Bytes per second of values acknowledged on ``partition``: sending as fast as the
     producer's 128 KiB buffer lets for :data:`MEASURE_S`, then flushing."""
     with Producer(
-        cluster.bootstrap, acks=1, linger_ms=0, buffer_memory=128 * 1024, max_block_ms=30_000
+        cluster.bootstrap,
+        acks=1,
+        linger_ms=0,
+        buffer_memory=128 * 1024,
+        max_block_ms=30_000,
+        client_id=client_id,
     ) as producer:
         producer.send(topic, b"warm-up", partition=partition).result(timeout=30)
         start = time.monotonic()
@@ -97,6 +104,20 @@ def test_a_producer_above_its_quota_is_slowed_on_every_broker(cluster: Cluster) 
         ClientQuotaStore(cluster.zk.client).alter(
             QuotaEntity.of(user=USER), {"producer_byte_rate": None}
         )
+
+
+def test_a_quota_on_a_client_id_slows_the_producer_with_that_client_id(cluster: Cluster) -> None:
+    topic = new_topic(cluster)
+    store = ClientQuotaStore(cluster.zk.client)
+    store.alter(QuotaEntity.of(client_id="slow-producer"), {"producer_byte_rate": QUOTA})
+    time.sleep(1.0)  # every broker's watcher reads the change
+    try:
+        slowed = produce_rate(cluster, topic, 0, client_id="slow-producer")
+        other = produce_rate(cluster, topic, 0, client_id="another-producer")
+    finally:
+        store.alter(QuotaEntity.of(client_id="slow-producer"), {"producer_byte_rate": None})
+    assert 0.3 * QUOTA < slowed < 2.0 * QUOTA, f"client-id slow-producer: {slowed:.0f} B/s"
+    assert other > 4 * QUOTA, f"another client id is slowed too: {other:.0f} B/s"
 
 
 def test_a_throttled_answer_carries_its_throttle_time(cluster: Cluster) -> None:

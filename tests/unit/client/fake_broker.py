@@ -30,6 +30,17 @@ class _Partition:
         self.producers: dict[int, list[tuple[int, int, int]]] = {}  # pid -> (seq0, seqN, base)
 
 
+class _ClientIdRecorder(grpc.ServerInterceptor):
+    def __init__(self, broker: FakeBroker) -> None:
+        self._broker = broker
+
+    def intercept_service(self, continuation: Any, handler_call_details: Any) -> Any:
+        metadata = dict(handler_call_details.invocation_metadata or ())
+        method = handler_call_details.method.rsplit("/", 1)[-1]
+        self._broker.client_ids.append((method, metadata.get("client-id")))
+        return continuation(handler_call_details)
+
+
 class FakeBroker(broker_pb2_grpc.BrokerServicer, admin_pb2_grpc.AdminServicer):
     def __init__(self) -> None:
         self.topics: dict[str, list[_Partition]] = {}
@@ -39,7 +50,11 @@ class FakeBroker(broker_pb2_grpc.BrokerServicer, admin_pb2_grpc.AdminServicer):
         self.produce_requests: list[Any] = []
         self.fetch_requests = 0
         self.next_pid = 1000
-        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+        self.client_ids: list[tuple[str, str | None]] = []
+        """(method, its ``client-id`` metadata or None) per call, as received."""
+        self.server = grpc.server(
+            futures.ThreadPoolExecutor(max_workers=8), interceptors=[_ClientIdRecorder(self)]
+        )
         broker_pb2_grpc.add_BrokerServicer_to_server(self, self.server)
         admin_pb2_grpc.add_AdminServicer_to_server(self, self.server)
         self.port = self.server.add_insecure_port("127.0.0.1:0")

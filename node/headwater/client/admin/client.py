@@ -13,6 +13,7 @@ same), so they show the leaders, replicas and ISR a client would act on.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
@@ -78,6 +79,9 @@ from headwater.v1 import admin_pb2, common_pb2
 T = TypeVar("T")
 
 
+_admin_ids = itertools.count(1)
+"""N of the default ``client_id`` ``adminclient-N``."""
+
 _SPECS = {"earliest": -2, "latest": -1, "max_timestamp": -3}
 
 
@@ -106,7 +110,11 @@ class Admin:
         sasl_plain_username: str | None = None,
         sasl_plain_password: str | None = None,
         security: ClientSecurity | None = None,
+        client_id: str | None = None,
     ) -> None:
+        """``client_id``: Kafka's ``client.id``, sent with every call to the brokers (which
+        apply client quotas by it); any printable-ASCII string.  None: ``adminclient-N``,
+        N counting this process's admin clients from 1, as Kafka's default."""
         self.bootstrap_servers = parse_bootstrap(bootstrap_servers)
         self.request_timeout_ms = request_timeout_ms
         self.default_api_timeout_ms = default_api_timeout_ms
@@ -114,7 +122,9 @@ class Admin:
             retry_backoff_ms=retry_backoff_ms,
             retry_backoff_max_ms=max(retry_backoff_ms, retry_backoff_max_ms),
         )
+        self.client_id = f"adminclient-{next(_admin_ids)}" if client_id is None else client_id
         self._channels = connection.Channels(
+            client_id=self.client_id,
             security=security
             or client_security.from_options(
                 security_protocol=security_protocol,
@@ -125,7 +135,7 @@ class Admin:
                 sasl_mechanism=sasl_mechanism,
                 sasl_plain_username=sasl_plain_username,
                 sasl_plain_password=sasl_plain_password,
-            )
+            ),
         )
         self._metadata = MetadataManager(
             bootstrap=self.bootstrap_servers,

@@ -71,6 +71,10 @@ class Consumer:
 
     Not thread-safe, like Kafka's consumer: use it from one thread (its
     fetcher runs on its own background thread).
+
+    ``client_id`` is Kafka's ``client.id``: sent with every call to the brokers
+    (which apply client quotas by it) and given to the group; any printable-ASCII
+    string, ``headwater-consumer`` by default.
     """
 
     def __init__(
@@ -141,6 +145,7 @@ class Consumer:
         self.default_api_timeout_ms = default_api_timeout_ms
         self._clock = clock
         self._channels = connection.Channels(
+            client_id=client_id,
             security=security
             or client_security.from_options(
                 security_protocol=security_protocol,
@@ -151,7 +156,7 @@ class Consumer:
                 sasl_mechanism=sasl_mechanism,
                 sasl_plain_username=sasl_plain_username,
                 sasl_plain_password=sasl_plain_password,
-            )
+            ),
         )
         self._metadata = MetadataManager(
             bootstrap=s.bootstrap_servers,

@@ -13,6 +13,7 @@ producer batches, sends, retries and acknowledges (see those modules).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -48,6 +49,9 @@ _new_record = tuple.__new__
 """Builds a :class:`Record` without its Python-level ``__new__`` (the send hot path)."""
 _time_ns = time.time_ns
 """``_time_ns() // 1_000_000`` is :func:`headwater.clock.wall_ms` inlined: the send hot path."""
+
+_producer_ids = itertools.count(1)
+"""N of the default ``client_id`` ``producer-N``."""
 
 HeadersArg = Mapping[str, bytes | None] | Iterable[tuple[str, bytes | None]] | None
 
@@ -87,10 +91,15 @@ class Producer:
         security: ClientSecurity | None = None,
         transactional_id: str | None = None,
         transaction_timeout_ms: int = 60000,
+        client_id: str | None = None,
     ) -> None:
         """``transactional_id``: a transactional producer (Kafka's semantics, see
         :mod:`headwater.client.producer.transactions`); it implies idempotence and
-        ``acks="all"``, and every ``send`` must be inside a transaction."""
+        ``acks="all"``, and every ``send`` must be inside a transaction.
+
+        ``client_id``: Kafka's ``client.id``, sent with every call to the brokers (which
+        apply client quotas by it); any printable-ASCII string.  None: ``producer-N``,
+        N counting this process's producers from 1, as Kafka's default."""
         tune_allocator()  # MiB batches: see headwater.records.allocator
         interpreter.tune_switch_interval()  # background threads: see headwater.interpreter
         acks_value = parse_acks(acks)
@@ -128,7 +137,9 @@ class Producer:
         )
         s = self.settings
         self._clock = clock
+        self.client_id = f"producer-{next(_producer_ids)}" if client_id is None else client_id
         self._channels = connection.Channels(
+            client_id=self.client_id,
             security=security
             or client_security.from_options(
                 security_protocol=security_protocol,
@@ -139,7 +150,7 @@ class Producer:
                 sasl_mechanism=sasl_mechanism,
                 sasl_plain_username=sasl_plain_username,
                 sasl_plain_password=sasl_plain_password,
-            )
+            ),
         )
         self._metadata = MetadataManager(
             bootstrap=s.bootstrap_servers,

@@ -15,6 +15,10 @@ answered at once, paid a thread start per request (about 200 us of CPU and a
 GIL hand-off on the latency path; ``bench/client.py`` prints the client's CPU
 per record).  A worker that is already running
 costs one queue hand-off instead.
+
+Every call on a channel carries the client's id as the ``client-id`` gRPC metadata
+entry (Kafka's request-header client id, which brokers match client quotas against):
+once per call, so a long-lived Produce or Fetch stream carries it once, when it opens.
 """
 
 from __future__ import annotations
@@ -45,6 +49,20 @@ _CHANNEL_OPTIONS = (
     ("grpc.min_reconnect_backoff_ms", 100),
     ("grpc.enable_retries", 0),
 )
+
+
+CLIENT_ID_METADATA_KEY = "client-id"
+"""The metadata entry the brokers read the client id from (their ``CLIENT_ID_METADATA``)."""
+
+
+def check_client_id(client_id: object) -> str:
+    """``client_id`` if it is a valid ``client.id``: any string, as Kafka allows, of the
+    printable ASCII characters a gRPC metadata value can carry; else ``ValueError``."""
+    if not isinstance(client_id, str):
+        raise ValueError(f"client_id must be a string, not {client_id!r}")
+    if not all(" " <= ch <= "~" for ch in client_id):
+        raise ValueError(f"client_id must be printable ASCII (gRPC metadata), not {client_id!r}")
+    return client_id
 
 
 Done = Callable[[Any, "errors.HeadwaterError | None"], object]
@@ -166,11 +184,18 @@ class Channels:
     on them; safe to use from any thread."""
 
     def __init__(
-        self, *, name: str = "headwater-call", security: ClientSecurity = PLAINTEXT
+        self,
+        *,
+        name: str = "headwater-call",
+        security: ClientSecurity = PLAINTEXT,
+        client_id: str = "",
     ) -> None:
         """``security``: how every channel reaches the brokers (TLS and SASL,
-        :mod:`headwater.client.transport.security`); the PEM files are read here, once."""
+        :mod:`headwater.client.transport.security`); the PEM files are read here, once.
+        ``client_id``: sent with every call (module docstring); "" sends none, which
+        the brokers take as the empty client id."""
         self.security = security
+        self.client_id = check_client_id(client_id)
         self._credentials = security.channel_credentials()
         self._lock = threading.Lock()
         self._channels: dict[str, grpc.Channel] = {}
@@ -202,7 +227,9 @@ class Channels:
                 security.sasl_plain_username or "",
                 security.sasl_plain_password or "",
             )
-            return sasl.intercept(ch, credentials=credentials, address=address)
+            ch = sasl.intercept(ch, credentials=credentials, address=address)
+        if self.client_id:
+            ch = _WithMetadataChannel(ch, ((CLIENT_ID_METADATA_KEY, self.client_id),))
         return ch
 
     def broker(self, address: str) -> broker_pb2_grpc.BrokerStub:
@@ -242,6 +269,65 @@ class Channels:
         for ch in channels:
             ch.close()
         self.pool.close()
+
+
+class _WithMetadata:
+    """A multi-callable whose every call carries ``metadata`` besides the caller's own:
+    one Python call more per call (a ``grpc.intercept_channel`` interceptor costs more:
+    it makes a new multi-callable per call)."""
+
+    __slots__ = ("_call", "_metadata")
+
+    def __init__(self, multicallable: Any, metadata: tuple[tuple[str, str], ...]) -> None:
+        self._call = multicallable
+        self._metadata = metadata
+
+    def _merged(self, metadata: Any) -> Any:
+        return self._metadata if not metadata else (*self._metadata, *metadata)
+
+    def __call__(self, request: Any, *args: Any, metadata: Any = None, **kwargs: Any) -> Any:
+        return self._call(request, *args, metadata=self._merged(metadata), **kwargs)
+
+    def future(self, request: Any, *args: Any, metadata: Any = None, **kwargs: Any) -> Any:
+        return self._call.future(request, *args, metadata=self._merged(metadata), **kwargs)
+
+    def with_call(self, request: Any, *args: Any, metadata: Any = None, **kwargs: Any) -> Any:
+        return self._call.with_call(request, *args, metadata=self._merged(metadata), **kwargs)
+
+
+class _WithMetadataChannel(grpc.Channel):
+    """``channel`` whose every call (unary or streaming) carries ``metadata``."""
+
+    def __init__(self, channel: grpc.Channel, metadata: tuple[tuple[str, str], ...]) -> None:
+        self._channel = channel
+        self._metadata = metadata
+
+    def unary_unary(self, *args: Any, **kwargs: Any) -> Any:
+        return _WithMetadata(self._channel.unary_unary(*args, **kwargs), self._metadata)
+
+    def unary_stream(self, *args: Any, **kwargs: Any) -> Any:
+        return _WithMetadata(self._channel.unary_stream(*args, **kwargs), self._metadata)
+
+    def stream_unary(self, *args: Any, **kwargs: Any) -> Any:
+        return _WithMetadata(self._channel.stream_unary(*args, **kwargs), self._metadata)
+
+    def stream_stream(self, *args: Any, **kwargs: Any) -> Any:
+        return _WithMetadata(self._channel.stream_stream(*args, **kwargs), self._metadata)
+
+    def subscribe(self, callback: Any, try_to_connect: bool = False) -> None:
+        self._channel.subscribe(callback, try_to_connect)
+
+    def unsubscribe(self, callback: Any) -> None:
+        self._channel.unsubscribe(callback)
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> _WithMetadataChannel:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _broker_stub(channel: grpc.Channel) -> broker_pb2_grpc.BrokerStub:
