@@ -27,25 +27,16 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import time
 from collections.abc import Callable, Mapping
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, NotEmptyError
-from kazoo.protocol.states import KazooState
-from kazoo.recipe.watchers import ChildrenWatch
 
 from headwater import errors
 from headwater.coordination import model
-from headwater.coordination.scram_credentials import (
-    CHANGE_PREFIX,
-    CONFIG_CHANGES,
-    CONFIG_USERS,
-    desanitize,
-    notify_entity_change,
-    sanitize,
-)
+from headwater.coordination.config_changes import ConfigChangeListener, notify_entity_change
+from headwater.coordination.scram_credentials import CONFIG_USERS, desanitize, sanitize
 from headwater.quotas.entities import (
     DEFAULT,
     QuotaEntity,
@@ -180,13 +171,6 @@ def is_quota_notification(data: bytes) -> bool:
     return path.startswith(("users/", "clients/"))
 
 
-def _sequence(name: str) -> int:
-    try:
-        return int(name[len(CHANGE_PREFIX) :])
-    except ValueError:
-        return -1
-
-
 class ClientQuotaStore:
     """The quota reads and writes of one ZooKeeper client, for the admin APIs (blocking
     kazoo calls, not on kazoo's callback thread)."""
@@ -212,31 +196,19 @@ class ClientQuotaWatcher:
     def __init__(self, client: KazooClient, quotas: ClientQuotas) -> None:
         self._client = client
         self._quotas = quotas
-        self._wake = threading.Event()
-        self._stopped = threading.Event()
-        self._last_seen = -1
-        self._reload_next = False
-        self._session_lost = False
-        self._worker: threading.Thread | None = None
+        self._changes = ConfigChangeListener(
+            client, name="client-quotas", reload_all=self.reload, on_changes=self._on_changes
+        )
 
     def start(self) -> None:
         """Load every quota (synchronously), then follow the notifications."""
-        self._client.ensure_path(CONFIG_CHANGES)
-        names = self._client.get_children(CONFIG_CHANGES)
-        self._last_seen = max((_sequence(n) for n in names), default=-1)
-        self.reload()
-        self._client.add_listener(self._on_state)
-        ChildrenWatch(self._client, CONFIG_CHANGES, self._on_children)
-        self._worker = threading.Thread(target=self._run, name="client-quotas", daemon=True)
-        self._worker.start()
+        self._changes.start()
 
     def stop(self, timeout_s: float = 5.0) -> None:
-        self._stopped.set()
-        self._wake.set()
-        self._client.remove_listener(self._on_state)
-        worker = self._worker
-        if worker is not None and worker is not threading.current_thread():
-            worker.join(timeout_s)
+        self._changes.stop(timeout_s)
+
+    def process_notifications(self) -> None:
+        self._changes.process_notifications()
 
     def reload(self) -> None:
         quotas = read_all(self._client)
@@ -252,49 +224,6 @@ class ClientQuotaWatcher:
             )
         self._quotas.replace(quotas)
 
-    def _on_children(self, _children: list[str]) -> bool | None:
-        if self._stopped.is_set():
-            return False
-        self._wake.set()
-        return None
-
-    def _on_state(self, state: str) -> None:
-        if state == KazooState.LOST:
-            self._session_lost = True
-        elif state == KazooState.CONNECTED and self._session_lost:
-            self._session_lost = False
-            self._reload_next = True
-            self._wake.set()
-
-    def _run(self) -> None:
-        while not self._stopped.is_set():
-            self._wake.wait()
-            self._wake.clear()
-            if self._stopped.is_set():
-                return
-            try:
-                if self._reload_next:
-                    self._reload_next = False
-                    self.reload()
-                self.process_notifications()
-            except Exception as exc:  # a lost connection: the next wake-up reads again
-                log.warning("reading client quota changes failed: %r", exc)
-
-    def process_notifications(self) -> None:
-        names = sorted(
-            (n for n in self._client.get_children(CONFIG_CHANGES) if n.startswith(CHANGE_PREFIX)),
-            key=_sequence,
-        )
-        changed = False
-        for name in names:
-            seq = _sequence(name)
-            if seq <= self._last_seen:
-                continue
-            try:
-                data, _ = self._client.get(f"{CONFIG_CHANGES}/{name}")
-            except NoNodeError:
-                data = b""
-            changed = changed or is_quota_notification(data)
-            self._last_seen = seq
-        if changed:
+    def _on_changes(self, notifications: list[bytes]) -> None:
+        if any(is_quota_notification(data) for data in notifications):
             self.reload()

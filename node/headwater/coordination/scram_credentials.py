@@ -39,20 +39,19 @@ from collections.abc import Callable, Iterable, Mapping
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
-from kazoo.protocol.states import KazooState
-from kazoo.recipe.watchers import ChildrenWatch
 
 from headwater import errors
 from headwater.coordination import model
+from headwater.coordination.config_changes import (
+    CONFIG_CHANGES,
+    ConfigChangeListener,
+    notify_entity_change,
+)
 from headwater.security.scram import ScramCredential, ScramMechanism
 
 log = logging.getLogger(__name__)
 
 CONFIG_USERS = "/config/users"
-CONFIG_CHANGES = "/config/changes"
-CHANGE_PREFIX = "config_change_"
-NOTIFICATION_EXPIRY_MS = 15 * 60 * 1000
-"""Kafka's ``ZkConfigManager`` change-notification expiry."""
 WRITE_ATTEMPTS = 10
 
 UserCredentials = dict[ScramMechanism, ScramCredential]
@@ -181,32 +180,6 @@ def notify_change(client: KazooClient, user: str, *, now_ms: int) -> None:
     notify_entity_change(client, encode_change_notification(user), now_ms=now_ms)
 
 
-def notify_entity_change(client: KazooClient, notification: bytes, *, now_ms: int) -> None:
-    """Add a change notification (``{"version":2,"entity_path":...}``) and purge
-    expired ones."""
-    client.create(f"{CONFIG_CHANGES}/{CHANGE_PREFIX}", notification, sequence=True, makepath=True)
-    try:
-        names = client.get_children(CONFIG_CHANGES)
-    except NoNodeError:
-        return
-    for name in names:
-        if not name.startswith(CHANGE_PREFIX):
-            continue
-        try:
-            stat = client.exists(f"{CONFIG_CHANGES}/{name}")
-            if stat is not None and now_ms - stat.ctime > NOTIFICATION_EXPIRY_MS:
-                client.delete(f"{CONFIG_CHANGES}/{name}")
-        except NoNodeError:
-            pass  # another writer purged it
-
-
-def _sequence(name: str) -> int:
-    try:
-        return int(name[len(CHANGE_PREFIX) :])
-    except ValueError:
-        return -1
-
-
 # -- the brokers' cache ------------------------------------------------------------------------
 
 
@@ -233,12 +206,12 @@ class ScramCredentialCache:
         self._on_removed = on_removed
         self._credentials: dict[str, UserCredentials] = {}
         self._lock = threading.Lock()
-        self._wake = threading.Event()
-        self._stopped = threading.Event()
-        self._last_seen = -1
-        self._session_lost = False
-        self._reload_all_next = False
-        self._worker: threading.Thread | None = None
+        self._changes = ConfigChangeListener(
+            client,
+            name="scram-credentials",
+            reload_all=self.reload_all,
+            on_changes=self._on_changes,
+        )
 
     def get(self, user: str, mechanism: ScramMechanism) -> ScramCredential | None:
         with self._lock:
@@ -251,71 +224,20 @@ class ScramCredentialCache:
     def start(self) -> None:
         """Load every user (synchronously), then follow the notifications."""
         ensure_paths(self._client)
-        names = self._client.get_children(CONFIG_CHANGES)
-        self._last_seen = max((_sequence(n) for n in names), default=-1)
-        self.reload_all()
-        self._client.add_listener(self._on_state)
-        ChildrenWatch(self._client, CONFIG_CHANGES, self._on_children)
-        self._worker = threading.Thread(target=self._run, name="scram-credentials", daemon=True)
-        self._worker.start()
+        self._changes.start()
 
     def stop(self, timeout_s: float = 5.0) -> None:
-        self._stopped.set()
-        self._wake.set()
-        self._client.remove_listener(self._on_state)
-        worker = self._worker
-        if worker is not None and worker is not threading.current_thread():
-            worker.join(timeout_s)
-
-    def _on_children(self, _children: list[str]) -> bool | None:
-        """Kazoo's thread: only wake the worker (False stops the watch)."""
-        if self._stopped.is_set():
-            return False
-        self._wake.set()
-        return None
-
-    def _on_state(self, state: str) -> None:
-        """Kazoo's thread: after a new session, read every user again (notifications
-        may have been purged while this broker was away)."""
-        if state == KazooState.LOST:
-            self._session_lost = True
-        elif state == KazooState.CONNECTED and self._session_lost:
-            self._session_lost = False
-            self._reload_all_next = True
-            self._wake.set()
-
-    def _run(self) -> None:
-        while not self._stopped.is_set():
-            self._wake.wait()
-            self._wake.clear()
-            if self._stopped.is_set():
-                return
-            try:
-                if self._reload_all_next:
-                    self._reload_all_next = False
-                    self.reload_all()
-                self.process_notifications()
-            except Exception as exc:  # a lost connection: the next wake-up reads again
-                log.warning("reading SCRAM credential changes failed: %r", exc)
+        self._changes.stop(timeout_s)
 
     def process_notifications(self) -> None:
         """Re-read the users named by the notifications not processed yet (worker thread)."""
-        names = sorted(
-            (n for n in self._client.get_children(CONFIG_CHANGES) if n.startswith(CHANGE_PREFIX)),
-            key=_sequence,
-        )
-        for name in names:
-            seq = _sequence(name)
-            if seq <= self._last_seen:
-                continue
-            try:
-                data, _ = self._client.get(f"{CONFIG_CHANGES}/{name}")
-            except NoNodeError:
-                data = b""
+        self._changes.process_notifications()
+
+    def _on_changes(self, notifications: list[bytes]) -> None:
+        for data in notifications:
             user = decode_change_notification(data) if data else None
             if user is not None:
                 self._reload(user)
-            self._last_seen = seq
 
     def reload_all(self) -> None:
         """Read every user with a config, and drop cached users that no longer have one."""

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from headwater.coordination import model, session
 from headwater.coordination.client_quotas import ClientQuotaStore, ClientQuotaWatcher
-from headwater.coordination.scram_credentials import CONFIG_CHANGES, ScramCredentialStore
+from headwater.coordination.config_changes import CONFIG_CHANGES
+from headwater.coordination.scram_credentials import ScramCredentialStore
 from headwater.quotas.entities import QuotaEntity, QuotaKey
 from headwater.quotas.manager import ClientQuotas
 from headwater.security.scram import ScramCredential, ScramMechanism

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from headwater import errors
 from headwater.coordination import model, session
+from headwater.coordination.config_changes import CONFIG_CHANGES
 from headwater.coordination.scram_credentials import (
-    CONFIG_CHANGES,
     ScramCredentialCache,
     ScramCredentialStore,
     user_path,
