@@ -8,24 +8,23 @@ delays only its own requests, never the controller's event loop.
 What a failed send means decides what happens to it, as in Kafka's
 ``RequestSendThread``:
 
-* the broker could not be reached or did not answer in time (any exception
-  other than a :class:`headwater.errors.HeadwaterError`): the request is
+* the broker could not be reached, refused the connection's authentication or
+  did not answer in time (any exception but :class:`RequestRefused`): the request is
   retried, backing off as a :class:`headwater.retry.RetryPolicy` says, for as
   long as the sender runs, that is while the broker stays registered with the
   same epoch.  A request that is dropped instead could leave the broker with
   state the controller believes it sent (a deleted topic still served);
-* the broker answered with an error code (a
-  :class:`~headwater.errors.HeadwaterError`: a stale controller or broker
-  epoch, not authorized): retrying cannot change the answer, so the request is
-  logged and dropped at once.
+* the broker answered the request with an error code (:class:`RequestRefused`:
+  a stale controller or broker epoch, not authorized): retrying cannot change
+  the answer, so the request is logged and dropped at once.
 
 A broker that re-registers gets a new sender (the old one's queue is dropped)
 and fresh state from the controller's broker-startup handling; broker-side
 epochs make a late or repeated request harmless.
 
 The :class:`ControllerChannel` implementation (gRPC, in ``headwater.server``)
-must bound each call with a timeout, raise a ``HeadwaterError`` for a broker's
-refusal and anything else for a transport failure.
+must bound each call with a timeout, raise :class:`RequestRefused` for an answer
+with an error code and anything else for a failure to get an answer.
 """
 
 from __future__ import annotations
@@ -36,11 +35,14 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from headwater import errors
 from headwater.coordination.model import BrokerRegistration, PartitionState
 from headwater.retry import RetryPolicy
 
 log = logging.getLogger(__name__)
+
+
+class RequestRefused(Exception):
+    """The broker answered a controller request with an error code."""
 
 
 class ControllerChannel(Protocol):
@@ -127,7 +129,7 @@ class _BrokerSender:
             try:
                 request(self._channel, self.broker)
                 return
-            except errors.HeadwaterError as e:
+            except RequestRefused as e:
                 log.warning(
                     "controller request to broker %d refused, dropped: %s",
                     self.broker.broker_id,

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 
 from headwater import errors
-from headwater.coordination.channel import ControllerChannelManager
+from headwater.coordination.channel import ControllerChannelManager, RequestRefused
 from headwater.coordination.model import BrokerRegistration
 from headwater.retry import RetryPolicy
 
@@ -49,9 +49,9 @@ def request(
         attempts[0] += 1
         log.add(broker.broker_id, f"{what}#{attempts[0]}")
         if refuse:
-            raise errors.StaleControllerEpochError("UpdateMetadata to broker refused")
+            raise RequestRefused("UpdateMetadata to broker 1 refused: STALE_CONTROLLER_EPOCH")
         if attempts[0] <= fail_times:
-            raise ConnectionError("broker unreachable")
+            raise errors.SaslAuthenticationFailedError("broker unreachable or not authenticated")
 
     return send
 

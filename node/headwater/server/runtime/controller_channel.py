@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 import grpc
 
 from headwater import errors
+from headwater.coordination.channel import RequestRefused
 from headwater.coordination.model import BrokerRegistration, PartitionState
 from headwater.errors import ErrorCode
 from headwater.server.convert import broker_to_proto, partition_state_to_proto
@@ -73,7 +74,9 @@ class GrpcControllerChannel:
     def _check(error: int, what: str, broker: BrokerRegistration) -> None:
         code = ErrorCode(error)
         if code is not ErrorCode.NONE:
-            raise errors.for_code(code, f"{what} to broker {broker.broker_id} refused")
+            raise RequestRefused(
+                f"{what} to broker {broker.broker_id} refused: {errors.for_code(code, code.name)}"
+            )
 
     def send_leader_and_isr(
         self,
