@@ -76,6 +76,15 @@ def _time_or_none(ms: int) -> datetime.datetime | None:
     return None if ms < 0 else datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
 
 
+def _adds_partitions(request: Request) -> bool:
+    """Whether a Produce request's transactional batches add their partitions to the
+    producer's transaction (transaction version 2, Produce v12+) rather than only being
+    checked against an earlier AddPartitionsToTxn (KIP-890 part 1)."""
+    return bool(request.body.transactional_id) and protocol.transaction_version_2(
+        request.api_key, request.api_version
+    )
+
+
 def sasl_illegal_state(request: Request) -> Any:
     """SaslHandshake or SaslAuthenticate answered ILLEGAL_SASL_STATE."""
     module = response_module(request.api_key, request.api_version)
@@ -356,6 +365,7 @@ class KafkaApis:
                 if refused is None or name not in refused
             ],
             transactional_id=body.transactional_id or "",
+            add_to_transaction=_adds_partitions(request),
         )
         timer.done()
         if body.acks == 0:

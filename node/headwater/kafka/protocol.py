@@ -102,7 +102,7 @@ API_NAMES: Final = {
 }
 
 SUPPORTED: Final[Mapping[int, tuple[int, int]]] = {
-    0: (3, 9),  # Produce: RecordBatch (v2 records) only; v10+ needs KIP-890 transactions
+    0: (3, 12),  # Produce: RecordBatch (v2 records) only; v12 is transaction version 2
     1: (4, 12),  # Fetch: v13+ names topics by id
     2: (1, 7),  # ListOffsets
     3: (0, 12),  # Metadata: v13 adds a top-level error code for KIP-1102 rebootstrap
@@ -120,11 +120,11 @@ SUPPORTED: Final[Mapping[int, tuple[int, int]]] = {
     19: (2, 7),  # CreateTopics
     20: (1, 5),  # DeleteTopics: v6 names topics by id as well
     21: (0, 2),  # DeleteRecords
-    22: (0, 4),  # InitProducerId: v5+ is transaction version 2 (KIP-890) and 2PC (KIP-939)
-    24: (0, 4),  # AddPartitionsToTxn: v0-v3 clients, v4 brokers; v5 is transaction version 2
-    25: (0, 3),  # AddOffsetsToTxn: v4 is transaction version 2
-    26: (0, 4),  # EndTxn: v5 is transaction version 2
-    28: (0, 3),  # TxnOffsetCommit: v4 is transaction version 2
+    22: (0, 5),  # InitProducerId: v5 is transaction version 2 (KIP-890); v6 is 2PC (KIP-939)
+    24: (0, 5),  # AddPartitionsToTxn: v0-v3 clients, v4+ brokers
+    25: (0, 4),  # AddOffsetsToTxn
+    26: (0, 5),  # EndTxn: v5 bumps the epoch (transaction version 2)
+    28: (0, 5),  # TxnOffsetCommit: v5 adds the group's partition itself (version 2)
     29: (1, 3),  # DescribeAcls: v0 (no pattern types) is gone from Kafka 4 (KIP-896)
     30: (1, 3),  # CreateAcls
     31: (1, 3),  # DeleteAcls
@@ -151,6 +151,32 @@ SUPPORTED: Final[Mapping[int, tuple[int, int]]] = {
     69: (0, 1),  # ConsumerGroupDescribe
 }
 """API key -> (lowest, highest) version this listener answers; what ApiVersions lists."""
+
+TRANSACTION_VERSION_FEATURE: Final = "transaction.version"
+TRANSACTION_VERSION: Final = 2
+"""The ``transaction.version`` feature level this listener supports and finalizes.
+
+Level 2 is KIP-890 part 2, which Kafka's 4.x clients use once a broker's ApiVersions
+finalizes it (with Produce above v11 and TxnOffsetCommit above v4): the producer sends
+no AddPartitionsToTxn or AddOffsetsToTxn (Produce v12 and TxnOffsetCommit v5 make the
+partition leader and group coordinator add the partition), and EndTxn v5 bumps the
+producer's epoch and answers the new one.  Which rules a request follows is decided by
+its version, as Kafka's broker does, so a transaction version 1 client (Produce v11 and
+below, EndTxn v4 and below) keeps its own rules on the same broker."""
+
+TRANSACTION_VERSION_2_FROM: Final[Mapping[int, int]] = {0: 12, 26: 5, 28: 5}
+"""API key -> the first version that follows transaction version 2's rules."""
+
+FINALIZED_FEATURES_EPOCH: Final = 1
+"""ApiVersions' ``finalized_features_epoch``: the finalized features never change here,
+and a client takes them only from an epoch above -1 (no features)."""
+
+
+def transaction_version_2(api_key: int, api_version: int) -> bool:
+    """Whether a request of ``api_key`` at ``api_version`` follows transaction version 2."""
+    first = TRANSACTION_VERSION_2_FROM.get(api_key)
+    return first is not None and api_version >= first
+
 
 _PREFIX = struct.Struct(">i")
 _HEADER_START = struct.Struct(">hhi")
@@ -303,7 +329,34 @@ def api_versions_response(api_version: int, *, error: int = 0) -> Any:
         error_code=error_code(error),
         api_keys=keys,
         throttle_time=_ZERO,
+        **_features(module, api_version),
     )
+
+
+def _features(module: ModuleType, api_version: int) -> dict[str, Any]:
+    """ApiVersions v3+'s tagged feature fields: ``transaction.version`` supported from 0
+    to :data:`TRANSACTION_VERSION` and finalized at it."""
+    if api_version < 3:
+        return {}
+    return {
+        "supported_features": (
+            build(
+                module.SupportedFeatureKey,
+                name=TRANSACTION_VERSION_FEATURE,
+                min_version=0,
+                max_version=TRANSACTION_VERSION,
+            ),
+        ),
+        "finalized_features_epoch": FINALIZED_FEATURES_EPOCH,
+        "finalized_features": (
+            build(
+                module.FinalizedFeatureKey,
+                name=TRANSACTION_VERSION_FEATURE,
+                max_version_level=TRANSACTION_VERSION,
+                min_version_level=TRANSACTION_VERSION,
+            ),
+        ),
+    }
 
 
 def unsupported_api_versions_response() -> Any:

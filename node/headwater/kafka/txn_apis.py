@@ -10,12 +10,19 @@ same ACL checks, Kafka's: TRANSACTIONAL_ID WRITE for the producer's calls (plus 
 WRITE on added partitions and GROUP READ for the offsets), TRANSACTIONAL_ID DESCRIBE for
 FindCoordinator and the listings, TOPIC READ for DescribeProducers.
 
-AddPartitionsToTxn v0-v3 is the client's form (one transaction); v4 is the brokers'
-batched form and needs CLUSTER_ACTION, as in Kafka.  The transaction version 2 forms
-(KIP-890 part 2: AddOffsetsToTxn v4, EndTxn v5, TxnOffsetCommit v4+) are not offered,
-so Kafka's clients speak transaction version 1: they add partitions themselves and keep
-their epoch across transactions, so EndTxn here does not bump it (Headwater's own
-producer, over gRPC, gets the bumped epoch in EndTxn's answer).
+AddPartitionsToTxn v0-v3 is the client's form (one transaction); v4+ is the brokers'
+batched form and needs CLUSTER_ACTION, as in Kafka.
+
+Transaction version 2 (KIP-890 part 2; ``transaction.version`` 2 in ApiVersions, see
+:mod:`headwater.kafka.protocol`) is decided per request by its version, as Kafka's
+broker decides it.  EndTxn v5 bumps the producer's epoch and answers the new producer
+id and epoch, as Headwater's own producer gets them over gRPC; a retried EndTxn with
+the epoch before the bump is answered with the transaction's result and the current
+epoch, and a late request of the ended transaction, carrying that older epoch, is
+fenced.  TxnOffsetCommit v5 adds the group's ``__consumer_offsets`` partition to the
+transaction itself (the client sends no AddOffsetsToTxn).  Below those versions
+(transaction version 1) the producer adds partitions and offsets itself and keeps its
+epoch across transactions, so EndTxn does not bump it.
 """
 
 from __future__ import annotations
@@ -29,7 +36,13 @@ from headwater.errors import ErrorCode
 from headwater.groups import values as gv
 from headwater.groups.coordinator_runtime import GroupCoordinatorRuntime
 from headwater.kafka import coordinators
-from headwater.kafka.protocol import Request, build, error_code, response_module
+from headwater.kafka.protocol import (
+    Request,
+    build,
+    error_code,
+    response_module,
+    transaction_version_2,
+)
 from headwater.security.acls import AclOperation as Op
 from headwater.security.acls import ResourceType
 from headwater.server.auth.authorization import RequestAuthorizer
@@ -331,8 +344,11 @@ class KafkaTxnApis:
         )
 
     async def end_txn(self, request: Request) -> Any:
-        """EndTxn v0-v4 is transaction version 1: the producer keeps its epoch."""
+        """EndTxn v0-v4 is transaction version 1: the producer keeps its epoch.  v5
+        (transaction version 2) bumps it and answers the producer id and epoch the
+        producer's next transaction uses (-1 and -1 with an error)."""
         body, module = request.body, response_module(26, request.api_version)
+        pid, epoch = -1, -1
         if self._tid_denied(Op.WRITE, body.transactional_id):
             code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
         else:
@@ -341,10 +357,18 @@ class KafkaTxnApis:
                 producer_id=body.producer_id,
                 producer_epoch=body.producer_epoch,
                 commit=body.committed,
-                bump_epoch=False,
+                bump_epoch=transaction_version_2(26, request.api_version),
             )
             code = answer.error
-        return build(module.EndTxnResponse, throttle_time=_NO_THROTTLE, error_code=error_code(code))
+            if code is ErrorCode.NONE:
+                pid, epoch = answer.producer_id, answer.producer_epoch
+        return build(
+            module.EndTxnResponse,
+            throttle_time=_NO_THROTTLE,
+            error_code=error_code(code),
+            producer_id=pid,
+            producer_epoch=epoch,
+        )
 
     # -- TxnOffsetCommit ------------------------------------------------------------------
 
@@ -354,7 +378,9 @@ class KafkaTxnApis:
         transaction's COMMIT marker reaches it.  The transaction coordinator must first
         confirm that AddOffsetsToTxn put the group's ``__consumer_offsets`` partition in
         the producer's open transaction (else INVALID_TXN_STATE, as KIP-890), so that no
-        offsets are written outside a transaction the coordinator will finish."""
+        offsets are written outside a transaction the coordinator will finish.  From v5
+        (transaction version 2) the coordinator is asked to add that partition instead,
+        opening a transaction if none is open, as AddOffsetsToTxn would have."""
         body, module = request.body, response_module(28, request.api_version)
         requested = [(t.name, p.partition_index) for t in body.topics for p in t.partitions]
         if self._tid_denied(Op.WRITE, body.transactional_id):
@@ -363,14 +389,7 @@ class KafkaTxnApis:
             codes = [(t, p, ErrorCode.GROUP_AUTHORIZATION_FAILED) for t, p in requested]
         elif body.producer_id < 0 or body.producer_epoch < 0:
             codes = [(t, p, ErrorCode.INVALID_REQUEST) for t, p in requested]
-        elif (
-            verified := await self._replicas.verify_transaction(
-                body.transactional_id,
-                body.producer_id,
-                body.producer_epoch,
-                self._offsets_partition(body.group_id),
-            )
-        ) is not ErrorCode.NONE:
+        elif (verified := await self._offsets_in_transaction(request)) is not ErrorCode.NONE:
             codes = [(t, p, verified) for t, p in requested]
         else:
             r = await self._groups.commit_offsets(
@@ -413,6 +432,22 @@ class KafkaTxnApis:
                 )
                 for topic, parts in _by_topic(codes).items()
             ),
+        )
+
+    async def _offsets_in_transaction(self, request: Request) -> ErrorCode:
+        """The transaction coordinator's answer for the group's ``__consumer_offsets``
+        partition: added to the transaction (v5+) or confirmed as added (v0-v4)."""
+        body = request.body
+        ask = (
+            self._replicas.add_to_transaction
+            if transaction_version_2(28, request.api_version)
+            else self._replicas.verify_transaction
+        )
+        return await ask(
+            body.transactional_id,
+            body.producer_id,
+            body.producer_epoch,
+            self._offsets_partition(body.group_id),
         )
 
     # -- DescribeTransactions, ListTransactions, DescribeProducers ------------------------

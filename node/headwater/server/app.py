@@ -278,12 +278,14 @@ class BrokerServer:
             ),
             allocate_producer_id=self.producer_ids.next_id,
         )
-        replicas.verify_transaction = TransactionVerifier(
+        verifier = TransactionVerifier(
             broker_id=config.broker_id,
             runtime=transactions,
             metadata=self.metadata,
             peers=txn_peers,
         )
+        replicas.verify_transaction = verifier
+        replicas.add_to_transaction = verifier.add_partition
         replicas.on_marker_written = lambda tp, marker: (
             groups.complete_transaction(
                 tp.partition,

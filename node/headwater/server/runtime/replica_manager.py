@@ -118,6 +118,9 @@ class ReplicaManager:
         """Replication throttles (KIP-73); the fetcher uses the follower half."""
         self.verify_transaction: VerifyTransaction = _unverified
         """Set by the broker once its transaction coordinator exists."""
+        self.add_to_transaction: VerifyTransaction = _unverified
+        """The coordinator adds a partition to the producer's transaction (transaction
+        version 2, KIP-890 part 2); set with :attr:`verify_transaction`."""
         self.on_marker_written: Callable[[TopicPartition, EndTransactionMarker], None] = (
             lambda _tp, _marker: None
         )
@@ -168,6 +171,7 @@ class ReplicaManager:
         transactional_id: str = "",
         markers: Mapping[TopicPartition, EndTransactionMarker] | None = None,
         from_coordinator: bool = False,
+        add_to_transaction: bool = False,
     ) -> list[ProduceResult]:
         """Validate, append and (for acks=-1) wait for the ISR; one result per entry.
 
@@ -178,6 +182,9 @@ class ReplicaManager:
         the group coordinator's own appends to ``__consumer_offsets`` (a TxnOffsetCommit
         is a transactional batch the transaction coordinator already knows of; Kafka's
         ``AppendOrigin.COORDINATOR``): no verification, no sequence numbers.
+        ``add_to_transaction``: a transaction version 2 producer's batch (Produce v12+):
+        the coordinator adds the partition to the transaction, opening one if none is
+        open, instead of only confirming an earlier AddPartitionsToTxn.
         """
         if acks not in (0, 1, -1):
             return [
@@ -191,7 +198,9 @@ class ReplicaManager:
             marker = markers.get(tp) if markers is not None else None
             refused, verified = None, False
             if marker is None and transactional_id:
-                refused, verified = await self._verify_transactional(tp, records, transactional_id)
+                refused, verified = await self._verify_transactional(
+                    tp, records, transactional_id, add=add_to_transaction
+                )
             if refused is not None:
                 results.append(refused)
                 continue
@@ -235,11 +244,13 @@ class ReplicaManager:
         return results
 
     async def _verify_transactional(
-        self, tp: TopicPartition, records: bytes, transactional_id: str
+        self, tp: TopicPartition, records: bytes, transactional_id: str, *, add: bool = False
     ) -> tuple[ProduceResult | None, bool]:
         """The refusal of a transactional batch the coordinator has not added to an open
         transaction, and whether the coordinator confirmed it (:meth:`_append_one`
-        checks everything again, and refuses an unconfirmed batch that opens one)."""
+        checks everything again, and refuses an unconfirmed batch that opens one).
+        ``add``: ask the coordinator to add the partition rather than to confirm it; a
+        producer whose epoch an EndTxn has bumped since is refused either way."""
         hosted = self.partitions.get(tp)
         if hosted is None or not hosted.state.is_leader:
             return None, False
@@ -247,9 +258,8 @@ class ReplicaManager:
         if not found.needs_verification or found.header is None:
             return None, False
         header = found.header
-        code = await self.verify_transaction(
-            transactional_id, header.producer_id, header.producer_epoch, tp
-        )
+        ask = self.add_to_transaction if add else self.verify_transaction
+        code = await ask(transactional_id, header.producer_id, header.producer_epoch, tp)
         if code is ErrorCode.NONE:
             return None, True
         if code is ErrorCode.PRODUCER_FENCED:

@@ -14,7 +14,9 @@ the leadership of one of that topic's partitions.  This module supplies them:
   loads and unloads of the coordinator's partitions;
 - :class:`TransactionVerifier`: a partition leader's KIP-890 question to the
   coordinator of a transactional id (asked here when this broker is it, else sent as
-  AddPartitionsToTxn with ``verify_only``).
+  AddPartitionsToTxn with ``verify_only``), and its transaction version 2 request
+  (:meth:`TransactionVerifier.add_partition`: add the partition, an AddPartitionsToTxn
+  without ``verify_only``).
 
 Thread model: event loop only.
 """
@@ -243,11 +245,39 @@ class TransactionVerifier:
     async def __call__(
         self, transactional_id: str, producer_id: int, producer_epoch: int, tp: TopicPartition
     ) -> ErrorCode:
+        """Whether ``tp`` is in the producer's open transaction (adds nothing)."""
+        return await self._ask(transactional_id, producer_id, producer_epoch, tp, verify_only=True)
+
+    async def add_partition(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, tp: TopicPartition
+    ) -> ErrorCode:
+        """Add ``tp`` to the producer's transaction, opening one if none is open: the
+        partition leader's implicit AddPartitionsToTxn for a transaction version 2
+        producer (KIP-890 part 2).  The leader has checked the producer's ACLs."""
+        return await self._ask(transactional_id, producer_id, producer_epoch, tp, verify_only=False)
+
+    async def _ask(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        tp: TopicPartition,
+        *,
+        verify_only: bool,
+    ) -> ErrorCode:
         coordinator_tp = TopicPartition(
             TRANSACTION_STATE_TOPIC, self._runtime.partition_for(transactional_id)
         )
         leader = self._metadata.leader_of(coordinator_tp)
         if leader == self._broker_id:
+            if not verify_only:
+                answer = await self._runtime.add_partitions(
+                    transactional_id,
+                    producer_id=producer_id,
+                    producer_epoch=producer_epoch,
+                    partitions=[tp],
+                )
+                return answer.error
             return self._runtime.verify_partition(
                 transactional_id,
                 producer_id=producer_id,
@@ -262,7 +292,7 @@ class TransactionVerifier:
             producer_id=producer_id,
             producer_epoch=producer_epoch,
             partitions=[common_pb2.TopicPartition(topic=tp.topic, partition=tp.partition)],
-            verify_only=True,
+            verify_only=verify_only,
         )
         address = f"{broker.host}:{broker.port}"
         channel = self._peers.get(address)

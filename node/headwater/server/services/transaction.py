@@ -8,7 +8,9 @@ AddOffsetsToTxn and EndTxn (plus TOPIC WRITE on each added partition, GROUP READ
 group of AddOffsetsToTxn), TRANSACTIONAL_ID DESCRIBE for DescribeTransactions and
 ListTransactions, CLUSTER_ACTION for the broker-to-broker calls (WriteTxnMarkers --
 also ALTER on the cluster, an administrator aborting a hanging transaction, KIP-1037 --
-and AddPartitionsToTxn with ``verify_only``), READ on the topic for DescribeProducers.
+and AddPartitionsToTxn with ``verify_only``; a caller with CLUSTER_ACTION also adds
+partitions without the producer's ACLs, a partition leader's implicit add for a
+transaction version 2 producer), READ on the topic for DescribeProducers.
 TxnOffsetCommit goes to the group coordinator (this broker must coordinate the group),
 once the transaction coordinator confirms that AddOffsetsToTxn added the group's
 ``__consumer_offsets`` partition to the producer's open transaction (KIP-890
@@ -117,12 +119,17 @@ class TransactionService(transaction_pb2_grpc.TransactionServicer):
                     for tp in tps
                 ],
             )
-        if self._tid_denied(context, Op.WRITE, request.transactional_id):
+        if self._authz.cluster(context, Op.CLUSTER_ACTION):
+            # A partition leader adding a partition for its transaction version 2
+            # producer, whose ACLs it checked (Kafka's broker form, CLUSTER_ACTION only).
+            refused: frozenset[str] = frozenset()
+        elif self._tid_denied(context, Op.WRITE, request.transactional_id):
             return whole(
                 ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                 f"no ACL allows WRITE on transactional id {request.transactional_id!r}",
             )
-        refused = self._authz.topics(context, Op.WRITE, (tp.topic for tp in tps)) or frozenset()
+        else:
+            refused = self._authz.topics(context, Op.WRITE, (tp.topic for tp in tps)) or frozenset()
         unknown = [tp for tp in tps if not self._is_known(tp)]
         if refused or unknown:
             # Kafka: the failing partitions get their error, the others OPERATION_NOT_ATTEMPTED.
