@@ -91,6 +91,46 @@ def test_api_versions_v3_answers_with_response_header_v0() -> None:
     assert body.error_code.value == 0
 
 
+def test_api_versions_v3_finalizes_transaction_version_2() -> None:
+    """What Kafka's 4.x producer reads to use transaction version 2: the finalized
+    ``transaction.version`` at 2 with an epoch above -1, Produce above v11 and
+    TxnOffsetCommit above v4."""
+    response = p.encode_response(1, p.api_versions_response(3))
+    body, _ = entity_reader(ApiVersionsResponse)(response, 8)
+    assert [(f.name, f.min_version, f.max_version) for f in body.supported_features] == [
+        ("transaction.version", 0, 2)
+    ]
+    assert [
+        (f.name, f.min_version_level, f.max_version_level) for f in body.finalized_features
+    ] == [("transaction.version", 2, 2)]
+    assert body.finalized_features_epoch >= 0
+    versions = {k.api_key: k.max_version for k in body.api_keys}
+    assert versions[0] > 11 and versions[28] > 4 and versions[26] >= 5
+
+
+def test_api_versions_below_v3_has_no_features() -> None:
+    for version in range(3):
+        answer = p.api_versions_response(version)
+        assert not hasattr(answer, "finalized_features")
+        p.encode_response(1, answer)
+
+
+def test_every_transaction_version_2_form_is_supported() -> None:
+    for key, first in p.TRANSACTION_VERSION_2_FROM.items():
+        assert p.is_supported(key, first), (key, first)
+
+
+@pytest.mark.parametrize(
+    ("api_key", "version", "v2"),
+    [(0, 11, False), (0, 12, True), (26, 4, False), (26, 5, True), (28, 4, False),
+     (28, 5, True), (25, 4, False), (24, 5, False), (1, 12, False)],
+)  # fmt: skip
+def test_transaction_version_2_is_decided_by_the_requests_version(
+    api_key: int, version: int, v2: bool
+) -> None:
+    assert p.transaction_version_2(api_key, version) is v2
+
+
 def test_bytes_after_the_body_are_ignored_as_kafka_ignores_them() -> None:
     # librdkafka's Metadata v12 ends with these 3 bytes after the body's last field.
     request = p.parse_request(_metadata_v12() + b"\0\0\0")

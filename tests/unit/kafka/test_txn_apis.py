@@ -4,6 +4,10 @@ answers out.
 
 * transaction version 1 (Kafka's clients, EndTxn below v5): the epoch stays across
   transactions, the markers carry it, a retried EndTxn is answered as the first was;
+* transaction version 2 (EndTxn v5, TxnOffsetCommit v5): EndTxn bumps the epoch and
+  answers it, a retry with the old epoch gets the result and the new epoch, the other
+  result or a request of the old epoch is refused; TxnOffsetCommit v5 adds the group's
+  partition itself;
 * bad input answers Kafka's error and changes nothing: EndTxn with nothing open, a stale
   or future epoch, an unknown topic, a timeout above ``transaction.max.timeout.ms``, an
   empty transactional id;
@@ -59,6 +63,7 @@ from kio.schema.add_partitions_to_txn.v4.request import AddPartitionsToTxnTransa
 from kio.schema.describe_producers.v0.request import DescribeProducersRequest, TopicRequest
 from kio.schema.describe_transactions.v0.request import DescribeTransactionsRequest
 from kio.schema.end_txn.v3.request import EndTxnRequest
+from kio.schema.end_txn.v5.request import EndTxnRequest as EndTxnV5
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
 from kio.schema.list_transactions.v1.request import ListTransactionsRequest
@@ -68,6 +73,7 @@ from kio.schema.txn_offset_commit.v3.request import (
     TxnOffsetCommitRequestPartition,
     TxnOffsetCommitRequestTopic,
 )
+from kio.schema.txn_offset_commit.v5.request import TxnOffsetCommitRequest as TxnOffsetCommitV5
 from kio.serial import entity_writer
 
 from tests.unit.transactions.helpers import ProducerIds
@@ -99,6 +105,14 @@ class Replicas:
             tid, producer_id=pid, producer_epoch=epoch, partition=tp
         )
 
+    async def add_to_transaction(
+        self, tid: str, pid: int, epoch: int, tp: TopicPartition
+    ) -> ErrorCode:
+        answer = await self.runtime.add_partitions(
+            tid, producer_id=pid, producer_epoch=epoch, partitions=[tp]
+        )
+        return answer.error
+
 
 class Groups:
     """Records the transactional offset commits that reach the group coordinator."""
@@ -124,11 +138,12 @@ class Harness:
             allocate_producer_id=ProducerIds(),
             config=TransactionConfig(transaction_max_timeout_ms=60_000),
         )
+        self.replicas = Replicas(self.runtime)
         apis = KafkaTxnApis(
             listener="KAFKA",
             runtime=self.runtime,
             groups=self.groups,  # type: ignore[arg-type]
-            replicas=Replicas(self.runtime),  # type: ignore[arg-type]
+            replicas=self.replicas,  # type: ignore[arg-type]
             metadata=None,  # type: ignore[arg-type]
             authz=authz,
             is_known_partition=lambda tp: tp.topic == "t",
@@ -259,6 +274,95 @@ def test_bad_requests_answer_kafkas_errors_and_change_nothing() -> None:
         assert await h.end(pid, epoch) == ErrorCode.PRODUCER_FENCED
 
     run(scenario)
+
+
+async def _end_v5(h: Harness, pid: int, epoch: int, *, commit: bool) -> tuple[int, int, int]:
+    r = await h(
+        EndTxnV5(transactional_id=TID, producer_id=pid, producer_epoch=epoch, committed=commit)
+    )
+    return int(r.error_code), r.producer_id, r.producer_epoch
+
+
+def test_transaction_version_2_bumps_the_epoch_at_every_end() -> None:
+    async def scenario(h: Harness) -> None:
+        init = await h.init()
+        pid, epoch = init.producer_id, init.producer_epoch
+        for commit in (True, False, True):
+            # The partition leader's implicit add opens the transaction (Produce v12).
+            assert await h.replicas.add_to_transaction(TID, pid, epoch, T0) == 0
+            assert await _end_v5(h, pid, epoch, commit=commit) == (0, pid, epoch + 1)
+            state = "CompleteCommit" if commit else "CompleteAbort"
+            await h.settle(state)
+            assert h.held() == (state, pid, epoch + 1, ())
+            # The markers carry the bumped epoch: the old one is fenced at the partition.
+            assert h.markers.written[-1].producer_epoch == epoch + 1
+            epoch += 1
+        assert len(h.markers.written) == 3
+
+    run(scenario)
+
+
+def test_transaction_version_2_retried_end_txn_and_late_requests_of_the_old_epoch() -> None:
+    async def scenario(h: Harness) -> None:
+        init = await h.init()
+        pid, old = init.producer_id, init.producer_epoch
+        assert await h.replicas.add_to_transaction(TID, pid, old, T0) == 0
+        assert await _end_v5(h, pid, old, commit=True) == (0, pid, old + 1)
+        await h.settle("CompleteCommit")
+        # A retry (the answer was lost) gets the result and the epoch to use now.
+        assert await _end_v5(h, pid, old, commit=True) == (0, pid, old + 1)
+        # The other result with the old epoch is refused, with no producer id or epoch.
+        assert await _end_v5(h, pid, old, commit=False) == (ErrorCode.INVALID_TXN_STATE, -1, -1)
+        # A late produce or offset commit of the ended transaction is fenced.
+        late = await h.replicas.add_to_transaction(TID, pid, old, T0)
+        assert late == ErrorCode.PRODUCER_FENCED
+        r = await h(_txn_offset_commit_v5(pid, old))
+        assert [x.error_code for t in r.topics for x in t.partitions] == [ErrorCode.PRODUCER_FENCED]
+        assert h.held() == ("CompleteCommit", pid, old + 1, ())
+        assert h.groups.commits == [] and len(h.markers.written) == 1
+        # A commit with nothing open is refused; an abort is accepted and bumps the epoch.
+        assert await _end_v5(h, pid, old + 1, commit=True) == (ErrorCode.INVALID_TXN_STATE, -1, -1)
+        assert await _end_v5(h, pid, old + 1, commit=False) == (0, pid, old + 2)
+        # A future epoch is fenced.
+        assert await _end_v5(h, pid, old + 5, commit=False) == (ErrorCode.PRODUCER_FENCED, -1, -1)
+
+    run(scenario)
+
+
+def test_transaction_version_2_txn_offset_commit_adds_the_groups_partition() -> None:
+    async def scenario(h: Harness) -> None:
+        init = await h.init()
+        pid, epoch = init.producer_id, init.producer_epoch
+        # Version 1 (v3): refused without AddOffsetsToTxn; version 2 (v5): added.
+        r = await h(_txn_offset_commit(pid, epoch))
+        assert [x.error_code for t in r.topics for x in t.partitions] == [
+            ErrorCode.INVALID_TXN_STATE
+        ]
+        r = await h(_txn_offset_commit_v5(pid, epoch))
+        assert [x.error_code for t in r.topics for x in t.partitions] == [ErrorCode.NONE]
+        assert h.held() == (
+            "Ongoing",
+            pid,
+            epoch,
+            (TopicPartition("__consumer_offsets", 0),),
+        )
+        assert [(c.group_id, c.producer_epoch) for c in h.groups.commits] == [("g", epoch)]
+
+    run(scenario)
+
+
+def _txn_offset_commit_v5(pid: int, epoch: int) -> TxnOffsetCommitV5:
+    v3 = _txn_offset_commit(pid, epoch)
+    return TxnOffsetCommitV5(
+        transactional_id=v3.transactional_id,
+        group_id=v3.group_id,
+        producer_id=pid,
+        producer_epoch=epoch,
+        generation_id=-1,
+        member_id="",
+        group_instance_id=None,
+        topics=v3.topics,  # type: ignore[arg-type]
+    )
 
 
 def _txn_offset_commit(pid: int, epoch: int, group: str = "g") -> TxnOffsetCommitRequest:

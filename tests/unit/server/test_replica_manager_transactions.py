@@ -289,3 +289,85 @@ def test_active_producers_name_the_open_transaction(harness: Harness) -> None:
         assert missing[0] is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
     asyncio.run(scenario())
+
+
+class Adder:
+    """The coordinator's implicit add (transaction version 2): adds the partition for the
+    producer's current epoch, fences an older one."""
+
+    def __init__(self, coordinator: Coordinator, *, epoch: int = 0) -> None:
+        self.coordinator = coordinator
+        self.epoch = epoch
+        self.asked: list[tuple[str, int, int, TopicPartition]] = []
+
+    def __call__(self, tid: str, pid: int, epoch: int, tp: TopicPartition) -> Awaitable[ErrorCode]:
+        self.asked.append((tid, pid, epoch, tp))
+
+        async def answer() -> ErrorCode:
+            if epoch < self.epoch:
+                return ErrorCode.PRODUCER_FENCED
+            self.coordinator.added.add((pid, epoch, tp))
+            return ErrorCode.NONE
+
+        return answer()
+
+
+async def produce_v2(m: ReplicaManager, data: bytes, tid: str = "tx") -> ErrorCode:
+    [r] = await m.append_records(
+        acks=1,
+        timeout_ms=100,
+        entries=[(TP, data)],
+        transactional_id=tid,
+        add_to_transaction=True,
+    )
+    return r.error
+
+
+def test_transaction_version_2_adds_the_partition_version_1_only_verifies(
+    harness: Harness,
+) -> None:
+    """With no transaction open here, a version 1 batch (never added) is refused and a
+    version 2 batch has the coordinator add the partition; once open, neither asks."""
+
+    async def scenario() -> None:
+        m = await lead(harness)
+        coordinator = Coordinator()
+        adder = Adder(coordinator)
+        m.verify_transaction = coordinator
+        m.add_to_transaction = adder
+        assert await produce(m, txn_batch(b"a")) is ErrorCode.INVALID_TXN_STATE
+        assert adder.asked == [] and m.partitions[TP].log.log_end_offset == 0
+        assert await produce_v2(m, txn_batch(b"a")) is ErrorCode.NONE
+        assert adder.asked == [("tx", PID, 0, TP)]
+        assert (PID, 0, TP) in coordinator.added
+        assert await produce_v2(m, txn_batch(b"b", seq=1)) is ErrorCode.NONE
+        assert len(adder.asked) == 1 and len(coordinator.asked) == 1
+        assert m.partitions[TP].log.log_end_offset == 2
+
+    asyncio.run(scenario())
+
+
+def test_transaction_version_2_a_late_batch_of_an_ended_transaction_is_fenced(
+    harness: Harness,
+) -> None:
+    """After the transaction's marker (written with the bumped epoch, as EndTxn v5 bumps
+    it), a replayed batch of the old epoch is refused and never appended."""
+
+    async def scenario() -> None:
+        m = await lead(harness)
+        coordinator = Coordinator()
+        adder = Adder(coordinator)
+        m.verify_transaction = coordinator
+        m.add_to_transaction = adder
+        batch = txn_batch(b"a")
+        assert await produce_v2(m, batch) is ErrorCode.NONE
+        adder.epoch = 1  # EndTxn v5 bumped the epoch
+        assert await marker(m, ControlRecordType.COMMIT, 1) is ErrorCode.NONE
+        end = m.partitions[TP].log.log_end_offset
+        assert await produce_v2(m, batch) is not ErrorCode.NONE
+        assert await produce_v2(m, txn_batch(b"late", seq=1)) is ErrorCode.INVALID_PRODUCER_EPOCH
+        assert m.partitions[TP].log.log_end_offset == end
+        # The next transaction, at the new epoch, is added and written.
+        assert await produce_v2(m, txn_batch(b"next", epoch=1)) is ErrorCode.NONE
+
+    asyncio.run(scenario())
