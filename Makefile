@@ -18,6 +18,7 @@ install: system-deps venv
 system-deps:
 	bash scripts/install-system-deps.sh
 	bash scripts/fetch-kafka-clients.sh
+	bash scripts/fetch-kafka-clients-4.sh
 	bash scripts/fetch-kafka-tools.sh
 
 venv: $(VENV)/.installed

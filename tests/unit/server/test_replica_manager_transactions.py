@@ -371,3 +371,52 @@ def test_transaction_version_2_a_late_batch_of_an_ended_transaction_is_fenced(
         assert await produce_v2(m, txn_batch(b"next", epoch=1)) is ErrorCode.NONE
 
     asyncio.run(scenario())
+
+
+def test_a_batch_of_a_newer_epoch_before_the_old_marker_asks_the_coordinator(
+    harness: Harness,
+) -> None:
+    """A transaction version 2 producer's next transaction (epoch bumped by EndTxn) may
+    reach the partition before the last one's marker: it must not join the open
+    transaction of the older epoch (the old marker would commit or abort it); the
+    coordinator answers while the old one completes, and no byte is appended."""
+
+    async def scenario() -> None:
+        m = await lead(harness)
+        coordinator = Coordinator()
+        m.verify_transaction = coordinator
+        m.add_to_transaction = adder = Adder(coordinator)
+        assert await produce_v2(m, txn_batch(b"t1")) is ErrorCode.NONE
+
+        def completing(tid: str, pid: int, epoch: int, tp: TopicPartition) -> Awaitable[ErrorCode]:
+            adder.asked.append((tid, pid, epoch, tp))
+
+            async def answer() -> ErrorCode:
+                return ErrorCode.CONCURRENT_TRANSACTIONS
+
+            return answer()
+
+        m.add_to_transaction = completing
+        end = m.partitions[TP].log.log_end_offset
+        early = txn_batch(b"t2", epoch=1)
+        assert await produce_v2(m, early) is ErrorCode.CONCURRENT_TRANSACTIONS
+        assert adder.asked[-1] == ("tx", PID, 1, TP)
+        assert m.partitions[TP].log.log_end_offset == end
+        # Version 1 verification refuses it too (the coordinator never added epoch 1).
+        assert await produce(m, early) is ErrorCode.INVALID_TXN_STATE
+        # Once the old marker is written, the coordinator adds it and it is appended.
+        assert await marker(m, ControlRecordType.COMMIT, 1) is ErrorCode.NONE
+        m.add_to_transaction = adder
+        adder.epoch = 1
+        assert await produce_v2(m, early) is ErrorCode.NONE
+        await follow_to_end(m)
+        committed = await fetch(m, committed=True)
+        values = [
+            r.value
+            for b in read_batches(committed.records)
+            if not b.is_control
+            for r in b.records()
+        ]
+        assert values == [b"t1"]  # t2 is open in its own transaction
+
+    asyncio.run(scenario())

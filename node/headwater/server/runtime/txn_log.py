@@ -83,8 +83,18 @@ def inspect(txns: PartitionTransactions, records: bytes) -> ClientBatch:
             else f"producer {header.producer_id} has a transaction open in this partition"
         )
         return ClientBatch(header, code, why)
-    opens = header.is_transactional and header.producer_id not in txns.open
-    return ClientBatch(header, needs_verification=opens)
+    return ClientBatch(header, needs_verification=_opens_transaction(txns, header))
+
+
+def _opens_transaction(txns: PartitionTransactions, header: BatchHeader) -> bool:
+    """Whether a transactional batch starts a transaction here: none is open for its
+    producer, or the open one is of an older epoch (a producer whose epoch EndTxn bumped
+    writes its next transaction before the last one's marker reached this partition;
+    only the coordinator may say whether that transaction is open yet)."""
+    if not header.is_transactional:
+        return False
+    pid = header.producer_id
+    return pid not in txns.open or header.producer_epoch > txns.epochs.get(pid, -1)
 
 
 def marker_batch(marker: EndTransactionMarker, *, timestamp_ms: int) -> bytes:
