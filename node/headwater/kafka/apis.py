@@ -85,6 +85,29 @@ def _adds_partitions(request: Request) -> bool:
     )
 
 
+_VERIFICATION_RETRIABLE = frozenset(
+    {
+        ErrorCode.CONCURRENT_TRANSACTIONS,
+        ErrorCode.NETWORK_EXCEPTION,
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ErrorCode.NOT_COORDINATOR,
+    }
+)
+
+
+def produce_error(code: ErrorCode, api_version: int) -> ErrorCode:
+    """A partition's Produce error as Kafka's broker answers it: the transaction
+    coordinator's retriable answers to the leader's check (a produce never gets them
+    otherwise) become NOT_ENOUGH_REPLICAS, which every client retries without a metadata
+    refresh; a transaction version 2 producer (v12+) gets CONCURRENT_TRANSACTIONS as is."""
+    if code not in _VERIFICATION_RETRIABLE:
+        return code
+    if code is ErrorCode.CONCURRENT_TRANSACTIONS and protocol.transaction_version_2(0, api_version):
+        return code
+    return ErrorCode.NOT_ENOUGH_REPLICAS
+
+
 def sasl_illegal_state(request: Request) -> Any:
     """SaslHandshake or SaslAuthenticate answered ILLEGAL_SASL_STATE."""
     module = response_module(request.api_key, request.api_version)
@@ -390,7 +413,7 @@ class KafkaApis:
                 build(
                     module.PartitionProduceResponse,
                     index=r.topic_partition.partition,
-                    error_code=error_code(r.error),
+                    error_code=error_code(produce_error(r.error, request.api_version)),
                     base_offset=r.base_offset,
                     log_append_time=_time_or_none(r.log_append_time_ms),
                     log_start_offset=r.log_start_offset,
