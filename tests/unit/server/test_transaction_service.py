@@ -285,3 +285,40 @@ def test_acls_are_kafkas(harness: Harness) -> None:
         await runtime.close()
 
     asyncio.run(scenario())
+
+
+def test_a_broker_with_cluster_action_adds_a_partition_for_its_producer(harness: Harness) -> None:
+    """A partition leader's implicit add (transaction version 2) comes with the broker's
+    identity: CLUSTER_ACTION suffices (the leader checked the producer's ACLs), an
+    unknown partition is still refused, and the add opens the transaction."""
+
+    async def scenario() -> None:
+        svc, runtime = await service(harness)
+        init = await runtime.init_producer_id("x", transaction_timeout_ms=10_000)
+        _secured(svc, _allow("kafka-cluster", Op.CLUSTER_ACTION, ResourceType.CLUSTER))
+        ctx: Any = _Peer()
+
+        def add(*tps: TopicPartition) -> transaction_pb2.AddPartitionsToTxnRequest:
+            return transaction_pb2.AddPartitionsToTxnRequest(
+                transactional_id="x",
+                producer_id=init.producer_id,
+                producer_epoch=init.producer_epoch,
+                partitions=[tp_pb(tp) for tp in tps],
+            )
+
+        missing = await svc.AddPartitionsToTxn(add(TopicPartition("nope", 0)), ctx)
+        assert [ErrorCode(p.error) for p in missing.partitions] == [
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        ]
+        assert runtime.describe("x").state == "Empty"
+        added = await svc.AddPartitionsToTxn(add(TP), ctx)
+        assert added.error == 0 and [p.error for p in added.partitions] == [0]
+        assert runtime.describe("x").state == "Ongoing"
+        assert runtime.describe("x").partitions == (TP,)
+        # Without CLUSTER_ACTION (and no ACL on the id) the same request is refused.
+        _secured(svc)
+        refused = await svc.AddPartitionsToTxn(add(TP), ctx)
+        assert ErrorCode(refused.error) is ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        await runtime.close()
+
+    asyncio.run(scenario())
