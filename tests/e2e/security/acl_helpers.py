@@ -96,12 +96,14 @@ def secured_cluster(
     brokers: int = 1,
     initial: Iterable[AclBinding] = (INTER_BROKER,),
     overrides: dict[str, str] | None = None,
+    broker_overrides: dict[int, dict[str, str]] | None = None,
 ) -> Iterator[tuple[Cluster, AclWriter]]:
     cluster = Cluster(
         brokers=brokers,
         data_dir=data_dir,
         zookeeper=zookeeper_hosts,
         overrides={**AUTHORIZER, **(overrides or {})},
+        broker_overrides=broker_overrides,
     )
     writer = AclWriter(zookeeper_hosts + cluster.chroot)
     try:
