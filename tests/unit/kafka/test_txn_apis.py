@@ -53,6 +53,7 @@ from headwater.values import TopicPartition
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kio.schema.add_offsets_to_txn.v3.request import AddOffsetsToTxnRequest
+from kio.schema.add_offsets_to_txn.v4.request import AddOffsetsToTxnRequest as AddOffsetsV4
 from kio.schema.add_partitions_to_txn.v3.request import (
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnTopic,
@@ -60,12 +61,18 @@ from kio.schema.add_partitions_to_txn.v3.request import (
 from kio.schema.add_partitions_to_txn.v4.request import AddPartitionsToTxnRequest as AddV4
 from kio.schema.add_partitions_to_txn.v4.request import AddPartitionsToTxnTopic as TopicV4
 from kio.schema.add_partitions_to_txn.v4.request import AddPartitionsToTxnTransaction
+from kio.schema.add_partitions_to_txn.v5.request import AddPartitionsToTxnRequest as AddV5
+from kio.schema.add_partitions_to_txn.v5.request import AddPartitionsToTxnTopic as AddTopicV5
+from kio.schema.add_partitions_to_txn.v5.request import (
+    AddPartitionsToTxnTransaction as AddTransactionV5,
+)
 from kio.schema.describe_producers.v0.request import DescribeProducersRequest, TopicRequest
 from kio.schema.describe_transactions.v0.request import DescribeTransactionsRequest
 from kio.schema.end_txn.v3.request import EndTxnRequest
 from kio.schema.end_txn.v5.request import EndTxnRequest as EndTxnV5
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
+from kio.schema.init_producer_id.v5.request import InitProducerIdRequest as InitProducerIdV5
 from kio.schema.list_transactions.v1.request import ListTransactionsRequest
 from kio.schema.request_header.v2 import RequestHeader
 from kio.schema.txn_offset_commit.v3.request import (
@@ -592,7 +599,69 @@ SAMPLES: tuple[Any, ...] = (
     DescribeTransactionsRequest(transactional_ids=(TID,)),
     ListTransactionsRequest(state_filters=("Ongoing",), producer_id_filters=(7,)),
     DescribeProducersRequest(topics=(TopicRequest(name="t", partition_indexes=(0,)),)),
+    # The transaction version 2 forms (and the versions that only add an error code).
+    EndTxnV5(transactional_id=TID, producer_id=7, producer_epoch=0, committed=False),
+    AddOffsetsV4(transactional_id=TID, producer_id=7, producer_epoch=0, group_id="g"),
+    InitProducerIdV5(
+        transactional_id=TID,
+        transaction_timeout=datetime.timedelta(seconds=1),
+        producer_id=-1,
+        producer_epoch=-1,
+    ),
+    AddV5(
+        transactions=(
+            AddTransactionV5(
+                transactional_id=TID,
+                producer_id=7,
+                producer_epoch=0,
+                verify_only=True,
+                topics=(AddTopicV5(name="t", partitions=(0,)),),
+            ),
+        )
+    ),
 )
+
+
+def test_the_version_2_era_forms_are_answered() -> None:
+    """AddOffsetsToTxn v4, InitProducerId v5 and AddPartitionsToTxn v5 are served by the
+    same handlers as the versions before them."""
+
+    async def scenario(h: Harness) -> None:
+        init = await h(
+            InitProducerIdV5(
+                transactional_id=TID,
+                transaction_timeout=datetime.timedelta(seconds=10),
+                producer_id=-1,
+                producer_epoch=-1,
+            )
+        )
+        assert init.error_code == 0 and init.producer_epoch == 0
+        pid = init.producer_id
+        added = await h(
+            AddOffsetsV4(transactional_id=TID, producer_id=pid, producer_epoch=0, group_id="g")
+        )
+        assert added.error_code == 0
+        verified = await h(
+            AddV5(
+                transactions=(
+                    AddTransactionV5(
+                        transactional_id=TID,
+                        producer_id=pid,
+                        producer_epoch=0,
+                        verify_only=True,
+                        topics=(AddTopicV5(name="__consumer_offsets", partitions=(0,)),),
+                    ),
+                )
+            )
+        )
+        [result] = verified.results_by_transaction
+        assert [
+            x.partition_error_code for t in result.topic_results for x in t.results_by_partition
+        ] == [0]
+        ended = await _end_v5(h, pid, 0, commit=False)
+        assert ended == (0, pid, 1)
+
+    run(scenario)
 
 
 def _frame(body: Any) -> bytes:
