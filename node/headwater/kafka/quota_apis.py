@@ -9,9 +9,9 @@ Rules, as Kafka's ``ZkAdminManager``:
 * a malformed describe filter answers INVALID_REQUEST for the whole request
   (:func:`headwater.kafka.user_apis.invalid_quota_filter`); an ``ip`` component
   matches nothing (Headwater has no connection-rate quotas);
-* each alteration entry is validated on its own
-  (:func:`headwater.quotas.entities.entity_from_components`,
-  :func:`~headwater.quotas.entities.validate_alteration`): an unknown key, a bad
+* each alteration entry is validated on its own and written
+  (:func:`headwater.server.runtime.quota_admin.alter_entry`, shared with the gRPC
+  ``ClientQuotaAdmin`` service): an unknown key, a bad
   entity or a value not above zero answers INVALID_REQUEST for that entry with
   Kafka's message, and nothing of it is written; ``validate_only`` writes nothing;
 * quotas are read from and written to ZooKeeper
@@ -32,18 +32,12 @@ from headwater.coordination.client_quotas import ClientQuotaStore
 from headwater.errors import ErrorCode
 from headwater.kafka.protocol import Request, build, error_code, response_module
 from headwater.kafka.user_apis import invalid_quota_filter
-from headwater.quotas.entities import (
-    EntityType,
-    InvalidQuota,
-    QuotaEntity,
-    entity_from_components,
-    matches,
-    validate_alteration,
-)
+from headwater.quotas.entities import EntityType, QuotaEntity, matches
 from headwater.security.acls import AclOperation
 from headwater.server.auth.authorization import RequestAuthorizer
 from headwater.server.convert import Context
 from headwater.server.runtime.offload import run_blocking
+from headwater.server.runtime.quota_admin import alter_entry
 
 _NO_THROTTLE = datetime.timedelta(0)
 _NO_GRPC_CONTEXT = cast(Context, None)
@@ -128,19 +122,13 @@ class KafkaQuotaApis:
             if denied is not None:
                 code, message = denied.code, denied.message
             else:
-                try:
-                    entity = entity_from_components(
-                        (e.entity_type, e.entity_name) for e in entry.entity
-                    )
-                    changes = validate_alteration(
-                        (op.key, None if op.remove else float(op.value)) for op in entry.ops
-                    )
-                    if not body.validate_only:
-                        await run_blocking(self._zk().alter, entity, changes)
-                except InvalidQuota as exc:
-                    code, message = ErrorCode.INVALID_REQUEST, str(exc)
-                except errors.HeadwaterError as exc:
-                    code, message = exc.code, errors.message_of(exc)
+                code, text = await alter_entry(
+                    self._store,
+                    ((e.entity_type, e.entity_name) for e in entry.entity),
+                    ((op.key, None if op.remove else float(op.value)) for op in entry.ops),
+                    validate_only=bool(body.validate_only),
+                )
+                message = text or None
             results.append(
                 build(
                     module.EntryData,

@@ -4,7 +4,9 @@ ISR shrink with a fake clock, and refusals that change nothing."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
+from headwater.coordination.model import LeaderAndIsr, PartitionState
 from headwater.errors import ErrorCode
 from headwater.records import Record, build_batch
 from headwater.server.runtime.hosted import FetchSpec, RoleChanges
@@ -106,6 +108,69 @@ def test_long_poll_wakes_on_append(harness: Harness) -> None:
             specs=[FetchSpec(TP, 0, -1, 1 << 20)],
         )  # fmt: skip
         return results[0].records
+
+    asyncio.run(scenario())
+
+
+def test_a_high_watermark_move_wakes_consumers_not_followers(harness: Harness) -> None:
+    """A follower reads up to the log end: a move of the high watermark alone gives its
+    waiting fetch nothing, so it is not re-read (it learns the high watermark with its
+    next answer); a consumer's waiting fetch is answered; an append wakes both."""
+
+    async def scenario() -> None:
+        m = harness.manager
+        await m.prepare_topics([TP.topic])
+        three = PartitionState(
+            TP.topic,
+            TP.partition,
+            LeaderAndIsr(0, 1, (0, 1, 2), controller_epoch=1, zk_version=0),
+            replicas=(0, 1, 2),
+        )
+        m.become_leader_or_follower(controller_epoch=1, states=[three])
+        await m.append_records(acks=1, timeout_ms=100, entries=[(TP, records(b"a"))])
+        for replica in (1, 2):
+            await m.fetch(
+                replica_id=replica, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20,
+                specs=[FetchSpec(TP, 0, 1, 1 << 20)],
+            )  # fmt: skip
+        follower_reads = []
+        read_all = m._read_all
+
+        def counting(**kwargs: Any) -> Any:
+            if kwargs["replica_id"] == 1:
+                follower_reads.append(1)
+            return read_all(**kwargs)
+
+        m._read_all = counting  # type: ignore[method-assign]
+        follower = asyncio.ensure_future(
+            m.fetch(
+                replica_id=1,
+                max_wait_ms=60000,
+                min_bytes=1,
+                max_bytes=1 << 20,
+                specs=[FetchSpec(TP, 1, 1, 1 << 20)],
+            )
+        )
+        consumer = asyncio.ensure_future(consumer_fetch(m, 0, wait_ms=60000))
+        for _ in range(3):
+            await asyncio.sleep(0)
+        assert not follower.done() and not consumer.done()
+        assert len(follower_reads) == 1
+        # replica 2 holds offset 0 too: the high watermark moves to 1
+        await m.fetch(
+            replica_id=2, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20,
+            specs=[FetchSpec(TP, 1, 1, 1 << 20)],
+        )  # fmt: skip
+        assert m.partitions[TP].state.high_watermark == 1
+        assert await asyncio.wait_for(consumer, 10) != b""
+        for _ in range(3):
+            await asyncio.sleep(0)
+        assert not follower.done()
+        assert len(follower_reads) == 1  # not woken, not re-read
+        await m.append_records(acks=1, timeout_ms=100, entries=[(TP, records(b"b"))])
+        [result] = await asyncio.wait_for(follower, 10)
+        assert result.records != b""
+        assert result.high_watermark == 1
 
     asyncio.run(scenario())
 

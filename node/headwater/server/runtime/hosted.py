@@ -115,6 +115,12 @@ class HostedPartition:
     state: Partition
     log: Log
     watchers: set[asyncio.Event] = dataclasses.field(default_factory=set)
+    """Consumers' long-polling fetches: woken by :meth:`wake` and by
+    :meth:`wake_consumers` (they read up to the high watermark, so a move of it is news)."""
+    replica_watchers: set[asyncio.Event] = dataclasses.field(default_factory=set)
+    """Followers' long-polling fetches: woken by :meth:`wake` only.  A follower reads up
+    to the log end, so a high watermark move alone gives it nothing to return; it learns
+    the new high watermark with its next answer, as Kafka's followers do."""
     producers: ProducerStateManager = dataclasses.field(default_factory=ProducerStateManager)
     """Idempotent producers' state; rebuilt from the log on becoming leader."""
     transactions: PartitionTransactions = dataclasses.field(default_factory=PartitionTransactions)
@@ -284,6 +290,14 @@ class HostedPartition:
             self.sync_high_watermark()
 
     def wake(self) -> None:
+        """Every waiting fetch: records were appended, or the partition's role changed."""
+        for event in self.watchers:
+            event.set()
+        for event in self.replica_watchers:
+            event.set()
+
+    def wake_consumers(self) -> None:
+        """The consumers' waiting fetches only: the high watermark moved."""
         for event in self.watchers:
             event.set()
 

@@ -148,10 +148,19 @@ class ReplicaManager:
             if future is not None and not future.done():
                 future.set_result(completion.error)
 
-    def _high_watermark_moved(self, hosted: HostedPartition) -> None:
+    def _high_watermark_moved(
+        self, hosted: HostedPartition, *, wake_followers: bool = True
+    ) -> None:
+        """Syncs the log's high watermark, answers the acks=all produces it covers and wakes
+        the waiting fetches.  ``wake_followers=False`` when only the high watermark moved
+        (a follower's fetch advanced it): the followers' waiting fetches, which read up to
+        the log end, then stay asleep (:attr:`HostedPartition.replica_watchers`)."""
         hosted.sync_high_watermark()
         self._apply_completions(hosted.state.complete_delayed_produces())
-        hosted.wake()
+        if wake_followers:
+            hosted.wake()
+        else:
+            hosted.wake_consumers()
 
     def snapshots(self) -> list[PartitionSnapshot]:
         return [hosted.snapshot() for hosted in self.partitions.values()]
@@ -421,7 +430,7 @@ class ReplicaManager:
             if s.topic_partition in self.partitions
         ]
         for hosted in watched:
-            hosted.watchers.add(event)
+            (hosted.replica_watchers if replica_id >= 0 else hosted.watchers).add(event)
         try:
             while True:
                 event.clear()
@@ -441,7 +450,7 @@ class ReplicaManager:
                     await asyncio.wait_for(event.wait(), wait.remaining_ms(now) / 1000.0)
         finally:
             for hosted in watched:
-                hosted.watchers.discard(event)
+                (hosted.replica_watchers if replica_id >= 0 else hosted.watchers).discard(event)
         for r in results:
             if r.records:
                 self._metrics.bytes_out.labels(r.topic_partition.topic).inc(len(r.records))
@@ -501,7 +510,7 @@ class ReplicaManager:
                 may_join_isr=may_join_isr,
             )
             if outcome.high_watermark_changed:
-                self._high_watermark_moved(hosted)
+                self._high_watermark_moved(hosted, wake_followers=False)
             if outcome.isr_change is not None:
                 self._spawn(self._write_isr(hosted, outcome.isr_change))
         limit = min(spec.partition_max_bytes if spec.partition_max_bytes > 0 else budget, budget)

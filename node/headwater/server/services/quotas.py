@@ -13,17 +13,15 @@ from headwater.coordination.client_quotas import ClientQuotaStore
 from headwater.errors import ErrorCode
 from headwater.quotas.entities import (
     EntityType,
-    InvalidQuota,
     QuotaEntity,
-    entity_from_components,
     invalid_filter,
     matches,
-    validate_alteration,
 )
 from headwater.security.acls import AclOperation
 from headwater.server.auth.authorization import ALLOW_ALL, RequestAuthorizer
 from headwater.server.convert import Context, pb_error
 from headwater.server.runtime.offload import run_blocking
+from headwater.server.runtime.quota_admin import alter_entry
 from headwater.v1 import quotas_pb2, quotas_pb2_grpc
 
 
@@ -106,17 +104,12 @@ class ClientQuotaAdminService(quotas_pb2_grpc.ClientQuotaAdminServicer):
             if denied is not None:
                 code, message = denied.code, denied.message
             else:
-                try:
-                    entity = entity_from_components(_components(entry.entity))
-                    changes = validate_alteration(
-                        (op.key, None if op.remove else op.value) for op in entry.ops
-                    )
-                    if not request.validate_only:
-                        await run_blocking(self._zk().alter, entity, changes)
-                except InvalidQuota as exc:
-                    code, message = ErrorCode.INVALID_REQUEST, str(exc)
-                except errors.HeadwaterError as exc:
-                    code, message = exc.code, errors.message_of(exc)
+                code, message = await alter_entry(
+                    self._store,
+                    _components(entry.entity),
+                    ((op.key, None if op.remove else op.value) for op in entry.ops),
+                    validate_only=request.validate_only,
+                )
             results.append(
                 quotas_pb2.AlterClientQuotasResult(
                     entity=list(entry.entity), error=pb_error(code), error_message=message
