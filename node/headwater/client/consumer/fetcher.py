@@ -401,29 +401,40 @@ class Fetcher:
             self._wakeup.clear()
 
     def _decode_pending(self) -> None:
-        pending = list(self._undecoded.values())
-        self._undecoded.clear()
-        self._undecoded_bytes = 0
-        for u in pending:
-            try:
-                recs = decode_batches(u.batches, u.tp, fetch_offset=u.fetch_offset)
-            except errors.HeadwaterError as exc:
-                self._buffer(
-                    PartitionRecords(
-                        u.tp, fetch_offset=u.fetch_offset, epoch=u.epoch, records=[], error=exc
-                    )
-                )
-                continue
+        """Decode the answers waiting, oldest first, each buffered for ``poll`` at once.
+
+        Stops early, between partitions, when another answer has arrived: the loop
+        then checks it and sends its broker the next fetch before decoding on, so that
+        with several brokers none waits for this thread to decode the others' answers.
+        """
+        while self._undecoded:
+            self._decode(next(iter(self._undecoded)))
+            if not self._answers.empty():
+                return
+
+    def _decode(self, tp: TopicPartition) -> None:
+        """Decode ``tp``'s waiting answer and buffer it (its records, or its error)."""
+        u = self._undecoded.pop(tp)
+        self._undecoded_bytes -= u.size_bytes
+        try:
+            recs = decode_batches(u.batches, u.tp, fetch_offset=u.fetch_offset)
+        except errors.HeadwaterError as exc:
             self._buffer(
                 PartitionRecords(
-                    u.tp,
-                    fetch_offset=u.fetch_offset,
-                    epoch=u.epoch,
-                    records=recs,
-                    next_offset=u.next_offset,
-                    size_bytes=u.size_bytes,
+                    u.tp, fetch_offset=u.fetch_offset, epoch=u.epoch, records=[], error=exc
                 )
             )
+            return
+        self._buffer(
+            PartitionRecords(
+                u.tp,
+                fetch_offset=u.fetch_offset,
+                epoch=u.epoch,
+                records=recs,
+                next_offset=u.next_offset,
+                size_bytes=u.size_bytes,
+            )
+        )
 
     def _pipeline(self) -> dict[TopicPartition, tuple[int, int, int, bool]]:
         """``{tp: (answers waiting, epoch, next offset, large)}``, the last three of the newest."""
@@ -589,6 +600,8 @@ class Fetcher:
                         )
                     )
                 if next_offset > fetch_offset:
+                    if tp in self._undecoded:  # the answer before it first, in order
+                        self._decode(tp)
                     self._undecoded[tp] = _Undecoded(
                         tp, fetch_offset, epoch, batches, next_offset, len(data)
                     )
