@@ -16,7 +16,10 @@ codec).  Two answers per partition bound the memory at twice
 ``max_partition_fetch_bytes`` (decoded) per partition, like Kafka's one
 completed fetch plus one in flight.  Only large answers are pipelined
 (:data:`PIPELINE_MIN_BYTES`): a small one goes to ``poll`` first, since for a
-trickle of records latency, not the round trip, is what counts.
+trickle of records latency, not the round trip, is what counts.  With several
+brokers, decoding pauses between partitions when another answer has arrived, so
+that broker gets its next fetch at once; and each fetch asks a broker for at most
+:data:`FETCH_REQUEST_MAX_BYTES` (:func:`request_max_bytes`).
 
 **Positions.**  Records are decoded into :class:`PartitionRecords` (records
 before the requested offset, which a fetch returns because it sends whole
