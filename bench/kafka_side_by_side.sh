@@ -5,7 +5,8 @@
 # (needs its .venv):
 #   bash bench/kafka_side_by_side.sh [quick] [extra] [door] [txn]
 #     quick: smaller record counts
-#     extra: also the Kafka-door rows: Kafka's own ProducerPerformance and ConsumerPerformance
+#     extra: also the 300-partition rows (3 brokers, RF=3 acks=all, produce and consume N100
+#            records of 100 B), and the Kafka-door rows: Kafka's own ProducerPerformance and ConsumerPerformance
 #            pointed at Headwater's Kafka-protocol listener (the `kafka_bootstrap` that
 #            `headwater dev up` prints) beside the same tools pointed at Apache Kafka, the
 #            rows above's workloads (produce and consume 100 B and 1 KiB, 1 broker acks=1;
@@ -22,6 +23,8 @@
 # perf-consumer-NNNNN group unless --group names one); `headwater perf consume` assigns the
 # partition unless given --group. The "group (subscribe)" rows give both tools the same named
 # group (new, so reading from the earliest offset); both leave the group join out of the rate.
+# Each consume row starts after a `sync`, so that the kernel's writeback of what the rows
+# before wrote (dirty pages expire after 30 s) does not run during it.
 # Prints one table line per workload: kafka figure, headwater figure, ratio headwater/kafka
 # (for latency rows: kafka/headwater of the average, so > 1 means headwater is faster too).
 # The Kafka jars come from Maven Central through bench/kafka-pom.xml.
@@ -65,7 +68,7 @@ kafka_up() {  # $1 = broker count
 }
 kafka_down() { for p in "${kpids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; kpids=(); zk_stop; }
 KB=127.0.0.1:9192   # where kprod/kcons point: Apache Kafka, or Headwater's Kafka door
-ktopic() { java -cp "$CP" org.apache.kafka.tools.TopicCommand --bootstrap-server 127.0.0.1:9192 --create --topic "$1" --partitions 1 --replication-factor "$2" ${3:+--config $3} >/dev/null || { echo "kafka: topic $1 not created"; exit 1; }; }
+ktopic() { java -cp "$CP" org.apache.kafka.tools.TopicCommand --bootstrap-server 127.0.0.1:9192 --create --topic "$1" --partitions "${P:-1}" --replication-factor "$2" ${3:+--config $3} >/dev/null || { echo "kafka: topic $1 not created"; exit 1; }; }
 kprod() {  # topic n size acks -> records/s
   java -cp "$CP" org.apache.kafka.tools.ProducerPerformance --topic "$1" --num-records "$2" --record-size "$3" --throughput -1 \
     --producer-props bootstrap.servers="$KB" acks="$4" batch.size=1048576 linger.ms=5 max.request.size=2097152 | tail -1 |
@@ -87,7 +90,7 @@ ke2e() {  # topic n -> avg p50 p99 (ms; p50/p99 whole ms, as the tool prints the
 }
 hw_up() { rm -rf "$work/hw"; "$HW" dev up --brokers "$1" --data-dir "$work/hw" --output json > "$work/hw-up.json"; export HEADWATER_BOOTSTRAP=$(python3 -c 'import json,sys;print(json.load(open(sys.argv[1]))["bootstrap"])' "$work/hw-up.json"); }
 hw_down() { "$HW" dev down --data-dir "$work/hw" >/dev/null 2>&1; }
-htopic() { "$HW" topics create "$1" --partitions 1 --replication-factor "$2" ${3:+--config $3} >/dev/null || { echo "headwater: topic $1 not created"; exit 1; }; }
+htopic() { "$HW" topics create "$1" --partitions "${P:-1}" --replication-factor "$2" ${3:+--config $3} >/dev/null || { echo "headwater: topic $1 not created"; exit 1; }; }
 hprod() { "$HW" perf produce --topic "$1" --num-records "$2" --record-size "$3" --acks "$4" --batch-size 1048576 --linger-ms 5 --output json | tail -1 |
   python3 -c 'import json,sys; d=json.loads(sys.stdin.read()); print(d["records_per_s"], d["mb_per_s"])'; }
 hprodtx() { "$HW" perf produce --topic "$1" --num-records "$2" --record-size "$3" --acks all --batch-size 1048576 --linger-ms 5 \
@@ -152,14 +155,14 @@ if ! has_arg door; then
 # 1 broker, acks=1
 kafka_up 1; ktopic a100 1; ktopic a1k 1; ktopic warm 1; ktopic e2e 1
 kprod warm 1000000 100 1 >/dev/null   # JIT warm-up of the broker before anything is timed
-k1=$(kprod a100 "$N100" 100 1); k2=$(kcons a100 "$N100"); k3=$(kprod a1k "$N1K" 1024 1); k4=$(kcons a1k "$N1K")
-k2g=$(kcons a100 "$N100" sbs-group-a100); k4g=$(kcons a1k "$N1K" sbs-group-a1k)
+k1=$(kprod a100 "$N100" 100 1); sync; k2=$(kcons a100 "$N100"); k3=$(kprod a1k "$N1K" 1024 1); sync; k4=$(kcons a1k "$N1K")
+sync; k2g=$(kcons a100 "$N100" sbs-group-a100); k4g=$(kcons a1k "$N1K" sbs-group-a1k)
 sync; ke=$(ke2e e2e "$NE2E")   # sync: the GBs just written back first, not during the latency rows
 kafka_down
 hw_up 1; htopic a100 1; htopic a1k 1; htopic warm 1; htopic e2e 1; htopic e2erate 1
 hprod warm 200000 100 1 >/dev/null
-h1=$(hprod a100 "$N100" 100 1); h2=$(hcons a100 "$N100"); h3=$(hprod a1k "$N1K" 1024 1); h4=$(hcons a1k "$N1K")
-h2g=$(hcons a100 "$N100" sbs-group-a100); h4g=$(hcons a1k "$N1K" sbs-group-a1k)
+h1=$(hprod a100 "$N100" 100 1); sync; h2=$(hcons a100 "$N100"); h3=$(hprod a1k "$N1K" 1024 1); sync; h4=$(hcons a1k "$N1K")
+sync; h2g=$(hcons a100 "$N100" sbs-group-a100); h4g=$(hcons a1k "$N1K" sbs-group-a1k)
 sync; he=$(he2e e2e "$NE2E"); sync; hr=$(he2e e2erate "$NE2E" "$E2E_RATE")
 hw_down
 row "produce 100 B, 1 broker, acks=1" $k1 $h1
@@ -183,6 +186,20 @@ row "produce 1 KiB, 3 brokers RF=3 acks=all" $k5 $h5
 fi
 
 has_arg extra || has_arg door || exit 0
+if has_arg extra; then
+# many partitions: 3 brokers, 300 partitions RF=3, acks=all min.insync.replicas=2, N100 x 100 B
+# (the consume row: `headwater perf consume` assigns all 300 partitions; Kafka's tool subscribes)
+kafka_up 3; P=300 ktopic p300 3 min.insync.replicas=2; ktopic warm3 3 min.insync.replicas=2
+kprod warm3 200000 1024 all >/dev/null
+k9=$(kprod p300 "$N100" 100 all); sync; k10=$(kcons p300 "$N100")
+kafka_down
+hw_up 3; P=300 htopic p300 3 min.insync.replicas=2; htopic warm3 3 min.insync.replicas=2
+hprod warm3 100000 1024 all >/dev/null
+h9=$(hprod p300 "$N100" 100 all); sync; h10=$(hcons p300 "$N100")
+hw_down
+row "produce 100 B, 300 partitions RF=3 all" $k9 $h9
+row "consume 100 B, 300 partitions RF=3" $k10 $h10
+fi
 txn_rows
 # The Kafka door: Kafka's own perf tools against Headwater's Kafka listener (1 broker, acks=1),
 # and `headwater perf` through the gRPC door of the same cluster for door/gRPC.

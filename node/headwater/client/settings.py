@@ -187,7 +187,9 @@ class ConsumerSettings:
     max_partition_fetch_bytes: int = 1024 * 1024
     """Bytes per partition per fetch (at least one batch is returned regardless)."""
     fetch_max_bytes: int = 50 * 1024 * 1024
-    """Bytes per fetch response."""
+    """Bytes per fetch response at most (the consumer asks each broker for at most 8 MiB
+    of it, or ``max_partition_fetch_bytes`` if larger: see
+    :func:`headwater.client.consumer.fetcher.request_max_bytes`)."""
     max_poll_records: int = 500
     """Records per ``poll`` at most."""
     request_timeout_ms: int = 30000

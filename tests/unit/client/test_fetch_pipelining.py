@@ -2,7 +2,9 @@
 order and move the position to the end of each answer (over control batches too); an
 answer that does not continue the partition (a late duplicate, an older epoch) is dropped;
 an error is raised only after the records before it were returned; and only large answers
-let the next fetch of their partition go out before ``poll`` took them."""
+let the next fetch of their partition go out before ``poll`` took them; decoding
+pauses between partitions for an answer that arrived, and a partition's answers are
+decoded and handed out in the order they came."""
 
 from __future__ import annotations
 
@@ -14,12 +16,14 @@ from headwater.client.consumer.fetcher import (
     PIPELINE_MIN_BYTES,
     Fetcher,
     PartitionRecords,
+    _Answer,
     records_from,
 )
 from headwater.client.settings import ConsumerSettings
 from headwater.client.subscription import SubscriptionState
 from headwater.client.transport import connection
 from headwater.client.types import TopicPartition
+from headwater.v1 import broker_pb2
 
 TP = TopicPartition("t", 0)
 
@@ -129,3 +133,53 @@ def test_taking_a_whole_answer_does_not_copy_it() -> None:
     pr = answer(0, 4)
     assert pr.take(10) is pr.records
     assert pr.exhausted
+
+
+OTHER = TopicPartition("t", 1)
+
+
+def fetched(tp: TopicPartition, base: int, n: int) -> Any:
+    return broker_pb2.FetchResponse(
+        partitions=[
+            broker_pb2.FetchedPartition(
+                topic=tp.topic,
+                partition=tp.partition,
+                high_watermark=base + n,
+                records=batch(base, n),
+            )
+        ]
+    )
+
+
+def handle(f: Fetcher, subs: SubscriptionState, tp: TopicPartition, base: int, n: int) -> None:
+    f._handle(_Answer("a:9092", {tp: (base, subs.epoch(tp))}, fetched(tp, base, n), None))
+
+
+def test_decoding_stops_between_partitions_when_another_answer_arrived(
+    fetcher: Fetcher, subs: SubscriptionState
+) -> None:
+    subs.assign([TP, OTHER])
+    subs.seek(TP, 0)
+    subs.seek(OTHER, 0)
+    handle(fetcher, subs, TP, 0, 3)
+    handle(fetcher, subs, OTHER, 0, 2)
+    fetcher._answers.put(_Answer("b:9092", {}, broker_pb2.FetchResponse(), None))
+    fetcher._decode_pending()  # one partition, then the answer waiting comes first
+    assert list(fetcher._undecoded) == [OTHER]
+    assert fetcher.buffered_partitions() == {TP}
+    fetcher._answers.get_nowait()
+    fetcher._decode_pending()
+    assert not fetcher._undecoded and fetcher._undecoded_bytes == 0
+    got = fetcher.take(100, paused=not_paused)
+    assert sorted((r.partition, r.offset) for r in got) == [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1)]
+
+
+def test_an_answer_behind_an_undecoded_one_is_handed_out_after_it(
+    fetcher: Fetcher, subs: SubscriptionState
+) -> None:
+    handle(fetcher, subs, TP, 0, 3)
+    handle(fetcher, subs, TP, 3, 2)  # pipelined: the first answer is decoded first
+    assert fetcher.buffered_partitions() == {TP} and list(fetcher._undecoded) == [TP]
+    fetcher._decode_pending()
+    assert [r.offset for r in fetcher.take(100, paused=not_paused)] == [0, 1, 2, 3, 4]
+    assert subs.position(TP) == 5
