@@ -16,10 +16,13 @@ Prints records/s and MiB/s; the ratios are the issue's goals (transactional prod
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import statistics
 import time
 import uuid
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 import headwater
@@ -32,6 +35,37 @@ OVERRIDES = {
     "offsets.topic.num.partitions": "3",
     "log.cleaner.backoff.ms": "60000",
 }
+
+
+class CpuMeter:
+    """CPU seconds (user + system) of this client process and of the brokers over a
+    phase: per record these barely move when other work shares the machine, unlike
+    records/s."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self._cluster = cluster
+        self._client = 0.0
+        self._brokers = 0.0
+
+    def _broker_seconds(self) -> float:
+        tick = os.sysconf("SC_CLK_TCK")
+        total = 0.0
+        for broker in self._cluster.brokers.values():
+            if broker.pid is None:
+                continue
+            with contextlib.suppress(OSError):
+                stat = Path(f"/proc/{broker.pid}/stat").read_text().rsplit(")", 1)[1].split()
+                total += (int(stat[11]) + int(stat[12])) / tick
+        return total
+
+    def start(self) -> None:
+        self._client, self._brokers = time.process_time(), self._broker_seconds()
+
+    def per_record(self, records: int) -> str:
+        """'client X us, brokers Y us' of CPU per record since :meth:`start`."""
+        client = (time.process_time() - self._client) * 1e6 / max(records, 1)
+        brokers = (self._broker_seconds() - self._brokers) * 1e6 / max(records, 1)
+        return f"CPU/record: client {client:.1f} us, brokers {brokers:.1f} us"
 
 
 def make_topic(admin: headwater.Admin) -> str:
@@ -178,28 +212,40 @@ def main() -> None:
     mib = len(RECORD) / (1 << 20)
     with Cluster(brokers=3, overrides=OVERRIDES) as c, headwater.Admin(c.bootstrap) as admin:
         plain_topic, txn_topic = make_topic(admin), make_topic(admin)
-        plain = produce_plain(c.bootstrap, plain_topic, args.seconds) / args.seconds
+        cpu = CpuMeter(c)
+        cpu.start()
+        plain_sent = produce_plain(c.bootstrap, plain_topic, args.seconds)
+        plain, plain_cpu = plain_sent / args.seconds, cpu.per_record(plain_sent)
         phases = Phases()
+        cpu.start()
         txn_sent, transactions = produce_transactional(
             c.bootstrap, txn_topic, args.seconds, args.transaction_ms, phases
         )
-        txn = txn_sent / args.seconds
+        txn, txn_cpu = txn_sent / args.seconds, cpu.per_record(txn_sent)
         print(f"produce plain (idempotent, acks=all): {plain:,.0f} rec/s, {plain * mib:.1f} MiB/s")
+        print(f"  {plain_cpu}")
         print(
             f"produce transactional ({args.transaction_ms:.0f} ms transactions): "
             f"{txn:,.0f} rec/s, {txn * mib:.1f} MiB/s ({txn / plain:.2f}x plain)"
         )
+        print(f"  {txn_cpu}")
         print(f"  {transactions} transactions; {phases.report()}")
         if args.produce_only:
             return
         count = int(txn * args.seconds)
+        cpu.start()
         uncommitted = count / consume(c.bootstrap, txn_topic, count, "read_uncommitted")
+        uncommitted_cpu = cpu.per_record(count)
+        cpu.start()
         committed = count / consume(c.bootstrap, txn_topic, count, "read_committed")
+        committed_cpu = cpu.per_record(count)
         print(f"consume read_uncommitted: {uncommitted:,.0f} rec/s")
+        print(f"  {uncommitted_cpu}")
         print(
             f"consume read_committed: {committed:,.0f} rec/s "
             f"({committed / uncommitted:.2f}x read_uncommitted)"
         )
+        print(f"  {committed_cpu}")
 
 
 if __name__ == "__main__":
