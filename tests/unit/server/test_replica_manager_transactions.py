@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable
 
+from headwater.coordination.model import LeaderAndIsr, PartitionState
 from headwater.errors import ErrorCode
 from headwater.records import Record, build_batch, read_batches
 from headwater.records.control import ControlRecordType, EndTransactionMarker, set_batch_flags
@@ -418,5 +419,43 @@ def test_a_batch_of_a_newer_epoch_before_the_old_marker_asks_the_coordinator(
             for r in b.records()
         ]
         assert values == [b"t1"]  # t2 is open in its own transaction
+
+
+def test_the_partitions_of_one_request_are_verified_at_once(harness: Harness) -> None:
+    """Two partitions opening the transaction in one request: both questions are out
+    before either is answered (one coordinator round trip, not two)."""
+
+    async def scenario() -> None:
+        m = harness.manager
+        tp1 = TopicPartition(TP.topic, TP.partition + 1)
+        await m.prepare_topics([TP.topic])
+        second = PartitionState(
+            tp1.topic, tp1.partition, LeaderAndIsr(0, 1, (0, 1), controller_epoch=1, zk_version=0),
+            replicas=(0, 1),
+        )  # fmt: skip
+        m.become_leader_or_follower(
+            controller_epoch=1, states=[harness.state(leader=0, isr=(0, 1)), second]
+        )
+        asked: list[TopicPartition] = []
+        both_asked = asyncio.Event()
+
+        async def coordinator(tid: str, pid: int, epoch: int, tp: TopicPartition) -> ErrorCode:
+            asked.append(tp)
+            if len(asked) == 2:
+                both_asked.set()
+            await asyncio.wait_for(both_asked.wait(), 1.0)  # times out if asked one by one
+            return ErrorCode.NONE if tp == TP else ErrorCode.INVALID_TXN_STATE
+
+        m.verify_transaction = coordinator
+        r0, r1 = await m.append_records(
+            acks=1,
+            timeout_ms=100,
+            entries=[(TP, txn_batch(b"a")), (tp1, txn_batch(b"b"))],
+            transactional_id="tx",
+        )
+        assert sorted(asked) == sorted([TP, tp1])
+        assert r0.error is ErrorCode.NONE
+        assert r1.error is ErrorCode.INVALID_TXN_STATE  # the refusal stays per partition
+        assert m.partitions[tp1].log.log_end_offset == 0
 
     asyncio.run(scenario())

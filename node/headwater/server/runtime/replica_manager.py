@@ -203,13 +203,29 @@ class ReplicaManager:
         results: list[ProduceResult] = []
         waits: list[tuple[int, int, asyncio.Future[ErrorCode]]] = []
         loop = asyncio.get_running_loop()
-        for tp, records in entries:
-            marker = markers.get(tp) if markers is not None else None
-            refused, verified = None, False
-            if marker is None and transactional_id:
-                refused, verified = await self._verify_transactional(
-                    tp, records, transactional_id, add=add_to_transaction
+        verdicts: list[tuple[ProduceResult | None, bool]] = [(None, False)] * len(entries)
+        if transactional_id:
+            # The coordinator is asked about every partition of the request at once:
+            # one round trip for all of them, not one after another.
+            asks = [
+                (i, tp, header)
+                for i, (tp, records) in enumerate(entries)
+                if (markers is None or tp not in markers)
+                and (header := self._unverified_header(tp, records)) is not None
+            ]
+            if asks:
+                answers = await asyncio.gather(
+                    *(
+                        self._verify_transactional(
+                            tp, header, transactional_id, add=add_to_transaction
+                        )
+                        for _, tp, header in asks
+                    )
                 )
+                for (i, _, _), answer in zip(asks, answers, strict=True):
+                    verdicts[i] = answer
+        for (tp, records), (refused, verified) in zip(entries, verdicts, strict=True):
+            marker = markers.get(tp) if markers is not None else None
             if refused is not None:
                 results.append(refused)
                 continue
@@ -252,21 +268,25 @@ class ReplicaManager:
                     )
         return results
 
+    def _unverified_header(self, tp: TopicPartition, records: bytes) -> BatchHeader | None:
+        """The header of a transactional batch that opens a transaction in ``tp`` here
+        (the coordinator must confirm the partition first); None: nothing to ask."""
+        hosted = self.partitions.get(tp)
+        if hosted is None or not hosted.state.is_leader:
+            return None
+        found = txn_log.inspect(hosted.transactions, records)
+        if not found.needs_verification or found.header is None:
+            return None
+        return found.header
+
     async def _verify_transactional(
-        self, tp: TopicPartition, records: bytes, transactional_id: str, *, add: bool = False
+        self, tp: TopicPartition, header: BatchHeader, transactional_id: str, *, add: bool = False
     ) -> tuple[ProduceResult | None, bool]:
         """The refusal of a transactional batch the coordinator has not added to an open
         transaction, and whether the coordinator confirmed it (:meth:`_append_one`
         checks everything again, and refuses an unconfirmed batch that opens one).
         ``add``: ask the coordinator to add the partition rather than to confirm it; a
         producer whose epoch an EndTxn has bumped since is refused either way."""
-        hosted = self.partitions.get(tp)
-        if hosted is None or not hosted.state.is_leader:
-            return None, False
-        found = txn_log.inspect(hosted.transactions, records)
-        if not found.needs_verification or found.header is None:
-            return None, False
-        header = found.header
         ask = self.add_to_transaction if add else self.verify_transaction
         code = await ask(transactional_id, header.producer_id, header.producer_epoch, tp)
         if code is ErrorCode.NONE:
