@@ -64,6 +64,45 @@ def arrow_schema(*, include_headers: bool) -> pa.Schema:
     return ARROW_SCHEMA_WITH_HEADERS if include_headers else ARROW_SCHEMA
 
 
+def read_columns(schema: pa.Schema, *, include_headers: bool) -> pa.Schema | None:
+    """The Arrow schema a read yields for the schema Spark hands the reader: None for
+    the source's own schema (every column), else a user-specified schema that names some
+    of its columns, with their types, in any order.
+
+    Spark 4.3's Python data source converts every column of every row into its own
+    row format and prunes none, so a query that needs only ``value`` costs less when
+    the schema names only ``value``.  Raises ValueError for a column the source does not
+    have, a type it does not yield, or ``headers`` without ``includeHeaders``.
+    """
+    full = arrow_schema(include_headers=include_headers)
+    if schema.equals(full):
+        return None
+    names = tuple(schema.names)
+    if not names or len(set(names)) != len(names):
+        raise ValueError(f"a schema needs distinct column names, not {list(names)}")
+    for field in schema:
+        if field.name == "headers" and not include_headers:
+            raise ValueError("the schema names headers: set includeHeaders to true")
+        index = ARROW_SCHEMA_WITH_HEADERS.get_field_index(field.name)
+        if index < 0:
+            raise ValueError(
+                f"the schema names column {field.name!r}, which the source does not have "
+                f"(it has {', '.join(ARROW_SCHEMA_WITH_HEADERS.names)})"
+            )
+        want = ARROW_SCHEMA_WITH_HEADERS.field(index).type
+        if not field.type.equals(want):
+            raise ValueError(
+                f"column {field.name!r} is {schema_ddl(include_headers=True).split(', ')[index]}"
+                f", not {field.type}"
+            )
+    return schema
+
+
+def select(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """The columns of ``batch`` that ``schema`` names, as ``schema`` types them (no copy)."""
+    return pa.RecordBatch.from_arrays([batch.column(n) for n in schema.names], schema=schema)
+
+
 _offset, _timestamp, _key, _value, _headers = (operator.itemgetter(i) for i in range(5))
 """A record's fields by position (:class:`ConsumedRecord`'s order; the decoders' plain
 tuples have the same)."""

@@ -53,6 +53,9 @@ class ReaderSettings:
     options); the PEM files must exist at the same paths on the executors."""
     read_committed: bool = False
     """Fetch committed data only and drop aborted transactions' records."""
+    read_schema: pa.Schema | None = None
+    """The columns to yield (None: the source's whole schema); see
+    :func:`~headwater_spark.arrow.read_columns`."""
 
 
 _clients: dict[tuple[str, int, int, ClientSecurity, bool], RangeReader] = {}
@@ -124,5 +127,8 @@ def read_range(
             )
         )
         del answer  # the fetched buffer goes before the next answer is awaited
-        yield from out
+        for batch in out:
+            yield (
+                batch if settings.read_schema is None else arrow.select(batch, settings.read_schema)
+            )
         del out

@@ -219,3 +219,38 @@ def test_a_batch_is_cut_when_its_data_pass_the_limit(monkeypatch: pytest.MonkeyP
     )
     assert [b.num_rows for b in got] == [3, 4]  # cut once 250 bytes are held
     assert [o for b in got for o in b.column("offset").to_pylist()] == list(range(1, 8))
+
+
+def test_a_schema_naming_some_columns_selects_them() -> None:
+    full = arrow.ARROW_SCHEMA_WITH_HEADERS
+    assert arrow.read_columns(arrow.ARROW_SCHEMA, include_headers=False) is None
+    assert arrow.read_columns(full, include_headers=True) is None
+    narrow = pa.schema([full.field("value"), full.field("offset")])
+    assert arrow.read_columns(narrow, include_headers=False) is narrow
+    spark_narrow = to_arrow_schema(
+        StructType([StructField("headers", HEADERS.dataType), StructField("key", BinaryType())]),
+        timezone="UTC",
+    )
+    assert arrow.read_columns(spark_narrow, include_headers=True) is spark_narrow
+    chunks = [([ConsumedRecord(5, 1000, b"k", b"v", (("h", None),))], 0)]
+    batch = arrow.to_record_batch("t", 0, chunks, include_headers=True)
+    picked = arrow.select(batch, spark_narrow)
+    assert picked.schema.equals(spark_narrow)
+    assert picked.to_pylist() == [{"headers": [{"key": "h", "value": None}], "key": b"k"}]
+
+
+@pytest.mark.parametrize(
+    ("fields", "include_headers", "message"),
+    [
+        ([pa.field("size", pa.int32())], False, "does not have"),
+        ([pa.field("offset", pa.int32())], False, "column 'offset' is offset long, not int32"),
+        ([arrow.ARROW_SCHEMA_WITH_HEADERS.field("headers")], False, "includeHeaders"),
+        ([pa.field("value", pa.binary())] * 2, False, "distinct column names"),
+        ([], False, "distinct column names"),
+    ],
+)
+def test_a_schema_the_source_cannot_yield_is_refused(
+    fields: list[pa.Field], include_headers: bool, message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        arrow.read_columns(pa.schema(fields), include_headers=include_headers)
