@@ -339,7 +339,15 @@ static int as_int64(PyObject *obj, int64_t *out, const char *what) {
         FAIL_AT(1);                                             \
     } while (0)
 
+/* A builder made without __init__ has no offsets buffers to append to. */
+static int builder_ready(ColumnsBuilder *self) {
+    if (self->key.offsets.p != NULL) return 1;
+    PyErr_SetString(PyExc_RuntimeError, "ColumnsBuilder.__init__ was not called");
+    return 0;
+}
+
 static PyObject *Builder_add(ColumnsBuilder *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!builder_ready(self)) return NULL;
     if (nargs != 8) {
         PyErr_SetString(PyExc_TypeError, "add(data, count, base_offset, base_timestamp, "
                                          "log_append_time, timestamp_type, start, end)");
@@ -519,6 +527,7 @@ error:
  * empty again afterwards.
  */
 static PyObject *Builder_finish(ColumnsBuilder *self, PyObject *unused) {
+    if (!builder_ready(self)) return NULL;
     PyObject *offsets = NULL, *timestamps = NULL, *types = NULL, *key = NULL, *value = NULL,
              *headers = NULL, *out = NULL;
     Py_ssize_t count = self->count;
@@ -559,6 +568,7 @@ done:
 /* reserve(records, data_bytes): room for that many more records and value bytes, so a
  * fetch answer's columns are allocated once rather than grown (and copied) by doubling. */
 static PyObject *Builder_reserve(ColumnsBuilder *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!builder_ready(self)) return NULL;
     if (nargs != 2) {
         PyErr_SetString(PyExc_TypeError, "reserve(records, data_bytes)");
         return NULL;

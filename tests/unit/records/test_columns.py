@@ -210,3 +210,14 @@ def test_the_pure_python_switch_picks_the_python_builder(monkeypatch: pytest.Mon
     monkeypatch.delenv("HEADWATER_PURE_PYTHON_RECORDS")
     chosen = columns.columns_builder(headers=False)
     assert isinstance(chosen, PythonColumnsBuilder) is not columns.native_columns_available()
+
+
+@native_columns
+def test_a_c_builder_without_init_refuses_work() -> None:
+    from headwater.records import _arrow
+
+    b = _arrow.ColumnsBuilder.__new__(_arrow.ColumnsBuilder)
+    with pytest.raises(RuntimeError, match="__init__"):
+        b.add(ONE, 1, 0, 0, None, 0, 0, 10)
+    with pytest.raises(RuntimeError, match="__init__"):
+        b.finish()
