@@ -6,8 +6,9 @@ partition through the client's
 pipelines the fetches, steps over compacted gaps and control batches, drops
 the records outside the range, and retries leader changes and lost
 connections with the client's backoff until ``pollTimeoutMs`` passes without
-progress.  This module only turns each fetch answer's decoded batches into one
-Arrow batch, column by column (:func:`~headwater_spark.arrow.to_record_batch`).
+progress.  This module only turns each fetch answer's batches into one Arrow
+batch, decoded straight into the columns
+(:func:`~headwater_spark.arrow.batches_to_record_batches`).
 
 Offsets the range needs and the log no longer holds (retention deleted them,
 the partition was reset or recreated, or they never came within
@@ -52,6 +53,9 @@ class ReaderSettings:
     options); the PEM files must exist at the same paths on the executors."""
     read_committed: bool = False
     """Fetch committed data only and drop aborted transactions' records."""
+    read_schema: pa.Schema | None = None
+    """The columns to yield (None: the source's whole schema); see
+    :func:`~headwater_spark.arrow.read_columns`."""
 
 
 _clients: dict[tuple[str, int, int, ClientSecurity, bool], RangeReader] = {}
@@ -104,16 +108,27 @@ def read_range(
     def missing(gap: MissingOffsets) -> None:
         report_data_loss(gap.message, fail_on_data_loss=settings.fail_on_data_loss)
 
-    chunks = reader.read_range(
+    answers = reader.read_range_batches(
         r.tp,
         r.from_offset,
         r.until_offset,
         timeout_ms=settings.poll_timeout_ms,
         on_missing=missing,
     )
-    for chunk in chunks:
-        batch = arrow.to_record_batch(
-            r.topic, r.partition, chunk.batches, include_headers=settings.include_headers
+    for answer in answers:
+        out = list(
+            arrow.batches_to_record_batches(
+                r.topic,
+                r.partition,
+                answer.batches,
+                start=answer.start,
+                end=answer.end,
+                include_headers=settings.include_headers,
+            )
         )
-        del chunk  # its records go before the next chunk is decoded (see read_range)
-        yield batch
+        del answer  # the fetched buffer goes before the next answer is awaited
+        for batch in out:
+            yield (
+                batch if settings.read_schema is None else arrow.select(batch, settings.read_schema)
+            )
+        del out

@@ -32,6 +32,7 @@ from pyspark.sql.datasource import (
     InputPartition,
     WriterCommitMessage,
 )
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
     ReadLimit,
@@ -66,8 +67,20 @@ class RangePartition(InputPartition):
         return f"RangePartition({r.topic}-{r.partition} [{r.from_offset}, {r.until_offset}))"
 
 
-def _reader_settings(opts: ReadOptions) -> ReaderSettings:
+def _reader_settings(opts: ReadOptions, schema: StructType | None = None) -> ReaderSettings:
+    """``schema``: what Spark hands the reader (the source's own, or the user's)."""
+    try:
+        read_schema = (
+            None
+            if schema is None
+            else arrow.read_columns(
+                to_arrow_schema(schema, timezone="UTC"), include_headers=opts.include_headers
+            )
+        )
+    except ValueError as exc:
+        raise OptionError(str(exc)) from None
     return ReaderSettings(
+        read_schema=read_schema,
         bootstrap_servers=opts.bootstrap_servers,
         fetch_max_bytes=opts.fetch_max_bytes,
         max_partition_fetch_bytes=opts.max_partition_fetch_bytes,
@@ -92,9 +105,9 @@ def _partitions(ranges: Sequence[OffsetRange]) -> list[InputPartition]:
 class HeadwaterBatchReader(DataSourceReader):
     """A batch read: ranges planned once on the driver, each read by one task."""
 
-    def __init__(self, opts: ReadOptions) -> None:
+    def __init__(self, opts: ReadOptions, schema: StructType) -> None:
         self.opts = opts
-        self.settings = _reader_settings(opts)
+        self.settings = _reader_settings(opts, schema)
 
     def partitions(self) -> list[InputPartition]:
         view = ClusterView(
@@ -114,9 +127,9 @@ class HeadwaterBatchReader(DataSourceReader):
 class HeadwaterStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """A streaming read; offsets are ``{"topic": {"partition": offset}}`` dicts."""
 
-    def __init__(self, opts: ReadOptions) -> None:
+    def __init__(self, opts: ReadOptions, schema: StructType) -> None:
         self.opts = opts
-        self.settings = _reader_settings(opts)
+        self.settings = _reader_settings(opts, schema)
         self._planner: StreamPlanner | None = None
         self._view: ClusterView | None = None
 
@@ -254,10 +267,10 @@ class HeadwaterDataSource(DataSource):
         return arrow.schema_ddl(include_headers=include_headers(self.options))
 
     def reader(self, schema: StructType) -> HeadwaterBatchReader:
-        return HeadwaterBatchReader(parse_read_options(self.options, streaming=False))
+        return HeadwaterBatchReader(parse_read_options(self.options, streaming=False), schema)
 
     def streamReader(self, schema: StructType) -> HeadwaterStreamReader:
-        return HeadwaterStreamReader(parse_read_options(self.options, streaming=True))
+        return HeadwaterStreamReader(parse_read_options(self.options, streaming=True), schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> HeadwaterWriter:
         """A batch write appends; ``overwrite`` is refused as Spark's Kafka sink refuses it.

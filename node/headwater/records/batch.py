@@ -313,6 +313,28 @@ class Batch:
         with memoryview(self._buf) as view:
             return bytes(view[self._pos : self._pos + self.header.size_in_bytes])
 
+    @property
+    def log_append_time(self) -> int | None:
+        """The timestamp every record carries (LogAppendTime batches), or None."""
+        h = self.header
+        return h.max_timestamp if h.attributes & TIMESTAMP_TYPE_MASK else None
+
+    def records_section(self) -> Buffer:
+        """The records section, decompressed: a ``memoryview`` into the buffer the batch was
+        read from when uncompressed (release it when done), else new ``bytes``."""
+        h = self.header
+        start = self._pos + HEADER_SIZE
+        end = self._pos + h.size_in_bytes
+        codec_id = h.compression
+        with memoryview(self._buf) as view:
+            section = view[start:end]
+        if codec_id is Compression.NONE:
+            return section
+        with section:
+            return _compression.decompress(
+                codec_id, section, where=f"batch at offset {h.base_offset}"
+            )
+
     def records(self) -> Iterator[ConsumedRecord]:
         """Decode the records; raises CorruptRecordError if they do not match the header."""
         return iter(self.record_list())

@@ -142,6 +142,40 @@ def test_batch_reads_what_was_produced(
     assert split.count() == 300
 
 
+def test_a_schema_naming_some_columns_reads_only_those(
+    spark: Any, cluster: Any, make_topic: Callable[..., str]
+) -> None:
+    """A user-specified schema naming some of the source's columns (in any order) is
+    what the read yields; anything else fails the read with a message naming it."""
+    topic = make_topic(2)
+    produced = produce(cluster.bootstrap, topic, 60, partitions=2)
+
+    def narrow(ddl: str, **options: str) -> Any:
+        r = spark.read.format("headwater").schema(ddl)
+        r = r.option("bootstrap.servers", cluster.bootstrap).option("subscribe", topic)
+        for k, v in options.items():
+            r = r.option(k, v)
+        return r.load()
+
+    df = narrow("offset long, value binary, partition int")
+    assert df.columns == ["offset", "value", "partition"]
+    got = sorted((r["partition"], r["offset"], bytes(r["value"])) for r in df.collect())
+    assert got == sorted((p, o, v) for p, o, _k, v, _ts, _h in produced)
+    headers = narrow("headers array<struct<key:string,value:binary>>", includeHeaders="true")
+    assert headers.columns == ["headers"]
+    got_headers = [
+        tuple((h["key"], None if h["value"] is None else bytes(h["value"])) for h in r["headers"])
+        for r in headers.collect()
+    ]
+    assert sorted(got_headers) == sorted(tuple(r[5]) for r in produced)
+    with pytest.raises(Exception, match="does not have"):
+        narrow("value binary, size int").count()
+    with pytest.raises(Exception, match="is offset long, not int32"):
+        narrow("offset int").count()
+    with pytest.raises(Exception, match="set includeHeaders to true"):
+        narrow("headers array<struct<key:string,value:binary>>").count()
+
+
 def _sink_rows(spark: Any, sink: Path) -> list[tuple[int, int]]:
     return sorted((r["partition"], r["offset"]) for r in spark.read.parquet(str(sink)).collect())
 

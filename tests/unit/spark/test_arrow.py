@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 from headwater import records
 from headwater.client.consumer.range_reader import decode_range
-from headwater.records import ConsumedRecord
+from headwater.records import ConsumedRecord, columns
 from headwater_spark import arrow
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
@@ -161,3 +161,96 @@ def test_columns_equal_the_previous_row_transpose(
             arrow.to_record_batch("mixed-é", 3, chunks, include_headers=include_headers),
             _previous_record_batch("mixed-é", 3, chunks, include_headers=include_headers),
         )
+
+
+@pytest.mark.parametrize("builder", ["c", "python"])
+@pytest.mark.parametrize("include_headers", [False, True])
+@pytest.mark.parametrize(("start", "end"), [(0, 10**6), (17, 212), (41, 42)])
+def test_batches_decoded_into_columns_equal_the_records_path(
+    builder: str,
+    include_headers: bool,
+    start: int,
+    end: int,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A mixed stream (headers, null and empty keys and values, every codec, a
+    transaction's batches, LogAppendTime, a cut batch) built straight into columns, by
+    the C builder and by the pure-Python one: the Arrow batch of the decoded records."""
+    if builder == "c" and not columns.native_columns_available():
+        pytest.skip("native columns builder not built")
+    if builder == "python":
+        monkeypatch.setenv("HEADWATER_PURE_PYTHON_RECORDS", "1")
+    batches = [b for b in records.read_batches(mixed_stream()) if not b.is_control]
+    want = arrow.to_record_batch(
+        "mixed-é",
+        3,
+        [(d.records, d.timestamp_type) for d in decode_range(batches, start=start, end=end)],
+        include_headers=include_headers,
+    )
+    got = list(
+        arrow.batches_to_record_batches(
+            "mixed-é", 3, batches, start=start, end=end, include_headers=include_headers
+        )
+    )
+    assert len(got) == 1
+    got[0].validate(full=True)
+    _assert_same_batch(got[0], want)
+
+
+def test_no_records_in_range_make_no_batch() -> None:
+    batches = list(records.read_batches(records.build_batch([records.Record(None, b"v")] * 3)))
+    assert (
+        list(
+            arrow.batches_to_record_batches("t", 0, batches, start=3, end=9, include_headers=False)
+        )
+        == []
+    )
+
+
+def test_a_batch_is_cut_when_its_data_pass_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(arrow, "MAX_BATCH_DATA", 250)
+    raws = [
+        records.build_batch([records.Record(None, b"x" * 100)] * 2, base_offset=2 * i)
+        for i in range(4)
+    ]
+    batches = list(records.read_batches(b"".join(raws)))
+    got = list(
+        arrow.batches_to_record_batches("t", 0, batches, start=1, end=8, include_headers=True)
+    )
+    assert [b.num_rows for b in got] == [3, 4]  # cut once 250 bytes are held
+    assert [o for b in got for o in b.column("offset").to_pylist()] == list(range(1, 8))
+
+
+def test_a_schema_naming_some_columns_selects_them() -> None:
+    full = arrow.ARROW_SCHEMA_WITH_HEADERS
+    assert arrow.read_columns(arrow.ARROW_SCHEMA, include_headers=False) is None
+    assert arrow.read_columns(full, include_headers=True) is None
+    narrow = pa.schema([full.field("value"), full.field("offset")])
+    assert arrow.read_columns(narrow, include_headers=False) is narrow
+    spark_narrow = to_arrow_schema(
+        StructType([StructField("headers", HEADERS.dataType), StructField("key", BinaryType())]),
+        timezone="UTC",
+    )
+    assert arrow.read_columns(spark_narrow, include_headers=True) is spark_narrow
+    chunks = [([ConsumedRecord(5, 1000, b"k", b"v", (("h", None),))], 0)]
+    batch = arrow.to_record_batch("t", 0, chunks, include_headers=True)
+    picked = arrow.select(batch, spark_narrow)
+    assert picked.schema.equals(spark_narrow)
+    assert picked.to_pylist() == [{"headers": [{"key": "h", "value": None}], "key": b"k"}]
+
+
+@pytest.mark.parametrize(
+    ("fields", "include_headers", "message"),
+    [
+        ([pa.field("size", pa.int32())], False, "does not have"),
+        ([pa.field("offset", pa.int32())], False, "column 'offset' is offset long, not int32"),
+        ([arrow.ARROW_SCHEMA_WITH_HEADERS.field("headers")], False, "includeHeaders"),
+        ([pa.field("value", pa.binary())] * 2, False, "distinct column names"),
+        ([], False, "distinct column names"),
+    ],
+)
+def test_a_schema_the_source_cannot_yield_is_refused(
+    fields: list[pa.Field], include_headers: bool, message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        arrow.read_columns(pa.schema(fields), include_headers=include_headers)

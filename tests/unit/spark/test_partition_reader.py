@@ -1,8 +1,10 @@
 """The executor's range reader against the client's in-process fake broker (real gRPC).
 
 Covers the Arrow batches of exactly-[start, end) reads when stored batches
-straddle both bounds, several fetches per range, compressed batches, and a
-range the log cannot satisfy (failOnDataLoss true and false).  The reading
+straddle both bounds, several fetches per range, compressed batches, a
+range the log cannot satisfy (failOnDataLoss true and false), and a mixed stream with
+transactions read as the records path reads it, with the C and the pure-Python columns
+builder.  The reading
 itself is the client's :class:`~headwater.client.consumer.range_reader.RangeReader`
 (tests/unit/client/test_range_reader.py); time is faked: the client's clock
 and sleep are passed in.
@@ -17,11 +19,17 @@ import pyarrow as pa
 import pytest
 from headwater import records
 from headwater.client.consumer.range_reader import RangeReader
-from headwater_spark import partition_reader
+from headwater.records import columns
+from headwater.records.control import ControlRecordType
+from headwater.v1 import broker_pb2
+from headwater_spark import arrow, partition_reader
 from headwater_spark.partition_reader import ReaderSettings
 from headwater_spark.planning import DataLossError, OffsetRange
 
 from tests.unit.client.fake_broker import FakeBroker
+from tests.unit.client.test_decode_paths_agree import mixed_stream
+from tests.unit.client.test_range_reader import FaultyBroker, marker, txn_batch
+from tests.unit.client.test_range_reader import store as store_raw
 
 
 @pytest.fixture
@@ -105,3 +113,67 @@ def test_a_range_past_the_log_is_cut_short_without_fail_on_data_loss(
     store(broker, "t", batches=1, per_batch=5)
     got = read(broker, OffsetRange("t", 0, 2, 9), fail_on_data_loss=False, poll_timeout_ms=1500)
     assert [row["offset"] for b in got for row in b.to_pylist()] == [2, 3, 4]
+
+
+@pytest.mark.parametrize("builder", ["c", "python"])
+@pytest.mark.parametrize("read_committed", [False, True])
+def test_a_mixed_stream_reads_as_the_decoded_records_do(
+    builder: str, read_committed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every codec, headers, null keys and values, a committed transaction and its marker,
+    LogAppendTime, then an aborted transaction: the Arrow batches built straight from the
+    fetched batches hold what the records path (RangeReader.read_range, then
+    ``to_record_batch``) makes of them, column by column, under either isolation level."""
+    if builder == "c" and not columns.native_columns_available():
+        pytest.skip("native columns builder not built")
+    if builder == "python":
+        monkeypatch.setenv("HEADWATER_PURE_PYTHON_RECORDS", "1")
+    b = FaultyBroker()
+    try:
+        stored = [x.raw() for x in records.read_batches(mixed_stream())]  # not the cut one
+        stored += [
+            txn_batch(216, 3, 8),
+            marker(219, 8, ControlRecordType.ABORT),
+            records.build_batch([records.Record(b"k", b"v")] * 2, base_offset=220),
+        ]
+        store_raw(b, stored)
+        b.aborted = [broker_pb2.AbortedTransaction(producer_id=8, first_offset=216)]
+        settings = ReaderSettings(
+            bootstrap_servers=b.bootstrap,
+            include_headers=True,
+            read_committed=read_committed,
+            poll_timeout_ms=5000,
+        )
+        isolation = "read_committed" if read_committed else "read_uncommitted"
+        for start in (0, 17, 203):
+            r = OffsetRange("t", 0, start, 222)
+            with RangeReader(
+                b.bootstrap, isolation_level=isolation, max_partition_fetch_bytes=30000
+            ) as c:
+                got = pa.Table.from_batches(partition_reader.read_range(r, settings, client=c))
+            with RangeReader(
+                b.bootstrap, isolation_level=isolation, max_partition_fetch_bytes=30000
+            ) as c:
+                want = pa.Table.from_batches(
+                    [
+                        arrow.to_record_batch(
+                            "t",
+                            0,
+                            [(d.records, d.timestamp_type) for d in chunk.batches],
+                            include_headers=True,
+                        )
+                        for chunk in c.read_range(("t", 0), start, 222, timeout_ms=5000)
+                    ]
+                )
+            assert got.schema.equals(want.schema)
+            for name in want.column_names:
+                assert got.column(name).to_pylist() == want.column(name).to_pylist(), name
+                assert got.column(name).null_count == want.column(name).null_count, name
+            offsets = got.column("offset").to_pylist()
+            assert 205 not in offsets and 219 not in offsets  # markers
+            aborted = {216, 217, 218}
+            assert aborted.isdisjoint(offsets) if read_committed else aborted <= set(offsets)
+            assert offsets[0] == start and offsets[-1] == 221
+    finally:
+        partition_reader.close_clients()
+        b.stop()
