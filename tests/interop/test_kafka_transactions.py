@@ -50,12 +50,13 @@ pytestmark = pytest.mark.e2e
 TIMEOUT_S = 30
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+def two_broker_cluster(data_dir: Any, **overrides: str) -> Iterator[Cluster]:
+    """Two brokers, each with a plaintext Kafka listener (``kafka_ports``: broker -> port),
+    and a small replicated transaction log and offsets topic."""
     ports = {b: free_port() for b in range(2)}
     with Cluster(
         brokers=2,
-        data_dir=tmp_path_factory.mktemp("kafka-txn"),
+        data_dir=data_dir,
         overrides={
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,KAFKA:PLAINTEXT",
             "transaction.state.log.num.partitions": "3",
@@ -63,7 +64,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             "transaction.state.log.min.isr": "1",
             "offsets.topic.num.partitions": "3",
             "group.initial.rebalance.delay.ms": "0",
-            "transaction.max.timeout.ms": "120000",
+            **overrides,
         },
         broker_overrides={
             b: {"kafka.listeners": f"KAFKA://127.0.0.1:{port}"} for b, port in ports.items()
@@ -71,6 +72,13 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     ) as c:
         c.kafka_ports = ports  # type: ignore[attr-defined]
         yield c
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    yield from two_broker_cluster(
+        tmp_path_factory.mktemp("kafka-txn"), **{"transaction.max.timeout.ms": "120000"}
+    )
 
 
 def kafka_bootstrap(cluster: Cluster) -> str:

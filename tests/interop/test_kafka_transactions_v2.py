@@ -38,11 +38,10 @@ from headwater.errors import ErrorCode
 from headwater.records import Record, build_batch
 from headwater.records.control import set_batch_flags
 from headwater.testing import Cluster
-from headwater.testing.zookeeper import free_port
 
 from .test_kafka_interop import kafka_classpath  # noqa: F401 (a fixture: the 3.9.1 jars)
 from .test_kafka_listener import _exchange
-from .test_kafka_transactions import grpc_read, new_topic, rd_read, unique
+from .test_kafka_transactions import grpc_read, new_topic, rd_read, two_broker_cluster, unique
 
 pytestmark = pytest.mark.e2e
 
@@ -56,24 +55,7 @@ TIMEOUT_S = 30
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    ports = {b: free_port() for b in range(2)}
-    with Cluster(
-        brokers=2,
-        data_dir=tmp_path_factory.mktemp("kafka-txn-v2"),
-        overrides={
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,KAFKA:PLAINTEXT",
-            "transaction.state.log.num.partitions": "3",
-            "transaction.state.log.replication.factor": "2",
-            "transaction.state.log.min.isr": "1",
-            "offsets.topic.num.partitions": "3",
-            "group.initial.rebalance.delay.ms": "0",
-        },
-        broker_overrides={
-            b: {"kafka.listeners": f"KAFKA://127.0.0.1:{port}"} for b, port in ports.items()
-        },
-    ) as c:
-        c.kafka_ports = ports  # type: ignore[attr-defined]
-        yield c
+    yield from two_broker_cluster(tmp_path_factory.mktemp("kafka-txn-v2"))
 
 
 def _clients_4_ready() -> bool:
