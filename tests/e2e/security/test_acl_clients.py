@@ -70,6 +70,10 @@ def test_idempotent_producer_refused_init_producer_id_fails_at_once(
     with Admin(cluster.bootstrap) as admin:
         admin.create_topics([NewTopic("idem", 1, 1)])
     writer.add(acl(TOPIC, "idem", Op.DESCRIBE))
+    with Admin(cluster.bootstrap) as admin:  # the broker learns of the ACL through its watch
+        eventually(
+            lambda: "idem" in admin.list_topics(), lambda seen: seen, what="'idem' described"
+        )
     started = time.monotonic()
     with (
         Producer(cluster.bootstrap, max_block_ms=10000, delivery_timeout_ms=120000) as producer,
