@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Generic, NamedTuple, TypeVar
 
 Condition = dict[str, Any]
+ActionT = TypeVar("ActionT")
+RefusalT = TypeVar("RefusalT")
 
 
 def rfc3339(when: datetime.datetime) -> str:
@@ -60,3 +62,24 @@ def same(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> bool:
     if a is None or b is None:
         return a is b
     return all(a.get(k) == b.get(k) for k in ("status", "reason", "message"))
+
+
+class Event(NamedTuple):
+    """A Kubernetes Event to post on the resource."""
+
+    type: str  # "Normal" or "Warning"
+    reason: str
+    message: str
+
+
+class Outcome(NamedTuple, Generic[ActionT, RefusalT]):
+    """What a reconciler did with one resource, for the kopf layer to apply."""
+
+    status: dict[str, Any]
+    """The status fields to patch (conditions, observedGeneration, ...)."""
+    events: list[Event]
+    actions: list[ActionT]
+    """What was applied to the cluster, in order."""
+    refusal: RefusalT | None
+    retriable: bool = False
+    """The failure may go away by itself (a broker down): retry soon."""

@@ -30,23 +30,8 @@ from headwater_operator.topics import Action, ActualTopic, Claim, Reason, Refusa
 READY = "Ready"
 
 
-class Event(NamedTuple):
-    """A Kubernetes Event to post on the resource."""
-
-    type: str  # "Normal" or "Warning"
-    reason: str
-    message: str
-
-
-class Outcome(NamedTuple):
-    status: dict[str, Any]
-    """The status fields to patch (conditions, observedGeneration, topicName, ...)."""
-    events: list[Event]
-    actions: list[Action]
-    """What was applied to the cluster, in order."""
-    refusal: Refusal | None
-    retriable: bool = False
-    """The failure may go away by itself (a broker down): retry soon."""
+Event = conditions.Event
+Outcome = conditions.Outcome[Action, Refusal]
 
 
 class TopicResource(NamedTuple):

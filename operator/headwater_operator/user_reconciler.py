@@ -36,18 +36,8 @@ READY = "Ready"
 USER_LABEL = "headwater.io/user"
 
 
-class Event(NamedTuple):
-    type: str
-    reason: str
-    message: str
-
-
-class Outcome(NamedTuple):
-    status: dict[str, Any]
-    events: list[Event]
-    actions: list[Action]
-    refusal: Refusal | None
-    retriable: bool = False
+Event = conditions.Event
+Outcome = conditions.Outcome[Action, Refusal]
 
 
 class UserResource(NamedTuple):
