@@ -162,9 +162,11 @@ class ConfigAdmin:
         """A topic's overrides; UNKNOWN_TOPIC_OR_PARTITION for a topic that does not exist
         or is being deleted (as in Kafka, where brokers stop serving it at once)."""
         coordinator = self._coord()
-        if name not in await run_blocking(coordinator.get_topics) or name in await run_blocking(
+        # The marker first: the controller drops it and the topic's znodes in one multi-op,
+        # so a topic read after an absent marker is not one whose deletion just finished.
+        if name in await run_blocking(
             coordinator.store.get_topics_to_delete
-        ):
+        ) or name not in await run_blocking(coordinator.get_topics):
             raise errors.UnknownTopicOrPartitionError(f"Topic '{name}' does not exist.")
         return dict(await run_blocking(coordinator.get_topic_config, name))
 
