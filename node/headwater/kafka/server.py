@@ -62,6 +62,13 @@ TLS_HANDSHAKE_TIMEOUT_S = 10.0
 """How long a client has to finish its TLS handshake."""
 
 
+READ_BUFFER_BYTES = 1 << 20
+"""A connection's read buffer (asyncio's StreamReader ``limit``): reading from the socket
+pauses once twice this much waits unread.  At asyncio's 64 KiB default a Produce request
+of a few hundred KB paused and resumed the socket (two ``epoll_ctl`` calls and a loop
+round) for every chunk read."""
+
+
 class ConnectionRefused(Exception):
     """The connection is closed for a security reason (logged at INFO, not WARNING)."""
 
@@ -113,6 +120,7 @@ class KafkaServer:
             self._serve,
             host=endpoint.host or "0.0.0.0",
             port=endpoint.port,
+            limit=READ_BUFFER_BYTES,
         )
         self.port = self._server.sockets[0].getsockname()[1]
         log.info(
