@@ -30,12 +30,13 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 import io
 import logging
 import struct
 from collections.abc import Mapping
 from types import ModuleType
-from typing import Any, Final
+from typing import IO, Any, Final, cast
 
 from kio.index import load_payload_module, load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode as KioErrorCode
@@ -243,7 +244,7 @@ def parse_request(frame: bytes) -> Request:
             if name
             else f"unknown API key {api_key} (version {api_version})"
         )
-    schema = load_request_schema(api_key, api_version)
+    schema = _request_schema(api_key, api_version)
     try:
         header, used = entity_reader(schema.__header_schema__)(frame, 0)
         body, body_used = entity_reader(schema)(frame, used)
@@ -266,6 +267,14 @@ def parse_request(frame: bytes) -> Request:
     return Request(api_key, api_version, correlation_id, header.client_id, body)
 
 
+@functools.cache
+def _request_schema(api_key: int, api_version: int) -> Any:
+    """``kio``'s request type of a supported API version (kio resolves it by import path
+    on every call: here once)."""
+    return load_request_schema(api_key, api_version)
+
+
+@functools.cache
 def response_module(api_key: int, api_version: int) -> ModuleType:
     """The ``kio`` module of an API version's response types (its nested entities too)."""
     return load_payload_module(api_key, api_version, EntityType.response)
@@ -298,10 +307,63 @@ def error_code(code: int) -> KioErrorCode:
     return KioErrorCode(int(code))
 
 
-def encode_response(correlation_id: int, body: Any) -> bytes:
-    """The size-prefixed response frame: the header its API version uses, then ``body``."""
+BY_REFERENCE_BYTES: Final = 16_384
+"""A value this large written while encoding a response (the records of a Fetch
+response) becomes a chunk of its own, kept by reference rather than copied."""
+
+
+class _ResponseChunks:
+    """The ``write`` target of a response's encoding: small writes gather in a buffer,
+    each value of :data:`BY_REFERENCE_BYTES` or more is its own chunk (not copied).
+
+    Invariant: ``b"".join(chunks)`` after :meth:`close` is the frame, its size prefix
+    (4 bytes reserved at the start) filled in.
+    """
+
+    __slots__ = ("_small", "chunks", "size")
+
+    def __init__(self) -> None:
+        self._small = bytearray(_PREFIX.size)
+        self.chunks: list[bytes | bytearray | memoryview] = []
+        self.size = 0
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        n = len(data)
+        if n >= BY_REFERENCE_BYTES:
+            self.chunks.append(self._small)
+            self._small = bytearray()
+            self.chunks.append(data)
+        else:
+            self._small += data
+        self.size += n
+        return n
+
+    def close(self) -> list[bytes | bytearray | memoryview]:
+        if self._small:
+            self.chunks.append(self._small)
+        first = self.chunks[0]
+        assert isinstance(first, bytearray)
+        _PREFIX.pack_into(first, 0, self.size)
+        return self.chunks
+
+
+CARRY_RECORDS: Final = frozenset({1})
+"""The APIs whose responses carry record bytes (Fetch): encoded into chunks, the records
+not copied.  The others are encoded into one buffer (each of their many small writes
+costs less there)."""
+
+
+def encode_response_chunks(correlation_id: int, body: Any) -> list[bytes | bytearray | memoryview]:
+    """The size-prefixed response frame as the chunks to send in order: the header its
+    API version uses, then ``body``; record bytes (:data:`CARRY_RECORDS`) are not copied."""
     entity_type = type(body)
     header_type = entity_type.__header_schema__
+    if entity_type.__api_key__ in CARRY_RECORDS:
+        chunks = _ResponseChunks()
+        target = cast(IO[bytes], chunks)  # kio's writers call only write()
+        entity_writer(header_type)(target, header_type(correlation_id=correlation_id))
+        entity_writer(entity_type)(target, body)
+        return chunks.close()
     out = io.BytesIO()
     out.write(b"\0\0\0\0")
     entity_writer(header_type)(out, header_type(correlation_id=correlation_id))
@@ -309,7 +371,12 @@ def encode_response(correlation_id: int, body: Any) -> bytes:
     frame = out.getbuffer()
     _PREFIX.pack_into(frame, 0, len(frame) - _PREFIX.size)
     del frame
-    return out.getvalue()
+    return [out.getvalue()]
+
+
+def encode_response(correlation_id: int, body: Any) -> bytes:
+    """The size-prefixed response frame: the header its API version uses, then ``body``."""
+    return b"".join(encode_response_chunks(correlation_id, body))
 
 
 def encode_raw(token: bytes) -> bytes:

@@ -188,3 +188,49 @@ def test_fuzz_frame_size_is_within_bounds_or_refused(prefix: bytes, max_bytes: i
 def test_build_keeps_the_fields_a_version_has() -> None:
     v0 = p.build(ApiVersionsResponseV0, error_code=p.error_code(0), api_keys=(), throttle_time=1)
     assert v0 == ApiVersionsResponseV0(error_code=p.error_code(0), api_keys=())
+
+
+def _fetch_response(version: int, records: bytes) -> object:
+    m = p.response_module(1, version)
+    part = p.build(
+        m.PartitionData,
+        partition_index=0,
+        error_code=p.error_code(0),
+        high_watermark=10,
+        last_stable_offset=10,
+        log_start_offset=0,
+        aborted_transactions=(),
+        preferred_read_replica=-1,
+        records=records,
+    )
+    topic = p.build(m.FetchableTopicResponse, topic="t", partitions=(part,))
+    return p.build(
+        m.FetchResponse,
+        throttle_time=p._ZERO,
+        error_code=p.error_code(0),
+        session_id=5,
+        responses=(topic,),
+    )
+
+
+@pytest.mark.parametrize("version", [4, 11, 12])
+@pytest.mark.parametrize("size", [0, 100, p.BY_REFERENCE_BYTES, 3 * p.BY_REFERENCE_BYTES])
+def test_a_fetch_response_is_sent_in_chunks_with_the_records_not_copied(
+    version: int, size: int
+) -> None:
+    records = bytes(range(256)) * (size // 256) + b"r" * (size % 256)
+    body = _fetch_response(version, records)
+    chunks = p.encode_response_chunks(9, body)
+    frame = b"".join(chunks)
+    assert any(c is records for c in chunks) == (size >= p.BY_REFERENCE_BYTES)
+    size_prefix, correlation_id = struct.unpack_from(">ii", frame)
+    assert size_prefix == len(frame) - 4 and correlation_id == 9
+    header_bytes = 9 if version >= 12 else 8  # v12 is flexible: header tagged fields
+    decoded, used = entity_reader(type(body))(frame, header_bytes)
+    assert header_bytes + used == len(frame)
+    assert decoded == body
+
+
+def test_other_responses_are_one_chunk() -> None:
+    chunks = p.encode_response_chunks(1, p.api_versions_response(3))
+    assert len(chunks) == 1 and chunks[0] == p.encode_response(1, p.api_versions_response(3))

@@ -8,6 +8,7 @@ max_bytes with and without min_one_batch, and out-of-range offsets.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -73,6 +74,27 @@ def test_max_offset_stops_before_the_batch_holding_it(log: Log) -> None:
     assert batch_bases(log.read(0, 10_000, max_offset=7).records) == [0, 3]
     assert log.read(6, 10_000, max_offset=6).records == b""
     assert log.read(0, 10_000, max_offset=0).records == b""
+
+
+def test_a_read_at_the_high_watermark_reads_no_segment(
+    log: Log, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An incremental fetch (KIP-227) reads every partition of its session: one whose
+    consumer is at the high watermark costs no file read."""
+    log.append_as_leader(batch(3), leader_epoch=0, now_ms=0)
+    preads: list[int] = []
+    real_pread = os.pread
+
+    def counting_pread(fd: int, n: int, offset: int) -> bytes:
+        preads.append(n)
+        return real_pread(fd, n, offset)
+
+    monkeypatch.setattr(os, "pread", counting_pread)
+    assert log.read(3, 10_000, max_offset=3).records == b""
+    assert log.read(3, 10_000).records == b""  # the log end, as a follower reads it
+    assert preads == []
+    assert batch_bases(log.read(0, 10_000, max_offset=3).records) == [0]
+    assert preads
 
 
 def test_max_bytes_returns_whole_batches_only(log: Log) -> None:
