@@ -17,8 +17,10 @@ codec).  Two answers per partition bound the memory at twice
 completed fetch plus one in flight.  Only large answers are pipelined
 (:data:`PIPELINE_MIN_BYTES`): a small one goes to ``poll`` first, since for a
 trickle of records latency, not the round trip, is what counts.  With several
-brokers, decoding pauses between partitions when another answer has arrived, so
-that broker gets its next fetch at once; and each fetch asks a broker for at most
+brokers, a broker whose large answer was checked gets its next fetch before the
+other answers waiting are checked, and decoding pauses between partitions when
+another answer has arrived, so that broker gets its next fetch at once; and each
+fetch asks a broker for at most
 :data:`FETCH_REQUEST_MAX_BYTES` (:func:`request_max_bytes`).
 
 **Positions.**  Records are decoded into :class:`PartitionRecords` (records
@@ -389,6 +391,10 @@ class Fetcher:
                 break
             self._in_flight.discard(answer.address)
             self._handle(answer)
+            if self._undecoded_bytes >= PIPELINE_MIN_BYTES and not self._answers.empty():
+                # Its broker's next fetch goes out now, not after the other answers
+                # waiting here are checked too (milliseconds each at MiBs).
+                self._send_fetches()
         if self._undecoded and self._undecoded_bytes < PIPELINE_MIN_BYTES:
             self._decode_pending()
         # Large answers are decoded after the next fetches go out (pipelining).
