@@ -13,7 +13,8 @@ perf produce`` writes them) and times, per record, with ``time.process_time``:
 - ``fetcher``: the real :class:`~headwater.client.consumer.fetcher.Fetcher`
   handling answers (parse included) and ``take`` handing them out as
   ``poll`` does, 10,000 at a time, with ``perf consume``'s per-record work
-  (value and key sizes, a timestamp in 16) on what it returns.
+  (value and key sizes, a timestamp in 16) on what it returns; and the cyclic
+  collections (any generation) that ran meanwhile, per 100k records.
 
 Each figure is the median of ``--rounds`` (with the range).  It is the
 client's own CPU: compare code versions by it (run each checkout's own
@@ -23,6 +24,7 @@ client's own CPU: compare code versions by it (run each checkout's own
 from __future__ import annotations
 
 import argparse
+import gc
 import operator
 import os
 import statistics
@@ -154,7 +156,7 @@ def run_fetcher(answers: list[bytes], count: int) -> int:
 
 
 def stages(value_size: int, count: int) -> dict[str, float]:
-    """Seconds of CPU per record of each stage, once."""
+    """Seconds of CPU per record of each stage, once (and the fetcher's collection count)."""
     answers = answers_of(batches_of(value_size, count))
     parsed = [deserialize(a) for a in answers]
     datas = [p.partitions[0].records for p in parsed]
@@ -165,8 +167,26 @@ def stages(value_size: int, count: int) -> dict[str, float]:
     out["decode"] = _cpu(
         lambda: [fetcher_mod.decode_batches(b, TP, fetch_offset=0) for b in checked]
     )
+    collections = _collections_during(lambda: run_fetcher(answers, count))
     out["fetcher"] = _cpu(lambda: run_fetcher(answers, count))
-    return {k: v / count for k, v in out.items()}
+    per_record = {k: v / count for k, v in out.items()}
+    per_record["gc collections per 100k (fetcher)"] = collections / count * 1e5
+    return per_record
+
+
+def _collections_during(fn: Callable[[], Any]) -> int:
+    """How many cyclic collections (any generation) ran during ``fn()``."""
+    starts = [0]
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        starts[0] += phase == "start"
+
+    gc.callbacks.append(count)
+    try:
+        fn()
+    finally:
+        gc.callbacks.remove(count)
+    return starts[0]
 
 
 def main() -> None:
@@ -181,7 +201,8 @@ def main() -> None:
         rounds = [stages(size, args.records) for _ in range(args.rounds)]
         parts = []
         for stage in rounds[0]:
-            us = sorted(r[stage] * 1e6 for r in rounds)
+            scale = 1 if stage.startswith("gc") else 1e6  # a count, not seconds
+            us = sorted(r[stage] * scale for r in rounds)
             parts.append(f"{stage} {statistics.median(us):.3f} ({us[0]:.3f}-{us[-1]:.3f})")
         print(f"{size:>5} B values, {args.records} records, us/record: " + ", ".join(parts))
 

@@ -2,7 +2,8 @@
 order and move the position to the end of each answer (over control batches too); an
 answer that does not continue the partition (a late duplicate, an older epoch) is dropped;
 an error is raised only after the records before it were returned; and only large answers
-let the next fetch of their partition go out before ``poll`` took them; decoding
+let the next fetch of their partition go out before ``poll`` took them; a broker's
+next fetch goes out before the other brokers' waiting answers are checked; decoding
 pauses between partitions for an answer that arrived, and a partition's answers are
 decoded and handed out in the order they came."""
 
@@ -183,3 +184,50 @@ def test_an_answer_behind_an_undecoded_one_is_handed_out_after_it(
     fetcher._decode_pending()
     assert [r.offset for r in fetcher.take(100, paused=not_paused)] == [0, 1, 2, 3, 4]
     assert subs.position(TP) == 5
+
+
+def large_answer(address: str, tp: TopicPartition, subs: SubscriptionState) -> _Answer:
+    """An answer of ``tp`` from ``address`` of at least PIPELINE_MIN_BYTES."""
+    value = b"x" * 1000
+    n = PIPELINE_MIN_BYTES // len(value) + 1
+    data = records.build_batch([records.Record(None, value, (), 1000)] * n, base_offset=0)
+    response = broker_pb2.FetchResponse(
+        partitions=[
+            broker_pb2.FetchedPartition(
+                topic=tp.topic, partition=tp.partition, high_watermark=n, records=data
+            )
+        ]
+    )
+    return _Answer(address, {tp: (0, subs.epoch(tp) or 0)}, response, None)
+
+
+class _NoRefresh:
+    def maybe_refresh(self) -> None:
+        pass
+
+
+def test_a_large_answer_sends_its_broker_the_next_fetch_before_the_next_answer_is_checked(
+    fetcher: Fetcher, subs: SubscriptionState
+) -> None:
+    """With answers of several brokers waiting, each broker's next fetch goes out right
+    after its own answer was checked, not after every waiting answer was."""
+    subs.assign([TP, OTHER])
+    subs.seek(TP, 0)
+    subs.seek(OTHER, 0)
+    fetcher._metadata = _NoRefresh()  # type: ignore[assignment]
+    for a in (large_answer("a:9092", TP, subs), large_answer("b:9092", OTHER, subs)):
+        fetcher._in_flight.add(a.address)
+        fetcher._answers.put(a)
+    sends: list[tuple[set[str], list[TopicPartition]]] = []
+
+    def send_fetches() -> float:
+        sends.append((set(fetcher._in_flight), list(fetcher._undecoded)))
+        return 0.0
+
+    fetcher._send_fetches = send_fetches  # type: ignore[method-assign]
+    fetcher.run_once()
+    # First: a's answer checked, b's still waiting (b in flight, its answer queued).
+    assert sends[0] == ({"b:9092"}, [TP])
+    assert sends[1] == (set(), [TP, OTHER])
+    assert not fetcher._undecoded
+    assert fetcher.buffered_partitions() == {TP, OTHER}

@@ -15,7 +15,7 @@ once it answered.
 from __future__ import annotations
 
 import threading
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import pytest
 from headwater import errors, records
@@ -137,9 +137,10 @@ class FakePool:
                 done(None, exc)
 
 
-class _Leader:
-    def __init__(self, address: str) -> None:
-        self.address = address
+class _Leader(NamedTuple):
+    """A leader as the metadata gives it: equal (and hashed) by value, as BrokerMetadata is."""
+
+    address: str
 
 
 class _Cluster:

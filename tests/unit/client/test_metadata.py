@@ -1,9 +1,15 @@
-"""Cluster metadata snapshots built from Metadata answers: leaders, errors, merging."""
+"""Cluster metadata snapshots built from Metadata answers: leaders, errors, merging; and
+one Metadata call for two threads wanting the same refresh at once."""
 
 from __future__ import annotations
 
-from headwater.client.transport.metadata import ClusterMetadata
+import threading
+import time
+from typing import Any, cast
+
+from headwater.client.transport.metadata import ClusterMetadata, MetadataManager
 from headwater.client.types import TopicPartition
+from headwater.retry import RetryPolicy
 from headwater.v1 import broker_pb2, common_pb2
 
 
@@ -54,3 +60,53 @@ def test_merge_replaces_only_answered_topics() -> None:
     merged = old.merge(new, topics=["u"])
     assert set(merged.partitions) == {"t", "u"}
     assert old.merge(new, topics=None).partitions.keys() == {"u"}
+
+
+class _SlowBroker:
+    """A broker's Metadata method that blocks until released and counts its calls."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def Metadata(self, request: Any, timeout: float) -> Any:
+        self.calls += 1
+        self.entered.set()
+        assert self.release.wait(5)
+        return response()
+
+
+class _Channels:
+    def __init__(self, broker: _SlowBroker) -> None:
+        self._broker = broker
+
+    def broker(self, address: str) -> _SlowBroker:
+        return self._broker
+
+
+def test_a_refresh_waiting_for_another_threads_refresh_does_not_repeat_it() -> None:
+    """Two threads wanting the same refresh (a consumer's poll and its fetcher, both
+    seeing a new topic) make one Metadata call: the second finds it done."""
+    broker = _SlowBroker()
+    manager = MetadataManager(
+        bootstrap=("h1:1",),
+        channels=cast(Any, _Channels(broker)),
+        retry=RetryPolicy(retry_backoff_ms=1, retry_backoff_max_ms=1),
+        request_timeout_ms=1000,
+    )
+    manager.add_topics(["t"])
+    first = threading.Thread(target=manager.maybe_refresh)
+    first.start()
+    assert broker.entered.wait(5)
+    second = threading.Thread(target=manager.maybe_refresh)
+    second.start()
+    time.sleep(0.05)  # the second thread waits for the lock
+    broker.release.set()
+    first.join(5)
+    second.join(5)
+    assert broker.calls == 1
+    assert manager.current.partition_count("t") == 2
+    manager.request_update()
+    manager.maybe_refresh()
+    assert broker.calls == 2

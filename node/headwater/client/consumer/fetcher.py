@@ -17,8 +17,10 @@ codec).  Two answers per partition bound the memory at twice
 completed fetch plus one in flight.  Only large answers are pipelined
 (:data:`PIPELINE_MIN_BYTES`): a small one goes to ``poll`` first, since for a
 trickle of records latency, not the round trip, is what counts.  With several
-brokers, decoding pauses between partitions when another answer has arrived, so
-that broker gets its next fetch at once; and each fetch asks a broker for at most
+brokers, a broker whose large answer was checked gets its next fetch before the
+other answers waiting are checked, and decoding pauses between partitions when
+another answer has arrived, so that broker gets its next fetch at once; and each
+fetch asks a broker for at most
 :data:`FETCH_REQUEST_MAX_BYTES` (:func:`request_max_bytes`).
 
 **Positions.**  Records are decoded into :class:`PartitionRecords` (records
@@ -64,7 +66,7 @@ from headwater.client.settings import ConsumerSettings
 from headwater.client.subscription import SubscriptionState
 from headwater.client.transport import connection, inline_calls, rpc_errors
 from headwater.client.transport.metadata import MetadataManager
-from headwater.client.types import ConsumerRecord, TopicPartition
+from headwater.client.types import BrokerMetadata, ConsumerRecord, TopicPartition
 from headwater.clock import Clock, monotonic_ms
 from headwater.records.control import AbortedTransaction, committed_batches
 from headwater.v1 import broker_pb2
@@ -107,6 +109,40 @@ def request_max_bytes(settings: ConsumerSettings) -> int:
         settings.fetch_max_bytes,
         max(FETCH_REQUEST_MAX_BYTES, settings.max_partition_fetch_bytes),
     )
+
+
+def fetch_request(
+    settings: ConsumerSettings, parts: dict[TopicPartition, tuple[int, int]]
+) -> broker_pb2.FetchRequest:
+    """The Fetch for ``parts`` (``{tp: (fetch offset, epoch)}``) that this consumer sends.
+
+    Each partition is added to the request in place (``partitions.add``): building a
+    ``FetchPartition`` and copying it in costs about three times as much, a
+    millisecond for a broker leading 100 of the partitions read.
+    """
+    s = settings
+    request = broker_pb2.FetchRequest(
+        replica_id=-1,
+        max_wait_ms=s.fetch_max_wait_ms,
+        min_bytes=s.fetch_min_bytes,
+        max_bytes=request_max_bytes(s),
+        isolation_level=(
+            broker_pb2.READ_COMMITTED if s.read_committed else broker_pb2.READ_UNCOMMITTED
+        ),
+    )
+    add = request.partitions.add
+    max_bytes = s.max_partition_fetch_bytes
+    for tp, (position, _epoch) in parts.items():
+        add(
+            topic=tp.topic,
+            partition=tp.partition,
+            fetch_offset=position,
+            current_leader_epoch=-1,
+            last_fetched_epoch=-1,
+            log_start_offset=-1,
+            partition_max_bytes=max_bytes,
+        )
+    return request
 
 
 def next_offset_after(batches: Sequence[records.Batch], fetch_offset: int) -> int:
@@ -389,6 +425,10 @@ class Fetcher:
                 break
             self._in_flight.discard(answer.address)
             self._handle(answer)
+            if self._undecoded_bytes >= PIPELINE_MIN_BYTES and not self._answers.empty():
+                # Its broker's next fetch goes out now, not after the other answers
+                # waiting here are checked too (milliseconds each at MiBs).
+                self._send_fetches()
         if self._undecoded and self._undecoded_bytes < PIPELINE_MIN_BYTES:
             self._decode_pending()
         # Large answers are decoded after the next fetches go out (pipelining).
@@ -458,13 +498,14 @@ class Fetcher:
         wait_s = _IDLE_WAIT_S
         waiting = self._pipeline()
         meta = self._metadata.current
-        by_leader: dict[str, dict[TopicPartition, tuple[int, int]]] = {}
-        leaders: set[str] = set()  # of every fetchable partition, fetched now or not
+        # Keyed by the leader's BrokerMetadata: its address is formatted once per broker.
+        by_leader: dict[BrokerMetadata, dict[TopicPartition, tuple[int, int]]] = {}
+        leaders: set[BrokerMetadata] = set()  # of every fetchable partition, fetched now or not
         held_back = pipelined = False
         for tp, (position, epoch) in self._subs.fetchable().items():
             leader = meta.leader(tp)
             if leader is not None:
-                leaders.add(leader.address)
+                leaders.add(leader)
             queued = waiting.get(tp)
             if queued is not None:
                 count, queued_epoch, next_offset, large = queued
@@ -484,32 +525,13 @@ class Fetcher:
                 self._backoff(tp, now)
                 held_back = True
                 continue
-            by_leader.setdefault(leader.address, {})[tp] = (position, epoch)
+            by_leader.setdefault(leader, {})[tp] = (position, epoch)
         s = self._settings
-        for address, parts in by_leader.items():
+        for broker, parts in by_leader.items():
+            address = broker.address
             if address in self._in_flight:
                 continue
-            request = broker_pb2.FetchRequest(
-                replica_id=-1,
-                max_wait_ms=s.fetch_max_wait_ms,
-                min_bytes=s.fetch_min_bytes,
-                max_bytes=request_max_bytes(s),
-                isolation_level=(
-                    broker_pb2.READ_COMMITTED if s.read_committed else broker_pb2.READ_UNCOMMITTED
-                ),
-                partitions=[
-                    broker_pb2.FetchPartition(
-                        topic=tp.topic,
-                        partition=tp.partition,
-                        fetch_offset=position,
-                        current_leader_epoch=-1,
-                        last_fetched_epoch=-1,
-                        log_start_offset=-1,
-                        partition_max_bytes=s.max_partition_fetch_bytes,
-                    )
-                    for tp, (position, _epoch) in parts.items()
-                ],
-            )
+            request = fetch_request(s, parts)
             inline = self._allow_inline and inline_calls.may_fetch_inline(
                 requests_in_flight=len(self._in_flight),
                 leaders=len(leaders),

@@ -163,22 +163,30 @@ class MetadataManager:
         """Refresh when requested or stale; errors leave the old snapshot (retried next loop)."""
         if not self.needs_update():
             return
-        try:
-            self.fetch(sorted(self._topics))
-        except errors.HeadwaterError:
-            return
+        with self._lock:
+            # Another thread may have refreshed while this one waited for the lock
+            # (a consumer's first poll and its fetcher both see a new topic).
+            if not self.needs_update():
+                return
+            try:
+                self._fetch_locked(sorted(self._topics))
+            except errors.HeadwaterError:
+                return
 
     def fetch(self, topics: Iterable[str] | None) -> ClusterMetadata:
         """Ask a broker about ``topics`` (None: every topic) and install the answer."""
+        with self._lock:
+            return self._fetch_locked(topics)
+
+    def _fetch_locked(self, topics: Iterable[str] | None) -> ClusterMetadata:
         names = None if topics is None else list(topics)
         request = broker_pb2.MetadataRequest(topics=names or [], all_topics=names is None)
-        with self._lock:
-            self._update_requested = False
-            resp = self._ask_any(request)
-            snap = ClusterMetadata.from_response(resp)
-            self.current = self.current.merge(snap, topics=names)
-            self._updated_ms = self._clock()
-            return snap
+        self._update_requested = False
+        resp = self._ask_any(request)
+        snap = ClusterMetadata.from_response(resp)
+        self.current = self.current.merge(snap, topics=names)
+        self._updated_ms = self._clock()
+        return snap
 
     def wait_for_topic(self, topic: str, *, timeout_ms: float) -> tuple[PartitionMetadata, ...]:
         """The partitions of ``topic``, refreshing while it is unknown, within ``timeout_ms``."""
