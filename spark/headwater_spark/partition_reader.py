@@ -19,11 +19,17 @@ the partition was reset or recreated, or they never came within
 A worker process keeps one client per bootstrap list and fetch sizes (Spark
 reuses Python workers across tasks); it is created after the worker forked,
 never inherited through ``fork``.
+
+Before its first task a worker moves the objects it holds then (pyspark's, pyarrow's
+and this package's modules, the client) out of the garbage collector's sight
+(:func:`freeze_worker_heap`): pyspark's daemon runs a full collection after every
+task, and walking those ~100,000 long-lived objects cost 10-30 ms a task.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import gc
 import threading
 from collections.abc import Iterator
 
@@ -86,6 +92,25 @@ def _client(settings: ReaderSettings) -> RangeReader:
             )
             _clients[key] = client
         return client
+
+
+_heap_frozen = False
+
+
+def freeze_worker_heap() -> None:
+    """``gc.freeze()`` once per process: the objects alive now are never walked again.
+
+    For Spark's Python worker, whose daemon calls ``gc.collect()`` after each task: a
+    collection then walks only what was allocated since, not every module's objects
+    (10-30 ms a task, about 0.1 µs a row of a 1M-row read in four tasks).  Objects
+    frozen here are never freed by the collector even if they later become
+    unreachable cycles; they are the worker's modules and long-lived state, and it
+    happens once, so at most the first task's own objects stay behind.
+    """
+    global _heap_frozen
+    if not _heap_frozen:
+        _heap_frozen = True
+        gc.freeze()
 
 
 def close_clients() -> None:

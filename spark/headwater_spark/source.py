@@ -51,7 +51,7 @@ from headwater_spark.options import (
     parse_read_options,
     parse_write_options,
 )
-from headwater_spark.partition_reader import ReaderSettings, read_range
+from headwater_spark.partition_reader import ReaderSettings, freeze_worker_heap, read_range
 from headwater_spark.planning import OffsetRange
 
 
@@ -95,6 +95,7 @@ def _reader_settings(opts: ReadOptions, schema: StructType | None = None) -> Rea
 def _read(partition: Any, settings: ReaderSettings) -> Iterator[pa.RecordBatch]:
     if not isinstance(partition, RangePartition):
         return iter(())  # Spark substitutes InputPartition(None) for an empty plan
+    freeze_worker_heap()
     return read_range(partition.range, settings)
 
 

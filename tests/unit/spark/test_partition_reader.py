@@ -12,6 +12,7 @@ and sleep are passed in.
 
 from __future__ import annotations
 
+import gc
 import itertools
 from collections.abc import Iterator
 
@@ -177,3 +178,17 @@ def test_a_mixed_stream_reads_as_the_decoded_records_do(
     finally:
         partition_reader.close_clients()
         b.stop()
+
+
+def test_the_worker_heap_is_frozen_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(partition_reader, "_heap_frozen", False)
+    gc.unfreeze()
+    try:
+        partition_reader.freeze_worker_heap()
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        gc.unfreeze()
+        partition_reader.freeze_worker_heap()  # a later task leaves the heap alone
+        assert gc.get_freeze_count() == 0
+    finally:
+        gc.unfreeze()
