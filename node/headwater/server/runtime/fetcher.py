@@ -337,7 +337,9 @@ class ReplicaFetcher:
     async def _fetch_once(self, ready: Mapping[TopicPartition, FollowerFetchState]) -> None:
         wanted = {}
         quota = self._manager.quotas.follower
-        throttled = {tp for tp in ready if self._follower_throttled(tp)}
+        throttled = (
+            set() if quota.unlimited else {tp for tp in ready if self._follower_throttled(tp)}
+        )
         held_back = bool(throttled) and quota.is_exceeded(monotonic_ms())
         for tp, st in ready.items():
             local = self._local(tp, st)
