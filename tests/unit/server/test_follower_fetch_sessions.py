@@ -143,6 +143,7 @@ def test_bad_session_inputs_get_kafkas_errors_and_change_nothing(harness: Harnes
             (request(session_id=sid, epoch=-2), ErrorCode.INVALID_FETCH_SESSION_EPOCH),
             (request(session_id=sid, epoch=1, replica_id=2), ErrorCode.FETCH_SESSION_ID_NOT_FOUND),
             (request(session_id=sid, epoch=1, replica_id=-1), ErrorCode.FETCH_SESSION_ID_NOT_FOUND),
+            (request(epoch=-3, replica_id=-1), ErrorCode.INVALID_FETCH_SESSION_EPOCH),
         ]
         for req, code in bad:
             answer = await fetch(svc, req)

@@ -344,6 +344,10 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         epoch = request.session_epoch if request.HasField("session_epoch") else FINAL_EPOCH
         if epoch == FINAL_EPOCH and not request.session_id:
             return None
+        if epoch < FINAL_EPOCH:
+            raise FetchSessionError(
+                ErrorCode.INVALID_FETCH_SESSION_EPOCH, f"no fetch session epoch {epoch}"
+            )
         if request.replica_id < 0 or not sessions_allowed:
             if epoch > 0:
                 raise FetchSessionError(
