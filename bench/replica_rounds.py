@@ -1,7 +1,7 @@
 """Leader CPU per acks=all Produce at RF=3, the replication rounds it causes included.
 
     .venv/bin/python bench/replica_rounds.py [--produces 400] [--batch-bytes 200000]
-        [--idle-partitions 17] [--gap-ms 1] [--rounds 3]
+        [--idle-partitions 17] [--gap-ms 1] [--rounds 3] [--fetchers]
 
 In one process, with no network: a ``ReplicaManager`` leading one partition with
 replicas (0, 1, 2) and ``--idle-partitions`` more (the ``__consumer_offsets``
@@ -15,6 +15,13 @@ hides re-reads a real client's round trip exposes).  Prints CPU
 every partition of its fetch) per Produce.  To compare
 checkouts, put the other checkout's ``node`` first on ``PYTHONPATH``.  CPU time, not
 wall time, so it holds on a loaded machine; the gRPC hop of each round is not in it.
+
+With ``--fetchers`` the two followers are real: each a ``ReplicaManager`` over its own
+logs with the broker's ``ReplicaFetcherManager``, whose calls go to the leader's Broker
+service in process through protobuf bytes (the request serialized and parsed, the
+service's encoded answer parsed), as over gRPC minus the transport.  So the CPU includes
+the followers' request building, response parsing and appends, and the leader's Fetch
+servicer: what fetch sessions change.
 """
 
 from __future__ import annotations
@@ -28,12 +35,16 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from headwater.coordination.model import LeaderAndIsr, PartitionState
+from headwater.coordination.model import BrokerRegistration, LeaderAndIsr, PartitionState
 from headwater.records import Record, build_batch
 from headwater.server.metrics import BrokerMetrics
+from headwater.server.runtime.fetcher import ReplicaFetcherManager
 from headwater.server.runtime.hosted import FetchSpec
+from headwater.server.runtime.metadata_cache import MetadataCache
 from headwater.server.runtime.replica_manager import ReplicaManager
+from headwater.server.services.broker_service import BrokerService, ProducerIdAllocator
 from headwater.storage import LogManager
+from headwater.v1 import broker_pb2
 from headwater.values import TopicPartition
 
 BUSY = TopicPartition("busy", 0)
@@ -54,9 +65,83 @@ class NoIsrChanges:
         return lambda: None
 
 
+class InProcessChannel:
+    async def close(self, grace: float | None) -> None:
+        pass
+
+
+class InProcessStub:
+    """A follower's Broker stub calling the leader's service in process, through bytes."""
+
+    def __init__(self, service: BrokerService) -> None:
+        self._service = service
+
+    async def Fetch(self, request: Any, **_: Any) -> Any:
+        parsed = broker_pb2.FetchRequest.FromString(request.SerializeToString())
+        answer = await self._service.fetch_encoded(parsed, None)  # type: ignore[arg-type]
+        return broker_pb2.FetchResponse.FromString(answer)
+
+    async def OffsetsForLeaderEpoch(self, request: Any, **_: Any) -> Any:
+        return await self._service.OffsetsForLeaderEpoch(request, None)  # type: ignore[arg-type]
+
+
+def states(leader: int, tps: list[TopicPartition]) -> list[PartitionState]:
+    return [
+        PartitionState(
+            tp.topic,
+            tp.partition,
+            LeaderAndIsr(leader, 1, (0, 1, 2), controller_epoch=1, zk_version=0),
+            replicas=(0, 1, 2),
+        )
+        for tp in tps
+    ]
+
+
+async def start_fetchers(
+    manager: ReplicaManager, tps: list[TopicPartition], data_dir: Path
+) -> tuple[list[ReplicaFetcherManager], list[LogManager]]:
+    """Brokers 1 and 2 following ``tps`` on ``manager`` (broker 0) with real fetchers."""
+    service = BrokerService(
+        replicas=manager,
+        metadata=MetadataCache(),
+        metrics=BrokerMetrics(),
+        producer_ids=ProducerIdAllocator(0, start_ms=0),
+    )
+    leader = BrokerRegistration(broker_id=0, host="leader", port=1)
+    fetchers, logs = [], []
+    for broker in (1, 2):
+        log_manager = LogManager([data_dir / f"follower-{broker}"])
+        follower = ReplicaManager(
+            broker_id=broker,
+            log_manager=log_manager,
+            isr_store=NoIsrChanges(),
+            metrics=BrokerMetrics(),
+            min_insync_replicas=1,
+            replica_lag_time_max_ms=30_000,
+            default_log_properties={"max.message.bytes": str(4 << 20)},
+            is_known_partition=lambda tp: True,
+        )
+        await follower.prepare_topics(sorted({tp.topic for tp in tps}))
+        follower.become_leader_or_follower(controller_epoch=1, states=states(0, tps))
+        fetcher = ReplicaFetcherManager(
+            manager=follower,
+            broker_id=broker,
+            max_bytes=8 << 20,
+            max_wait_ms=500,
+            backoff_ms=100,
+            socket_timeout_ms=30_000,
+            max_message_bytes=8 << 20,
+            connect=lambda _address: (InProcessChannel(), InProcessStub(service)),
+        )
+        fetcher.add_partitions(dict.fromkeys(tps, (0, 1)), {0: leader})
+        fetchers.append(fetcher)
+        logs.append(log_manager)
+    return fetchers, logs
+
+
 async def run(args: argparse.Namespace, data_dir: Path) -> tuple[float, float]:
     idle = [TopicPartition("idle", p) for p in range(args.idle_partitions)]
-    logs = LogManager([data_dir])
+    logs = LogManager([data_dir / "leader"])
     manager = ReplicaManager(
         broker_id=0,
         log_manager=logs,
@@ -68,18 +153,7 @@ async def run(args: argparse.Namespace, data_dir: Path) -> tuple[float, float]:
         is_known_partition=lambda tp: True,
     )
     await manager.prepare_topics(["busy", "idle"])
-    manager.become_leader_or_follower(
-        controller_epoch=1,
-        states=[
-            PartitionState(
-                tp.topic,
-                tp.partition,
-                LeaderAndIsr(0, 1, (0, 1, 2), controller_epoch=1, zk_version=0),
-                replicas=(0, 1, 2),
-            )
-            for tp in (BUSY, *idle)
-        ],
-    )
+    manager.become_leader_or_follower(controller_epoch=1, states=states(0, [BUSY, *idle]))
     reads = 0
     read_all = manager._read_all
 
@@ -109,8 +183,13 @@ async def run(args: argparse.Namespace, data_dir: Path) -> tuple[float, float]:
 
     value = b"x" * 100
     batch = build_batch([Record(None, value) for _ in range(max(args.batch_bytes // 110, 1))])
-    followers = [asyncio.ensure_future(follower(r)) for r in (1, 2)]
-    await asyncio.sleep(0.05)
+    if args.fetchers:
+        fetchers, follower_logs = await start_fetchers(manager, [BUSY, *idle], data_dir)
+        followers = []
+        await asyncio.sleep(0.5)  # truncation, then the first (full) fetches
+    else:
+        followers = [asyncio.ensure_future(follower(r)) for r in (1, 2)]
+        await asyncio.sleep(0.05)
     reads = 0
     start = time.process_time()
     for _ in range(args.produces):
@@ -119,7 +198,13 @@ async def run(args: argparse.Namespace, data_dir: Path) -> tuple[float, float]:
         await asyncio.sleep(args.gap_ms / 1000)
     cpu = time.process_time() - start
     stopping = True  # a parked fetch returns within its max_wait_ms
-    await asyncio.wait(followers)
+    if args.fetchers:
+        for fetcher in fetchers:
+            await fetcher.shutdown()
+        for log_manager in follower_logs:
+            log_manager.shutdown()
+    else:
+        await asyncio.wait(followers)
     logs.shutdown()
     return cpu / args.produces * 1000, reads / args.produces
 
@@ -131,11 +216,15 @@ def main() -> int:
     parser.add_argument("--idle-partitions", type=int, default=17)
     parser.add_argument("--gap-ms", type=float, default=1.0)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--fetchers", action="store_true", help="real replica fetchers (see the docstring)"
+    )
     args = parser.parse_args()
     print(
         f"{args.produces} acks=all produces of {args.batch_bytes} B, RF=3, "
         f"{args.idle_partitions} idle partitions in every follower fetch, "
         f"{args.gap_ms} ms between an answer and the next produce"
+        + (", real replica fetchers" if args.fetchers else "")
     )
     for _ in range(args.rounds):
         with tempfile.TemporaryDirectory(prefix="replica-rounds-") as data_dir:

@@ -26,16 +26,16 @@ from headwater import errors
 from headwater.coordination import names
 from headwater.coordination.model import BrokerRegistration
 from headwater.errors import ErrorCode
-from headwater.kafka import protocol, topic_ids
-from headwater.kafka.acl_apis import KafkaAclApis
-from headwater.kafka.admin_apis import KafkaAdminApis
-from headwater.kafka.cluster_apis import KafkaClusterApis
-from headwater.kafka.fetch_sessions import (
+from headwater.fetch_sessions import (
     FINAL_EPOCH,
     FetchSessionCache,
     FetchSessionError,
     Wanted,
 )
+from headwater.kafka import protocol, topic_ids
+from headwater.kafka.acl_apis import KafkaAclApis
+from headwater.kafka.admin_apis import KafkaAdminApis
+from headwater.kafka.cluster_apis import KafkaClusterApis
 from headwater.kafka.group_apis import KafkaGroupApis
 from headwater.kafka.protocol import Request, build, error_code, response_module
 from headwater.kafka.quota_apis import KafkaQuotaApis
@@ -500,6 +500,7 @@ class KafkaApis:
                 has_records=bool(r.records),
                 hw=r.high_watermark,
                 log_start=r.log_start_offset,
+                last_stable=r.last_stable_offset,
             ):
                 answers.setdefault(tp.topic, []).append(
                     _partition_data(module, tp.partition, r.error, r)

@@ -34,6 +34,8 @@ from headwater.replication.values import (
 )
 from headwater.values import TopicPartition
 
+_NO_CHANGE = FollowerFetchResult(False, None)
+
 
 class Partition:
     """Replication state of one partition replica (see module docstring)."""
@@ -249,8 +251,15 @@ class Partition:
         produce, until shrunk out ``replica.lag.time.max.ms`` later.
         """
         if not self.is_leader or follower_id not in self.followers:
-            return FollowerFetchResult(False, None)
+            return _NO_CHANGE
         old = self.followers[follower_id]
+        if fetch_offset == self.log_end_offset == self.high_watermark and follower_id in self.isr:
+            # In the ISR and caught up with a high watermark at the log end: neither the
+            # high watermark nor the ISR can change, only the follower's times move.
+            self.followers[follower_id] = FollowerState(
+                fetch_offset, max(old.last_caught_up_time_ms, now_ms), now_ms, fetch_offset
+            )
+            return _NO_CHANGE
         caught_up = old.last_caught_up_time_ms
         if fetch_offset >= self.log_end_offset:
             caught_up = max(caught_up, now_ms)

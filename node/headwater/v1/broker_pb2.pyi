@@ -332,6 +332,9 @@ class FetchRequest(_message.Message):
     ISOLATION_LEVEL_FIELD_NUMBER: _builtins.int
     PARTITIONS_FIELD_NUMBER: _builtins.int
     SHUTTING_DOWN_FIELD_NUMBER: _builtins.int
+    SESSION_ID_FIELD_NUMBER: _builtins.int
+    SESSION_EPOCH_FIELD_NUMBER: _builtins.int
+    FORGOTTEN_FIELD_NUMBER: _builtins.int
     replica_id: _builtins.int
     """-1 for consumers; the broker id for followers"""
     replica_epoch: _builtins.int
@@ -346,8 +349,19 @@ class FetchRequest(_message.Message):
     rejoined the ISR after its controlled shutdown and then stopped would hold every
     acks=all produce until it was shrunk out, replica.lag.time.max.ms later.
     """
+    session_id: _builtins.int
+    """Fetch sessions (Kafka's KIP-227; FetchRequest v7+).  session_epoch unset (or -1,
+    FINAL): a full, sessionless fetch that closes session_id if set.  0 (INITIAL): a full
+    fetch that opens a session (closing session_id if set); the response names its id
+    (0: none was made).  N > 0: an incremental fetch of session session_id: partitions
+    lists only those new or changed since the last request, forgotten those that leave;
+    the leader reads every partition of the session and answers only those with news.
+    """
+    session_epoch: _builtins.int
     @_builtins.property
     def partitions(self) -> _containers.RepeatedCompositeFieldContainer[Global___FetchPartition]: ...
+    @_builtins.property
+    def forgotten(self) -> _containers.RepeatedCompositeFieldContainer[Global___ForgottenPartition]: ...
     def __init__(
         self,
         *,
@@ -359,14 +373,41 @@ class FetchRequest(_message.Message):
         isolation_level: Global___IsolationLevel.ValueType = ...,
         partitions: _abc.Iterable[Global___FetchPartition] | None = ...,
         shutting_down: _builtins.bool = ...,
+        session_id: _builtins.int = ...,
+        session_epoch: _builtins.int | None = ...,
+        forgotten: _abc.Iterable[Global___ForgottenPartition] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_session_epoch", b"_session_epoch", "session_epoch", b"session_epoch"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_session_epoch", b"_session_epoch", "forgotten", b"forgotten", "isolation_level", b"isolation_level", "max_bytes", b"max_bytes", "max_wait_ms", b"max_wait_ms", "min_bytes", b"min_bytes", "partitions", b"partitions", "replica_epoch", b"replica_epoch", "replica_id", b"replica_id", "session_epoch", b"session_epoch", "session_id", b"session_id", "shutting_down", b"shutting_down"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__session_epoch: _TypeAlias = _typing.Literal["session_epoch"]  # noqa: Y015
+    _WhichOneofArgType__session_epoch: _TypeAlias = _typing.Literal["_session_epoch", b"_session_epoch"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__session_epoch) -> _WhichOneofReturnType__session_epoch | None: ...
+
+Global___FetchRequest: _TypeAlias = FetchRequest  # noqa: Y015
+
+@_typing.final
+class ForgottenPartition(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TOPIC_FIELD_NUMBER: _builtins.int
+    PARTITION_FIELD_NUMBER: _builtins.int
+    topic: _builtins.str
+    partition: _builtins.int
+    def __init__(
+        self,
+        *,
+        topic: _builtins.str = ...,
+        partition: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["isolation_level", b"isolation_level", "max_bytes", b"max_bytes", "max_wait_ms", b"max_wait_ms", "min_bytes", b"min_bytes", "partitions", b"partitions", "replica_epoch", b"replica_epoch", "replica_id", b"replica_id", "shutting_down", b"shutting_down"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["partition", b"partition", "topic", b"topic"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
-Global___FetchRequest: _TypeAlias = FetchRequest  # noqa: Y015
+Global___ForgottenPartition: _TypeAlias = ForgottenPartition  # noqa: Y015
 
 @_typing.final
 class EpochEndOffset(_message.Message):
@@ -479,7 +520,15 @@ class FetchResponse(_message.Message):
 
     PARTITIONS_FIELD_NUMBER: _builtins.int
     THROTTLE_TIME_MS_FIELD_NUMBER: _builtins.int
+    ERROR_FIELD_NUMBER: _builtins.int
+    SESSION_ID_FIELD_NUMBER: _builtins.int
     throttle_time_ms: _builtins.int
+    error: _common_pb2.ErrorCode.ValueType
+    """FETCH_SESSION_ID_NOT_FOUND or INVALID_FETCH_SESSION_EPOCH (then no partitions): the
+    fetcher falls back to a full fetch.
+    """
+    session_id: _builtins.int
+    """the session this fetch ran in; 0: sessionless"""
     @_builtins.property
     def partitions(self) -> _containers.RepeatedCompositeFieldContainer[Global___FetchedPartition]: ...
     def __init__(
@@ -487,10 +536,12 @@ class FetchResponse(_message.Message):
         *,
         partitions: _abc.Iterable[Global___FetchedPartition] | None = ...,
         throttle_time_ms: _builtins.int = ...,
+        error: _common_pb2.ErrorCode.ValueType = ...,
+        session_id: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["partitions", b"partitions", "throttle_time_ms", b"throttle_time_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["error", b"error", "partitions", b"partitions", "session_id", b"session_id", "throttle_time_ms", b"throttle_time_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

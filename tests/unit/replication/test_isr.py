@@ -180,3 +180,21 @@ def test_stale_resend_after_the_shrink_committed_is_ignored() -> None:
     # The same state at the current version, or a newer one, is still taken.
     _resend(p, isr=(1, 2, 3), zk_version=9)
     assert p.isr == (1, 2, 3) and p.zk_version == 9
+
+
+def test_a_caught_up_follower_fetching_again_only_moves_its_times() -> None:
+    p = leader(lag_ms=1000, leo=0, now_ms=0)
+    p.on_leader_append(10)
+    for follower in (2, 3):
+        p.update_follower_fetch(follower, fetch_offset=10, now_ms=100)
+    assert p.high_watermark == 10
+    for now in (600, 1200, 1800):  # idle: each fetch at the log end, as in a fetch session
+        result = p.update_follower_fetch(2, fetch_offset=10, now_ms=now)
+        assert (result.high_watermark_changed, result.isr_change) == (False, None)
+    assert p.followers[2] == (10, 1800, 1800, 10)
+    change = p.maybe_shrink_isr(1800)
+    assert change is not None and change.new_isr == (1, 2)  # 3 stopped fetching at 100
+    # Out of the ISR, a caught-up fetch proposes it back (the general rule applies).
+    p.isr_change_committed(change, new_zk_version=8)
+    rejoin = p.update_follower_fetch(3, fetch_offset=10, now_ms=1900)
+    assert rejoin.isr_change is not None and rejoin.isr_change.new_isr == (1, 2, 3)

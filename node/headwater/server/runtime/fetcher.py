@@ -10,7 +10,11 @@ its own latest leader epoch ends on the leader and cuts any divergent suffix,
 so a replica that was a leader before a failover drops the records the new
 leader never had.  Then it fetches from its log end offset with
 ``replica_id`` set; the leader's long poll returns as soon as there is data,
-so replication adds one round trip, not a polling interval.
+so replication adds one round trip, not a polling interval.  The fetches run in a
+fetch session (Kafka's KIP-227, :mod:`headwater.replication.fetch_session`): after a
+full fetch, each names only the partitions whose position changed and those it
+forgets; the leader reads every partition of the session (so an idle, caught-up
+follower stays in the ISR) and answers only those with news.
 
 Errors are per partition: a fenced or unknown epoch, or a leader that no
 longer leads, backs that partition off until the controller's next
@@ -46,6 +50,7 @@ from headwater import errors
 from headwater.clock import monotonic_ms
 from headwater.coordination.model import BrokerRegistration
 from headwater.errors import ErrorCode
+from headwater.replication.fetch_session import FollowerFetchSession, PartitionFetch
 from headwater.replication.follower import (
     Append,
     Backoff,
@@ -177,6 +182,7 @@ class ReplicaFetcher:
         self._generation = channels.credentials_generation()
         self._channel, self._stub = connect(f"{leader.host}:{leader.port}")
         self._changed = asyncio.Event()
+        self._session = FollowerFetchSession()
         self._closed = False
         self._shutting_down = shutting_down
         self._task = asyncio.get_running_loop().create_task(self._run())
@@ -223,6 +229,7 @@ class ReplicaFetcher:
     async def _failed(self, exc: Exception) -> None:
         """Carry out :func:`on_round_failed`'s response to ``exc``."""
         response = on_round_failed(exc)
+        self._session.on_failure()
         log.log(
             response.level,
             "fetch from broker %d failed: %s",
@@ -328,39 +335,55 @@ class ReplicaFetcher:
         )
 
     async def _fetch_once(self, ready: Mapping[TopicPartition, FollowerFetchState]) -> None:
-        specs = []
+        wanted = {}
         quota = self._manager.quotas.follower
-        throttled = {tp for tp in ready if self._follower_throttled(tp)}
+        throttled = (
+            set() if quota.unlimited else {tp for tp in ready if self._follower_throttled(tp)}
+        )
         held_back = bool(throttled) and quota.is_exceeded(monotonic_ms())
         for tp, st in ready.items():
             local = self._local(tp, st)
             if local is None or (held_back and tp in throttled):
                 continue
-            specs.append(
-                broker_pb2.FetchPartition(
-                    topic=tp.topic,
-                    partition=tp.partition,
-                    fetch_offset=local.log_end_offset,
-                    current_leader_epoch=st.leader_epoch,
-                    last_fetched_epoch=local.latest_epoch,
-                    log_start_offset=local.log_start_offset,
-                    partition_max_bytes=self._max_bytes,
-                )
+            wanted[tp] = PartitionFetch(
+                fetch_offset=local.log_end_offset,
+                current_leader_epoch=st.leader_epoch,
+                last_fetched_epoch=local.latest_epoch,
+                log_start_offset=local.log_start_offset,
+                max_bytes=self._max_bytes,
             )
-        if not specs:
+        if not wanted:
             if held_back:  # every ready partition is throttled: wait for the quota, or a change
                 self._changed.clear()
                 delay_s = min(quota.delay_ms(monotonic_ms()), 1000.0) / 1000.0
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._changed.wait(), delay_s)
             return
+        plan = self._session.build(wanted)
         request = broker_pb2.FetchRequest(
             replica_id=self._broker_id,
             max_wait_ms=self._max_wait_ms,
             min_bytes=1,
-            max_bytes=max(self._max_bytes * len(specs), self._max_bytes),
-            partitions=specs,
+            max_bytes=max(self._max_bytes * len(wanted), self._max_bytes),
+            partitions=[
+                broker_pb2.FetchPartition(
+                    topic=tp.topic,
+                    partition=tp.partition,
+                    fetch_offset=f.fetch_offset,
+                    current_leader_epoch=f.current_leader_epoch,
+                    last_fetched_epoch=f.last_fetched_epoch,
+                    log_start_offset=f.log_start_offset,
+                    partition_max_bytes=f.max_bytes,
+                )
+                for tp, f in plan.partitions.items()
+            ],
             shutting_down=self._shutting_down(),
+            session_id=plan.session_id,
+            session_epoch=plan.epoch,
+            forgotten=[
+                broker_pb2.ForgottenPartition(topic=tp.topic, partition=tp.partition)
+                for tp in plan.forgotten
+            ],
         )
         fetch = asyncio.ensure_future(self._call_fetch(request))
         # A partition added or removed meanwhile should not wait for the long poll.
@@ -371,6 +394,8 @@ class ReplicaFetcher:
             done, _ = await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
         finally:
             changed.cancel()
+            if not fetch.done():
+                self._session.on_failure()  # the leader may have moved the session anyway
         if fetch not in done:
             fetch.cancel()
             # Not `suppress(CancelledError)`: that would also swallow this task's own
@@ -380,10 +405,19 @@ class ReplicaFetcher:
                 fetch.exception()  # retrieved: an RPC error here is expected
             return
         response = fetch.result()
+        error = ErrorCode(response.error)
+        self._session.on_response(plan, error=error, session_id=response.session_id)
+        if error is not ErrorCode.NONE:
+            log.info(
+                "fetch from broker %d: %s; the next fetch is full",
+                self.leader.broker_id,
+                error.name,
+            )
+            return
         for part in response.partitions:
             tp = TopicPartition(part.topic, part.partition)
             current = self.partitions.get(tp)
-            if current is not None and tp in ready:
+            if current is not None and tp in wanted:
                 if tp in throttled and part.records:
                     quota.record(len(part.records), monotonic_ms())
                     self._manager.record_follower_throttled(len(part.records))

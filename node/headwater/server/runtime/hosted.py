@@ -226,7 +226,11 @@ class HostedPartition:
         tp, state, plog = spec.topic_partition, self.state, self.log
         start, end = plog.log_start_offset, plog.log_end_offset
         records = b""
-        if (max_offset is None or spec.fetch_offset < max_offset) and (limit > 0 or min_one_batch):
+        if (
+            spec.fetch_offset < end
+            and (max_offset is None or spec.fetch_offset < max_offset)
+            and (limit > 0 or min_one_batch)
+        ):  # a caught-up fetch (at the log end) has nothing to read
             try:
                 info = plog.read(
                     spec.fetch_offset, limit, max_offset=max_offset, min_one_batch=min_one_batch

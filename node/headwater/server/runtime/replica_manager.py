@@ -488,6 +488,7 @@ class ReplicaManager:
         budget = max_bytes if max_bytes > 0 else 1 << 30
         out = []
         first = True
+        now_ms = int(self._clock_ms())
         for spec in specs:
             result = self._read_one(
                 spec,
@@ -496,6 +497,7 @@ class ReplicaManager:
                 min_one_batch=first,
                 may_join_isr=may_join_isr,
                 read_committed=read_committed,
+                now_ms=now_ms,
             )
             if result.records:
                 budget = max(budget - len(result.records), 0)
@@ -512,6 +514,7 @@ class ReplicaManager:
         min_one_batch: bool,
         may_join_isr: bool,
         read_committed: bool = False,
+        now_ms: int,
     ) -> FetchResult:
         tp = spec.topic_partition
         hosted = self.partitions.get(tp)
@@ -526,13 +529,19 @@ class ReplicaManager:
             outcome = state.update_follower_fetch(
                 replica_id,
                 fetch_offset=spec.fetch_offset,
-                now_ms=int(self._clock_ms()),
+                now_ms=now_ms,
                 may_join_isr=may_join_isr,
             )
             if outcome.high_watermark_changed:
                 self._high_watermark_moved(hosted, wake_followers=False)
             if outcome.isr_change is not None:
                 self._spawn(self._write_isr(hosted, outcome.isr_change))
+            plog = hosted.log
+            end = plog.log_end_offset
+            if spec.fetch_offset == end:  # caught up: nothing to read, throttle or count
+                return FetchResult(
+                    tp, ErrorCode.NONE, "", state.high_watermark, plog.log_start_offset, end
+                )
         limit = min(spec.partition_max_bytes if spec.partition_max_bytes > 0 else budget, budget)
         max_offset = None if replica_id >= 0 else state.high_watermark
         txns = hosted.transactions

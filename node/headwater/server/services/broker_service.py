@@ -7,6 +7,7 @@ and the replication state machines; this module only converts.
 from __future__ import annotations
 
 import itertools
+import random
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any, cast
 
@@ -15,6 +16,13 @@ import grpc
 from headwater import errors
 from headwater.coordination import names
 from headwater.errors import ErrorCode
+from headwater.fetch_sessions import (
+    FINAL_EPOCH,
+    FetchSessionCache,
+    FetchSessionError,
+    Session,
+    Wanted,
+)
 from headwater.quotas.entities import QuotaKey
 from headwater.quotas.manager import ClientQuotas
 from headwater.records.allocator import tune_allocator
@@ -79,6 +87,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
         self._auto_create = auto_create
         self._transactions_runtime = transactions
         self._quotas = quotas
+        self._fetch_sessions = FetchSessionCache(first_id=random.randrange(1, 1 << 31))
         tune_allocator()  # once per broker process in practice; see its docstring
 
     @property
@@ -237,13 +246,13 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             )
         else:
             refused = self._authz.topics(context, Op.READ, (p.topic for p in request.partitions))
-        results = await self._replicas.fetch(
-            replica_id=request.replica_id,
-            may_join_isr=not request.shutting_down,
-            max_wait_ms=request.max_wait_ms,
-            min_bytes=request.min_bytes,
-            max_bytes=request.max_bytes,
-            specs=[
+        try:
+            session = self._fetch_session(request, sessions_allowed=refused is None)
+        except FetchSessionError as exc:
+            timer.done("session")
+            return broker_pb2.FetchResponse(error=pb_error(exc.code)).SerializeToString()
+        if session is None:
+            specs = [
                 hosted.FetchSpec(
                     TopicPartition(p.topic, p.partition),
                     p.fetch_offset,
@@ -252,9 +261,34 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 )
                 for p in request.partitions
                 if refused is None or p.topic not in refused
-            ],
+            ]
+        else:
+            specs = [
+                hosted.FetchSpec(tp, s.fetch_offset, s.current_leader_epoch, s.max_bytes)
+                for tp, s in session.partitions.items()
+            ]
+        results = await self._replicas.fetch(
+            replica_id=request.replica_id,
+            may_join_isr=not request.shutting_down,
+            max_wait_ms=request.max_wait_ms,
+            min_bytes=request.min_bytes,
+            max_bytes=request.max_bytes,
+            specs=specs,
             isolation_level=request.isolation_level,
         )
+        if session is not None:
+            kept = [
+                session.keep(
+                    r.topic_partition,
+                    error=r.error,
+                    has_records=bool(r.records),
+                    hw=r.high_watermark,
+                    log_start=r.log_start_offset,
+                    last_stable=r.last_stable_offset,
+                )
+                for r in results
+            ]
+            results = [r for r, keep in zip(results, kept, strict=True) if keep]
         timer.done()
         throttle_ms = 0
         if request.replica_id < 0 and self._quotas is not None and self._quotas.quotas:
@@ -266,7 +300,10 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             )
             await throttling.hold(throttle_ms)
         FetchedPartition = broker_pb2.FetchedPartition
-        return encode_throttle_time(throttle_ms) + encode_fetch_response(
+        head = encode_throttle_time(throttle_ms)
+        if session is not None:
+            head += broker_pb2.FetchResponse(session_id=session.session_id).SerializeToString()
+        return head + encode_fetch_response(
             _refused(
                 request.partitions, refused, ErrorCode.TOPIC_AUTHORIZATION_FAILED, FetchedPartition
             ),
@@ -296,6 +333,44 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
                 for r in results
             ),
         )
+
+    def _fetch_session(
+        self, request: broker_pb2.FetchRequest, *, sessions_allowed: bool
+    ) -> Session | None:
+        """The fetch session ``request`` runs in (:mod:`headwater.fetch_sessions`), or None
+        for a sessionless fetch; raises :class:`FetchSessionError`.  Only followers allowed
+        CLUSTER_ACTION get sessions: for others no session exists, and an epoch 0 fetch
+        is answered sessionless (session id 0), as Kafka's broker may."""
+        epoch = request.session_epoch if request.HasField("session_epoch") else FINAL_EPOCH
+        if epoch == FINAL_EPOCH and not request.session_id:
+            return None
+        if epoch < FINAL_EPOCH:
+            raise FetchSessionError(
+                ErrorCode.INVALID_FETCH_SESSION_EPOCH, f"no fetch session epoch {epoch}"
+            )
+        if request.replica_id < 0 or not sessions_allowed:
+            if epoch > 0:
+                raise FetchSessionError(
+                    ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
+                    f"no fetch session {request.session_id}",
+                )
+            return None
+        session = self._fetch_sessions.begin(
+            session_id=request.session_id,
+            epoch=epoch,
+            wanted=[
+                Wanted(
+                    TopicPartition(p.topic, p.partition),
+                    p.fetch_offset,
+                    p.partition_max_bytes,
+                    p.current_leader_epoch,
+                )
+                for p in request.partitions
+            ],
+            forgotten=[TopicPartition(f.topic, f.partition) for f in request.forgotten],
+            replica_id=request.replica_id,
+        )
+        return session if session.session_id else None
 
     async def ProduceStream(
         self, requests: AsyncIterator[broker_pb2.ProduceRequest], context: Context

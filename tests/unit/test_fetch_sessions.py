@@ -1,10 +1,10 @@
-"""Fetch sessions, KIP-227 (headwater.kafka.fetch_sessions)."""
+"""Fetch sessions, KIP-227 (headwater.fetch_sessions)."""
 
 from __future__ import annotations
 
 import pytest
 from headwater.errors import ErrorCode
-from headwater.kafka.fetch_sessions import FetchSessionCache, FetchSessionError, Wanted
+from headwater.fetch_sessions import FetchSessionCache, FetchSessionError, Wanted
 from headwater.values import TopicPartition
 
 A, B, C = TopicPartition("t", 0), TopicPartition("t", 1), TopicPartition("u", 0)
@@ -91,3 +91,43 @@ def test_a_full_cache_evicts_the_least_recently_used_session() -> None:
     with pytest.raises(FetchSessionError):
         cache.begin(session_id=2, epoch=1, wanted=[], forgotten=[])
     assert len(cache) == 2
+
+
+def test_a_session_belongs_to_the_replica_that_opened_it() -> None:
+    cache = FetchSessionCache(first_id=1)
+    cache.begin(session_id=0, epoch=0, wanted=[want(A, 0)], forgotten=[], replica_id=2)
+    with pytest.raises(FetchSessionError) as caught:
+        cache.begin(session_id=1, epoch=1, wanted=[want(B, 0)], forgotten=[A], replica_id=3)
+    assert caught.value.code is ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+    # Another replica's epoch 0 or -1 naming it does not close it.
+    cache.begin(session_id=1, epoch=0, wanted=[want(B, 0)], forgotten=[], replica_id=3)
+    cache.begin(session_id=1, epoch=-1, wanted=[want(B, 0)], forgotten=[], replica_id=3)
+    s = cache.begin(session_id=1, epoch=1, wanted=[], forgotten=[], replica_id=2)
+    assert [w.tp for w in s.to_read()] == [A]
+
+
+def test_a_refused_request_changes_nothing() -> None:
+    cache = FetchSessionCache(first_id=1)
+    cache.begin(session_id=0, epoch=0, wanted=[want(A, 0)], forgotten=[])
+    for session_id, epoch in ((1, 5), (1, -2), (2, 1)):
+        with pytest.raises(FetchSessionError):
+            cache.begin(session_id=session_id, epoch=epoch, wanted=[want(B, 9)], forgotten=[A])
+    s = cache.begin(session_id=1, epoch=1, wanted=[], forgotten=[])
+    assert [(w.tp, w.fetch_offset) for w in s.to_read()] == [(A, 0)]
+
+
+def test_a_changed_last_stable_offset_is_news() -> None:
+    cache = FetchSessionCache(first_id=1)
+    s = cache.begin(session_id=0, epoch=0, wanted=[want(A, 0)], forgotten=[])
+    s.keep(A, error=ErrorCode.NONE, has_records=False, hw=5, log_start=0, last_stable=3)
+    s = cache.begin(session_id=1, epoch=1, wanted=[], forgotten=[])
+    assert not s.keep(A, error=ErrorCode.NONE, has_records=False, hw=5, log_start=0, last_stable=3)
+    assert s.keep(A, error=ErrorCode.NONE, has_records=False, hw=5, log_start=0, last_stable=5)
+
+
+def test_the_session_epoch_wraps_to_one() -> None:
+    cache = FetchSessionCache(first_id=1)
+    s = cache.begin(session_id=0, epoch=0, wanted=[want(A, 0)], forgotten=[])
+    s.epoch = 0x7FFFFFFF
+    cache.begin(session_id=1, epoch=0x7FFFFFFF, wanted=[], forgotten=[])
+    assert s.epoch == 1
