@@ -21,7 +21,6 @@ from pathlib import Path
 
 import grpc
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 from headwater.client import Admin, NewTopic, Producer
 from headwater.coordination.client_quotas import ClientQuotaStore
 from headwater.quotas.entities import QuotaEntity
@@ -29,6 +28,7 @@ from headwater.records import Record, build_batch
 from headwater.testing import Cluster
 from headwater.testing.zookeeper import ZooKeeperServer, free_port
 from headwater.v1 import broker_pb2, broker_pb2_grpc
+from prometheus_client.parser import text_string_to_metric_families
 
 pytestmark = pytest.mark.e2e
 
