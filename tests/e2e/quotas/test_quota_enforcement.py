@@ -200,6 +200,7 @@ def test_a_tiny_request_percentage_throttles_every_grpc_request(cluster: Cluster
             start = time.monotonic()
             stub.Metadata(broker_pb2.MetadataRequest(topics=[topic]), metadata=busy, timeout=30)
             metadata_held = time.monotonic() - start
+            streamed = list(stub.ProduceStream(iter([request, request]), metadata=busy, timeout=30))
             start = time.monotonic()
             free = [
                 stub.Produce(request, metadata=(("client-id", "idle-grpc"),), timeout=30)
@@ -211,6 +212,7 @@ def test_a_tiny_request_percentage_throttles_every_grpc_request(cluster: Cluster
     assert all(a.throttle_time_ms > 0 for a in answers), [a.throttle_time_ms for a in answers]
     assert held >= sum(a.throttle_time_ms for a in answers) / 1000 * 0.9
     assert metadata_held > 0.5, f"a throttled Metadata request took {metadata_held:.3f} s"
+    assert [a.throttle_time_ms > 0 for a in streamed] == [True, True]
     assert all(a.throttle_time_ms == 0 for a in free)
     assert free_s < 0.5 * held, f"unthrottled {free_s:.3f} s, throttled {held:.3f} s"
     total = "headwater_client_quota_throttle_time_ms_total"
