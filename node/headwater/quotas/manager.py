@@ -10,9 +10,10 @@ watcher's thread); :meth:`ClientQuotas.record` runs on the event loop only.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import cast
 
 from headwater.quotas.entities import QuotaEntity, QuotaKey, resolve
-from headwater.quotas.rates import QuotaSensors, WindowConfig
+from headwater.quotas.rates import QuotaSensors, SensorFigures, WindowConfig
 
 
 class ClientQuotas:
@@ -57,3 +58,12 @@ class ClientQuotas:
         if budget is None:
             return 0.0
         return self._sensors.rate((key, *budget.sensor), now_ms)
+
+    def figures(self) -> list[tuple[QuotaKey, str, str, SensorFigures]]:
+        """``(key, user, client_id, figures)`` of every budget recorded against (the
+        budget's tags: "" for a tag its quota does not name); any thread."""
+        out: list[tuple[QuotaKey, str, str, SensorFigures]] = []
+        for sensor, figures in self._sensors.figures():
+            key, user, client_id = cast("tuple[QuotaKey, str, str]", sensor)
+            out.append((key, user, client_id, figures))
+        return out

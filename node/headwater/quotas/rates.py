@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Hashable
+from typing import NamedTuple
 
 DEFAULT_WINDOW_NUM = 11
 """Kafka's ``quota.window.num``."""
@@ -114,10 +115,26 @@ def throttle_ms(rate: float, bound: float, window_ms: int, config: WindowConfig)
     return min(round((rate - bound) / bound * window_ms), config.max_throttle_ms)
 
 
+class SensorFigures(NamedTuple):
+    """What a sensor has measured, as of its latest recording (Kafka's per-entity
+    ``byte-rate``/``request-time`` and ``throttle-time`` metrics): the rate then, the
+    bound it was held to, the total recorded, and the throttle time handed out in all
+    and how many times."""
+
+    rate: float
+    bound: float
+    recorded_total: float
+    throttle_ms_total: int
+    throttled: int
+
+
 class QuotaSensors:
     """One :class:`SampledRate` per shared budget (a sensor key such as ``("produce",
     user, client_id)``), created at first use.  Idle sensors are dropped by
-    :meth:`expire` (Kafka's ``InactiveSensorExpirationTimeSeconds``, one hour)."""
+    :meth:`expire` (Kafka's ``InactiveSensorExpirationTimeSeconds``, one hour).
+
+    Each sensor's :class:`SensorFigures` are replaced (one dict store) at every
+    recording, so another thread (a metrics scrape) may read :meth:`figures`."""
 
     IDLE_EXPIRY_MS = 3600 * 1000
 
@@ -125,6 +142,7 @@ class QuotaSensors:
         self.config = config or WindowConfig()
         self._rates: dict[Hashable, SampledRate] = {}
         self._last_used: dict[Hashable, int] = {}
+        self._figures: dict[Hashable, SensorFigures] = {}
 
     def record(self, sensor: Hashable, value: float, bound: float, now_ms: int) -> int:
         """Record ``value`` on ``sensor`` and answer the throttle time in ms (0 within
@@ -135,7 +153,21 @@ class QuotaSensors:
         self._last_used[sensor] = now_ms
         rate.record(value, now_ms)
         window = rate.window_ms(now_ms)
-        return throttle_ms(rate.rate(now_ms), bound, window, self.config)
+        measured = rate.rate(now_ms)
+        ms = throttle_ms(measured, bound, window, self.config)
+        before = self._figures.get(sensor)
+        self._figures[sensor] = SensorFigures(
+            rate=measured,
+            bound=bound,
+            recorded_total=value + (before.recorded_total if before else 0.0),
+            throttle_ms_total=ms + (before.throttle_ms_total if before else 0),
+            throttled=(ms > 0) + (before.throttled if before else 0),
+        )
+        return ms
+
+    def figures(self) -> list[tuple[Hashable, SensorFigures]]:
+        """Every live sensor's figures (a copy; safe from any thread)."""
+        return list(self._figures.items())
 
     def rate(self, sensor: Hashable, now_ms: int) -> float:
         found = self._rates.get(sensor)
@@ -145,3 +177,4 @@ class QuotaSensors:
         idle = [s for s, t in self._last_used.items() if now_ms - t >= self.IDLE_EXPIRY_MS]
         for sensor in idle:
             del self._rates[sensor], self._last_used[sensor]
+            self._figures.pop(sensor, None)

@@ -104,6 +104,7 @@ from headwater.server.runtime.transactions import (
     TransactionVerifier,
     transaction_coordinator,
 )
+from headwater.server.services import throttling
 from headwater.server.services.acls import AclService
 from headwater.server.services.admin import AdminService
 from headwater.server.services.broker_service import (
@@ -176,6 +177,10 @@ class BrokerServer:
         self.sasl_sessions = self.sasl.sessions
         self.client_quotas = BrokerClientQuotas(config)
         """Client quotas both front doors enforce, and their ZooKeeper store."""
+        quotas = self.client_quotas.quotas
+        self.metrics.register_client_quotas(
+            lambda: ((str(k), u, c, f) for k, u, c, f in quotas.figures())
+        )
         self.kafka_servers: list[kafka_server.KafkaServer] = []
         """The Kafka-protocol listeners (``kafka.listeners``), started with the runtime."""
         self.producer_ids = ProducerIdAllocator(config.broker_id, start_ms=clock.wall_ms())
@@ -222,6 +227,7 @@ class BrokerServer:
             register=register,
             options=channels.server_options(config.grpc_max_message_bytes),
             sessions=lambda: self.sasl_sessions,
+            interceptors=[throttling.RequestQuotaInterceptor(self.client_quotas.quotas)],
         )
 
         defaults = LogConfig.from_properties(config.log_config_properties())

@@ -16,6 +16,8 @@ from typing import Any, NamedTuple
 import prometheus_client
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
+from headwater.quotas.rates import SensorFigures
+
 
 class PartitionSnapshot(NamedTuple):
     """What the scrape-time collector needs to know about one hosted partition."""
@@ -206,6 +208,53 @@ class _GroupCollector:
         yield last
 
 
+class _ClientQuotaCollector:
+    """Per-entity client quota figures (Kafka's ``kafka.server:type=Produce|Fetch|Request,
+    user=..,client-id=..`` ``byte-rate``, ``request-time`` and ``throttle-time``), one
+    series per budget recorded against: only entities with a quota have one, labelled by
+    the budget's tags ("" for a tag its quota does not name), so the label values are
+    bounded by the stored quotas and the users and client ids they apply to."""
+
+    def __init__(self, figures: Callable[[], Iterable[tuple[str, str, str, SensorFigures]]]):
+        self._figures = figures
+
+    def collect(self) -> Iterator[Any]:
+        labels = ["quota", "user", "client_id"]
+        rate = GaugeMetricFamily(
+            "headwater_client_quota_rate",
+            "A quota entity's measured rate as of its latest request: bytes/s for"
+            " producer_byte_rate and consumer_byte_rate, percent of one thread's time for"
+            " request_percentage.",
+            labels=labels,
+        )
+        bound = GaugeMetricFamily(
+            "headwater_client_quota_bound", "The quota the entity is held to.", labels=labels
+        )
+        recorded = CounterMetricFamily(
+            "headwater_client_quota_recorded",
+            "Recorded against the quota: bytes, or percent-seconds of one thread's time.",
+            labels=labels,
+        )
+        throttle = CounterMetricFamily(
+            "headwater_client_quota_throttle_time_ms",
+            "Throttle time handed to the entity's requests, in ms.",
+            labels=labels,
+        )
+        throttled = CounterMetricFamily(
+            "headwater_client_quota_throttled_requests",
+            "The entity's requests answered with a throttle time.",
+            labels=labels,
+        )
+        for quota, user, client_id, f in self._figures():
+            key = [quota, user, client_id]
+            rate.add_metric(key, f.rate)
+            bound.add_metric(key, f.bound)
+            recorded.add_metric(key, f.recorded_total)
+            throttle.add_metric(key, f.throttle_ms_total)
+            throttled.add_metric(key, f.throttled)
+        yield from (rate, bound, recorded, throttle, throttled)
+
+
 class BrokerMetrics:
     """The broker's instruments; ``registry`` is what the HTTP endpoint serves."""
 
@@ -281,6 +330,12 @@ class BrokerMetrics:
         self.registry.register(
             _GroupCollector(committed=committed, end_offset=end_offset, rebalances=rebalances)
         )
+
+    def register_client_quotas(
+        self, figures: Callable[[], Iterable[tuple[str, str, str, SensorFigures]]]
+    ) -> None:
+        """Export each quota entity's ``(quota, user, client_id, figures)`` at scrape time."""
+        self.registry.register(_ClientQuotaCollector(figures))
 
     def serve(self, port: int, host: str = "0.0.0.0") -> Any:  # pragma: no cover - network
         """Start the HTTP endpoint in a daemon thread; returns the server (or None)."""

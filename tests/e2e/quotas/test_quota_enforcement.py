@@ -2,6 +2,8 @@
 user's ``producer_byte_rate`` is slowed to about the quota on both brokers, the
 answers carry ``throttle_time_ms``, and raising the quota in ZooKeeper speeds it up
 on every broker.  A quota on a client id slows only the producer with that ``client_id``.
+A tiny ``request_percentage`` throttles every gRPC request of its client id, and each
+throttled entity's figures show in the broker's Prometheus metrics.
 
 The brokers measure rates over 2 samples of 1 s (``quota.window.num=2``), so a quota
 bites after about one second's worth of bytes rather than Kafka's default ten.
@@ -13,6 +15,7 @@ import json
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,8 +26,9 @@ from headwater.coordination.client_quotas import ClientQuotaStore
 from headwater.quotas.entities import QuotaEntity
 from headwater.records import Record, build_batch
 from headwater.testing import Cluster
-from headwater.testing.zookeeper import ZooKeeperServer
+from headwater.testing.zookeeper import ZooKeeperServer, free_port
 from headwater.v1 import broker_pb2, broker_pb2_grpc
+from prometheus_client.parser import text_string_to_metric_families
 
 pytestmark = pytest.mark.e2e
 
@@ -44,8 +48,25 @@ def cluster(
         data_dir=data_dir,
         zookeeper=zookeeper.connect_string,
         overrides={"quota.window.num": "2"},
+        broker_overrides={b: {"metrics.port": str(free_port())} for b in range(2)},
     ) as c:
         yield c
+
+
+def quota_metric(cluster: Cluster, broker: int, name: str, quota: str, client_id: str) -> float:
+    """A broker's per-entity quota sample (0 when the entity has none)."""
+    port = cluster.broker_overrides[broker]["metrics.port"]
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+        text = resp.read().decode()
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if (
+                sample.name == name
+                and sample.labels.get("quota") == quota
+                and sample.labels.get("client_id") == client_id
+            ):
+                return float(sample.value)
+    return 0.0
 
 
 def new_topic(cluster: Cluster) -> str:
@@ -143,6 +164,62 @@ def test_a_throttled_answer_carries_its_throttle_time(cluster: Cluster) -> None:
     assert answer.throttle_time_ms > 1000
     assert held >= answer.throttle_time_ms / 1000 * 0.9
     assert other.throttle_time_ms == 0
+    total = "headwater_client_quota_throttle_time_ms_total"
+    assert (
+        quota_metric(cluster, leader, total, "producer_byte_rate", "raw-grpc")
+        >= answer.throttle_time_ms
+    )
+    assert quota_metric(cluster, leader, "headwater_client_quota_rate", "producer_byte_rate",
+                        "raw-grpc") > 1000  # fmt: skip
+    assert quota_metric(cluster, leader, total, "producer_byte_rate", "other") == 0
+
+
+def test_a_tiny_request_percentage_throttles_every_grpc_request(cluster: Cluster) -> None:
+    """0.001 percent of a thread is 10 µs of handler CPU per second: one Produce or
+    Metadata request is over it, so its answer is held and carries a throttle time; a
+    client id without the quota is answered at once."""
+    topic = new_topic(cluster)
+    leader = cluster.leader_for(topic, 0)
+    assert leader is not None
+    store = ClientQuotaStore(cluster.zk.client)
+    store.alter(QuotaEntity.of(client_id="busy-grpc"), {"request_percentage": 0.001})
+    time.sleep(1.0)  # every broker's watcher reads the change
+    batch = build_batch([Record(None, b"x" * 100)])
+    request = broker_pb2.ProduceRequest(
+        acks=1,
+        timeout_ms=5000,
+        partitions=[broker_pb2.ProducePartitionData(topic=topic, partition=0, records=batch)],
+    )
+    busy = (("client-id", "busy-grpc"),)
+    try:
+        with grpc.insecure_channel(cluster.brokers[leader].address) as channel:
+            stub = broker_pb2_grpc.BrokerStub(channel)
+            start = time.monotonic()
+            answers = [stub.Produce(request, metadata=busy, timeout=30) for _ in range(2)]
+            held = time.monotonic() - start
+            start = time.monotonic()
+            stub.Metadata(broker_pb2.MetadataRequest(topics=[topic]), metadata=busy, timeout=30)
+            metadata_held = time.monotonic() - start
+            streamed = list(stub.ProduceStream(iter([request, request]), metadata=busy, timeout=30))
+            start = time.monotonic()
+            free = [
+                stub.Produce(request, metadata=(("client-id", "idle-grpc"),), timeout=30)
+                for _ in range(2)
+            ]
+            free_s = time.monotonic() - start
+    finally:
+        store.alter(QuotaEntity.of(client_id="busy-grpc"), {"request_percentage": None})
+    assert all(a.throttle_time_ms > 0 for a in answers), [a.throttle_time_ms for a in answers]
+    assert held >= sum(a.throttle_time_ms for a in answers) / 1000 * 0.9
+    assert metadata_held > 0.5, f"a throttled Metadata request took {metadata_held:.3f} s"
+    assert [a.throttle_time_ms > 0 for a in streamed] == [True, True]
+    assert all(a.throttle_time_ms == 0 for a in free)
+    assert free_s < 0.5 * held, f"unthrottled {free_s:.3f} s, throttled {held:.3f} s"
+    total = "headwater_client_quota_throttle_time_ms_total"
+    assert quota_metric(cluster, leader, total, "request_percentage", "busy-grpc") >= sum(
+        a.throttle_time_ms for a in answers
+    )
+    assert quota_metric(cluster, leader, total, "request_percentage", "idle-grpc") == 0
 
 
 def quotas_cli(cluster: Cluster, *args: str) -> subprocess.CompletedProcess[str]:

@@ -67,8 +67,11 @@ async def start_listeners(
     register: Callable[[grpc.aio.Server], None],
     options: Sequence[tuple[str, Any]],
     sessions: Callable[[], SessionLookup | None],
+    interceptors: Sequence[grpc.aio.ServerInterceptor] = (),  # type: ignore[type-arg]
 ) -> list[BoundListener]:
-    """Build, bind and start a server per listener; ``register`` adds the handlers.
+    """Build, bind and start a server per listener; ``register`` adds the handlers,
+    ``interceptors`` run on every listener after its authentication (which they may
+    rely on: the caller's identity is known when the handler runs).
 
     Raises :class:`headwater.server.tls.TlsMaterialError` (naming the file) when a TLS
     listener's PEM material is unusable, before anything listens.
@@ -81,10 +84,12 @@ async def start_listeners(
     }
     bound: list[BoundListener] = []
     for listener in layout.listeners:
-        interceptors = (
+        authenticating = (
             [ListenerInterceptor(listener, sessions=late)] if _needs_interceptor(listener) else []
         )
-        server = grpc.aio.server(options=list(options), interceptors=interceptors)
+        server = grpc.aio.server(
+            options=list(options), interceptors=[*authenticating, *interceptors]
+        )
         register(server)
         endpoint = listener.endpoint
         address = f"{endpoint.host or '0.0.0.0'}:{endpoint.port}"
