@@ -20,33 +20,14 @@ import argparse
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-PROJECT = Path(__file__).resolve().parent.parent
-HW = str(PROJECT / ".venv" / "bin" / "headwater")
-TICK = os.sysconf("SC_CLK_TCK")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-
-def group_cpu_s(pgids: set[int]) -> float:
-    """User + system CPU seconds of every live process in the process groups ``pgids``."""
-    total = 0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if int(fields[2]) in pgids:  # field 5 of stat: pgrp
-            total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / TICK
-
-
-def hw(*args: str) -> str:
-    return subprocess.run([HW, *args], check=True, capture_output=True, text=True).stdout
+from bench.proc_cpu import HW, group_cpu_s, hw
 
 
 def main() -> int:
