@@ -97,6 +97,20 @@ def states(leader: int, tps: list[TopicPartition]) -> list[PartitionState]:
     ]
 
 
+def replica_manager(broker_id: int, log_manager: LogManager) -> ReplicaManager:
+    """A broker's ReplicaManager with no ZooKeeper (ISR changes dropped), every topic known."""
+    return ReplicaManager(
+        broker_id=broker_id,
+        log_manager=log_manager,
+        isr_store=NoIsrChanges(),
+        metrics=BrokerMetrics(),
+        min_insync_replicas=1,
+        replica_lag_time_max_ms=30_000,
+        default_log_properties={"max.message.bytes": str(4 << 20)},
+        is_known_partition=lambda tp: True,
+    )
+
+
 async def start_fetchers(
     manager: ReplicaManager, tps: list[TopicPartition], data_dir: Path
 ) -> tuple[list[ReplicaFetcherManager], list[LogManager]]:
@@ -111,16 +125,7 @@ async def start_fetchers(
     fetchers, logs = [], []
     for broker in (1, 2):
         log_manager = LogManager([data_dir / f"follower-{broker}"])
-        follower = ReplicaManager(
-            broker_id=broker,
-            log_manager=log_manager,
-            isr_store=NoIsrChanges(),
-            metrics=BrokerMetrics(),
-            min_insync_replicas=1,
-            replica_lag_time_max_ms=30_000,
-            default_log_properties={"max.message.bytes": str(4 << 20)},
-            is_known_partition=lambda tp: True,
-        )
+        follower = replica_manager(broker, log_manager)
         await follower.prepare_topics(sorted({tp.topic for tp in tps}))
         follower.become_leader_or_follower(controller_epoch=1, states=states(0, tps))
         fetcher = ReplicaFetcherManager(
@@ -142,16 +147,7 @@ async def start_fetchers(
 async def run(args: argparse.Namespace, data_dir: Path) -> tuple[float, float]:
     idle = [TopicPartition("idle", p) for p in range(args.idle_partitions)]
     logs = LogManager([data_dir / "leader"])
-    manager = ReplicaManager(
-        broker_id=0,
-        log_manager=logs,
-        isr_store=NoIsrChanges(),
-        metrics=BrokerMetrics(),
-        min_insync_replicas=1,
-        replica_lag_time_max_ms=30_000,
-        default_log_properties={"max.message.bytes": str(4 << 20)},
-        is_known_partition=lambda tp: True,
-    )
+    manager = replica_manager(0, logs)
     await manager.prepare_topics(["busy", "idle"])
     manager.become_leader_or_follower(controller_epoch=1, states=states(0, [BUSY, *idle]))
     reads = 0
