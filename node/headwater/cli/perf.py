@@ -40,6 +40,7 @@ from headwater.client.group.listener import ConsumerRebalanceListener
 from headwater.client.producer.producer import Producer
 from headwater.client.settings import COMPRESSION_TYPES
 from headwater.client.types import ConsumerRecord, RecordMetadata, TopicPartition
+from headwater.records.native import payload_bytes
 
 
 def register(sub: Any) -> None:
@@ -122,8 +123,8 @@ def _print_summary(summary: dict[str, Any], output: str) -> None:
 
 
 # By position: a tuple's item is cheaper to get than a named field (~15% of the loop).
-_key = operator.itemgetter(ConsumerRecord._fields.index("key"))
-_value = operator.itemgetter(ConsumerRecord._fields.index("value"))
+_KEY_INDEX = ConsumerRecord._fields.index("key")
+_VALUE_INDEX = ConsumerRecord._fields.index("value")
 _timestamp = operator.itemgetter(ConsumerRecord._fields.index("timestamp_ms"))
 
 _CONSUME_LATENCY_EVERY = 16
@@ -271,10 +272,9 @@ def _consume(args: argparse.Namespace) -> int:
                     window_start = joined.at  # the first progress line leaves the join out
                 wall_ms = time.time() * 1000.0
                 recs = recs[: args.messages - count]
-                # Per record, but iterated in C (map/filter): a Python loop over the
-                # records costs this tool about as much as decoding them.
-                size = sum(map(len, filter(None, map(_value, recs))))
-                size += sum(map(len, filter(None, map(_key, recs))))
+                # Summed in C: even as maps and filters, counting in Python cost this
+                # tool ~0.08 us per record, a fifth of the consumer's own CPU at 100 B.
+                size = payload_bytes(recs, _KEY_INDEX, _VALUE_INDEX)
                 nbytes += size
                 window_bytes += size
                 # Latency of a sample, every _CONSUME_LATENCY_EVERY-th record (Kafka's

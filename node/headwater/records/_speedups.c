@@ -1144,6 +1144,53 @@ static PyTypeObject BuilderType = {
     .tp_getset = Builder_getset,
 };
 
+/*
+ * payload_bytes(records, key_index, value_index): the sum of len(record[key_index])
+ * and len(record[value_index]) over a list of tuples, None counting 0 -- what
+ * Kafka's perf tools count as bytes read.  A Python loop over the records (three
+ * maps, a filter and a sum per field) costs a reader about a fifth of what
+ * decoding them costs.
+ */
+static PyObject *payload_bytes(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyList_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "payload_bytes(records: list, key_index, value_index)");
+        return NULL;
+    }
+    Py_ssize_t fields[2];
+    for (int f = 0; f < 2; f++) {
+        fields[f] = PyLong_AsSsize_t(args[1 + f]);
+        if (fields[f] == -1 && PyErr_Occurred()) return NULL;
+        if (fields[f] < 0) {
+            PyErr_SetString(PyExc_ValueError, "field indexes must be >= 0");
+            return NULL;
+        }
+    }
+    PyObject *records = args[0];
+    long long total = 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(records); i++) {
+        PyObject *rec = PyList_GET_ITEM(records, i);
+        if (!PyTuple_Check(rec)) {
+            PyErr_Format(PyExc_TypeError, "records[%zd] is not a tuple", i);
+            return NULL;
+        }
+        for (int f = 0; f < 2; f++) {
+            if (fields[f] >= PyTuple_GET_SIZE(rec)) {
+                PyErr_Format(PyExc_IndexError, "records[%zd] has no field %zd", i, fields[f]);
+                return NULL;
+            }
+            PyObject *item = PyTuple_GET_ITEM(rec, fields[f]);
+            if (item == Py_None) continue;
+            if (!PyBytes_Check(item)) {
+                PyErr_Format(PyExc_TypeError, "records[%zd][%zd] is not bytes or None", i,
+                             fields[f]);
+                return NULL;
+            }
+            total += PyBytes_GET_SIZE(item);
+        }
+    }
+    return PyLong_FromLongLong(total);
+}
+
 /* ---- module --------------------------------------------------------------- */
 
 static PyMethodDef module_methods[] = {
@@ -1151,6 +1198,8 @@ static PyMethodDef module_methods[] = {
      "encode(records, default_timestamp_ms) -> (data, base_timestamp, max_timestamp)"},
     {"decode", (PyCFunction)(void (*)(void))codec_decode, METH_FASTCALL,
      "decode(data, count, base_offset, base_timestamp, log_append_time[, prefix, cls]) -> list"},
+    {"payload_bytes", (PyCFunction)(void (*)(void))payload_bytes, METH_FASTCALL,
+     "payload_bytes(records, key_index, value_index) -> int: key and value bytes, None as 0"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -30,6 +30,7 @@ def decode(
     cls: type[_T],
     /,
 ) -> list[_T]: ...
+def payload_bytes(records: list[Any], key_index: int, value_index: int, /) -> int: ...
 
 _append_future_api: object
 """RecordsBuilder.append_future's C function (a capsule), for headwater.client.producer._native."""

@@ -41,6 +41,7 @@ __all__ = [
     "NativeRecordCodec",
     "default_record_codec",
     "native_available",
+    "payload_bytes",
     "pure_python_forced",
 ]
 
@@ -102,6 +103,20 @@ class NativeRecordCodec:
         return self._decode(
             data, count, base_offset, base_timestamp, log_append_time, prefix, record_type
         )
+
+
+def payload_bytes(records: list[Any], key_index: int, value_index: int) -> int:
+    """Bytes of the keys and values of ``records`` (tuples; None counts 0), what Kafka's
+    perf tools count as bytes read: in C when built (a Python loop over 100 B records
+    costs a reader about a fifth of decoding them), else the same sum in Python."""
+    if _speedups is not None and not pure_python_forced():
+        return _speedups.payload_bytes(records, key_index, value_index)
+    return sum(
+        len(field)
+        for record in records
+        for field in (record[key_index], record[value_index])
+        if field is not None
+    )
 
 
 def pure_python_forced() -> bool:
