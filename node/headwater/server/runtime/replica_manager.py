@@ -466,8 +466,11 @@ class ReplicaManager:
                 now = monotonic_ms()
                 if wait.is_satisfied(available_bytes=available, has_error=has_error, now_ms=now):
                     break
+                # asyncio.timeout, not wait_for: a cancellation that arrives as the event
+                # is set must end the fetch (Python 3.11's wait_for returns instead).
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(event.wait(), wait.remaining_ms(now) / 1000.0)
+                    async with asyncio.timeout(wait.remaining_ms(now) / 1000.0):
+                        await event.wait()
         finally:
             for hosted in watched:
                 (hosted.replica_watchers if replica_id >= 0 else hosted.watchers).discard(event)
