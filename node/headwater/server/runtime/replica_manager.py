@@ -408,7 +408,7 @@ class ReplicaManager:
             header = transactional if transactional is not None else parse_header(records, 0)
             txn_log.appended(hosted.transactions, hosted.log, header, base_offset, marker)
         if hosted.log.active_base_offset != hosted.snapshot_segment:
-            self._snapshot_producers(hosted)
+            self._snapshot_in_background(hosted)
         self._metrics.bytes_in.labels(tp.topic).inc(len(records))
         self._metrics.messages_in.labels(tp.topic).inc(info.num_records)
         if state.on_leader_append(hosted.log.log_end_offset):
@@ -934,16 +934,31 @@ class ReplicaManager:
         return await run_blocking(lambda: cleaner.maybe_clean(log_manager.logs(), now_ms=now_ms))
 
     def _snapshot_producers(self, hosted: HostedPartition) -> None:
-        """Write the leader's producer state as the log's snapshot (at a roll, at shutdown)."""
+        """Write the leader's producer state as the log's snapshot, now (at shutdown)."""
         hosted.snapshot_segment = hosted.log.active_base_offset
         try:
             txn_log.take_snapshot(hosted.producers, hosted.transactions, hosted.log)
         except (OSError, ValueError, errors.HeadwaterError) as exc:  # the next load replays more
-            log.warning(
-                "%s: cannot write the producer snapshot: %s",
-                hosted.state.topic_partition,
-                errors.describe(exc),
-            )
+            self._snapshot_failed(hosted.state.topic_partition, exc)
+
+    def _snapshot_in_background(self, hosted: HostedPartition) -> None:
+        """Take the leader's producer state as a snapshot now (the log rolled) and write
+        it from a worker thread: appends go on meanwhile; a snapshot overtaken by a
+        truncation is dropped (:meth:`headwater.storage.Log.write_producer_snapshot`)."""
+        hosted.snapshot_segment = hosted.log.active_base_offset
+        snapshot = txn_log.snapshot_now(hosted.producers, hosted.transactions, hosted.log)
+        self._spawn(self._write_snapshot(hosted.state.topic_partition, snapshot))
+
+    async def _write_snapshot(self, tp: TopicPartition, snapshot: txn_log.SnapshotWrite) -> None:
+        try:
+            if not await run_blocking(snapshot.write):
+                log.info("%s: producer snapshot at %d dropped: truncated", tp, snapshot.offset)
+        except (OSError, ValueError, errors.HeadwaterError) as exc:  # the next load replays more
+            self._snapshot_failed(tp, exc)
+
+    @staticmethod
+    def _snapshot_failed(tp: TopicPartition, exc: Exception) -> None:
+        log.warning("%s: cannot write the producer snapshot: %s", tp, errors.describe(exc))
 
     def shutdown(self) -> None:
         for hosted in self.partitions.values():
