@@ -21,6 +21,7 @@ from __future__ import annotations
 import bisect
 import os
 import shutil
+import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -107,6 +108,7 @@ class Log:
         self._high_watermark = min(max(high_watermark, self._log_start_offset), self._next_offset)
         self._last_flush_ms = now_ms
         self._closed = False
+        self._truncations = 0
         self.epoch_cache = LeaderEpochCache(directory / LEADER_EPOCH_CHECKPOINT)
         self.epoch_cache.truncate_from_end(self._next_offset)
         self.epoch_cache.truncate_from_start(self._log_start_offset)
@@ -176,6 +178,13 @@ class Log:
     @property
     def recovery_point(self) -> int:
         return self._recovery_point
+
+    @property
+    def truncations(self) -> int:
+        """How many times the log end moved back (:meth:`truncate_to`,
+        :meth:`truncate_fully_and_start_at`): a producer snapshot taken before one of
+        them describes batches the log may no longer hold (:meth:`write_producer_snapshot`)."""
+        return self._truncations
 
     @property
     def size_in_bytes(self) -> int:
@@ -392,6 +401,7 @@ class Log:
             if offset <= self._segments[0].base_offset:
                 self._truncate_fully(offset)
                 return True
+            self._truncations += 1
             keep = bisect.bisect_left(self._bases, offset)
             for segment in self._segments[keep:]:
                 segment.delete()
@@ -414,6 +424,7 @@ class Log:
             self._truncate_fully(offset)
 
     def _truncate_fully(self, offset: int) -> None:
+        self._truncations += 1
         for segment in self._segments:
             segment.delete()
         self._segments = [new_segment(self.dir, offset, self.config, self._last_flush_ms)]
@@ -558,22 +569,60 @@ class Log:
     def _snapshot_path(self, offset: int) -> Path:
         return self.dir / segment_file_name(offset, PRODUCER_SNAPSHOT_SUFFIX)
 
-    def write_producer_snapshot(self, offset: int, data: bytes) -> None:
+    def write_producer_snapshot(
+        self, offset: int, data: bytes, *, truncations: int | None = None
+    ) -> bool:
         """Store ``data`` (the producer state of every batch below ``offset``) as the
-        ``<offset>.snapshot`` file, crash-safely; keep only the newest few."""
+        ``<offset>.snapshot`` file and keep only the newest few; True if stored.
+
+        A new leader trusts the newest whole snapshot and replays only the batches after
+        it (:func:`headwater.server.runtime.txn_log.load_producer_state`), so a snapshot
+        must be whole and of the batches the log holds:
+
+        * whole or absent: the bytes go to a temporary file that is fsynced before the
+          rename makes it the snapshot, so a crash leaves the older snapshots or the new
+          one, never a torn one (a file damaged anyway fails its CRC and is skipped);
+        * older snapshots are deleted only once the new one is in place;
+        * not stale: ``truncations`` is :attr:`truncations` when ``data`` was taken;
+          if the log was truncated since, nothing is stored (False), even when the log
+          has grown past ``offset`` again: the truncation deleted the snapshots past its
+          new end, and one still being written must not bring such a one back.  None:
+          the caller knows the log was not truncated (it holds the log still);
+        * it need not wait for the log's own flush: a snapshot past the log end that a
+          crash left behind is deleted when the log is opened.
+
+        Any thread may call it; the fsync runs outside the log's lock, so appends and
+        reads never wait for it.  Raises ValueError for an offset outside the log.
+        """
         with self._lock:
             self._check_open()
-            if not self._log_start_offset <= offset <= self._next_offset:
-                raise ValueError(f"snapshot offset {offset} is outside {self!r}")
-            path = self._snapshot_path(offset)
-            tmp = path.with_name(path.name + ".tmp")
-            with open(tmp, "wb") as f:
+            self._check_snapshot_offset(offset)
+        path = self._snapshot_path(offset)
+        fd, name = tempfile.mkstemp(dir=self.dir, prefix=path.name + ".", suffix=".tmp")
+        tmp = Path(name)
+        try:
+            with open(fd, "wb") as f:
                 f.write(data)
                 f.flush()
                 os.fsync(f.fileno())
-            os.replace(tmp, path)
-            for old in self._snapshot_offsets()[:-PRODUCER_SNAPSHOTS_KEPT]:
-                self._snapshot_path(old).unlink(missing_ok=True)
+            with self._lock:
+                self._check_open()
+                stale = truncations is not None and truncations != self._truncations
+                if not stale:
+                    self._check_snapshot_offset(offset)
+                    os.replace(tmp, path)
+                    for old in self._snapshot_offsets()[:-PRODUCER_SNAPSHOTS_KEPT]:
+                        self._snapshot_path(old).unlink(missing_ok=True)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        if stale:
+            tmp.unlink(missing_ok=True)
+        return not stale
+
+    def _check_snapshot_offset(self, offset: int) -> None:
+        if not self._log_start_offset <= offset <= self._next_offset:
+            raise ValueError(f"snapshot offset {offset} is outside {self!r}")
 
     def producer_snapshots(self) -> list[int]:
         """The offsets of the stored producer snapshots, oldest first."""

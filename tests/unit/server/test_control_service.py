@@ -9,6 +9,7 @@ The coordinator is a fake (the controller's side is tested in tests/unit/coordin
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Mapping
 from typing import Any, cast
 
@@ -212,6 +213,57 @@ def test_stop_replica_forgets_the_partition_and_stops_its_fetcher(harness: Harne
         assert s.role_changes[-1] == RoleChanges([TP], [(TP, None)], {})
 
     asyncio.run(scenario())
+
+
+def test_a_stop_replica_waits_for_the_leader_and_isr_being_prepared(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A LeaderAndIsr opens its new logs off the event loop; a StopReplica arriving
+    meanwhile is applied after it, never between its preparation and its decision."""
+    entered, release = threading.Event(), threading.Event()
+    opened_on_loop: list[bool] = []
+    open_log = harness.logs.get_or_create_log
+
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        opened_on_loop.append(threading.current_thread() is threading.main_thread())
+        entered.set()
+        release.wait(10)
+        return open_log(*args, **kwargs)
+
+    monkeypatch.setattr(harness.logs, "get_or_create_log", slow)
+
+    async def scenario() -> None:
+        s = Service(harness)
+        lai = asyncio.ensure_future(s.service.LeaderAndIsr(s.leader_and_isr(leader=0), NO_CONTEXT))
+        while not entered.is_set():
+            await asyncio.sleep(0.001)  # the loop runs while the log is being opened
+        request = control_pb2.StopReplicaRequest(
+            controller_epoch=1,
+            broker_epoch=7,
+            partitions=[
+                control_pb2.StopReplicaPartition(
+                    topic=TP.topic, partition=TP.partition, delete_partition=False
+                )
+            ],
+        )
+        stop = asyncio.ensure_future(s.service.StopReplica(request, NO_CONTEXT))
+        await asyncio.sleep(0.05)
+        assert not lai.done() and not stop.done()
+        assert TP not in harness.manager.partitions
+        release.set()
+        await lai
+        await stop
+        assert s.role_changes == [
+            RoleChanges([TP], [(TP, 1)], {}),
+            RoleChanges([TP], [(TP, None)], {}),
+        ]
+        assert TP not in harness.manager.partitions
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        release.set()
+    assert opened_on_loop == [False]
 
 
 def test_update_metadata_fills_the_cache_and_wakes_its_waiters(harness: Harness) -> None:

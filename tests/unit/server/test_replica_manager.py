@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from headwater.coordination.model import LeaderAndIsr, PartitionState
 from headwater.errors import ErrorCode
 from headwater.records import Record, build_batch
@@ -242,5 +243,28 @@ def test_corrupt_and_oversize_batches_are_refused(harness: Harness) -> None:
             ErrorCode.MESSAGE_TOO_LARGE,
         ]
         assert m.partitions[TP].log.log_end_offset == 0
+
+    asyncio.run(scenario())
+
+
+def test_a_waiting_fetch_cancelled_as_it_is_woken_ends_cancelled(harness: Harness) -> None:
+    """The cancellation (the client went away) wins over the wake-up that came in the same
+    event-loop step: the fetch does not go round again and answer."""
+
+    async def scenario() -> None:
+        m = harness.manager
+        await m.prepare_topics([TP.topic])
+        m.become_leader_or_follower(controller_epoch=1, states=[harness.state(leader=0, isr=(0,))])
+        fetch = asyncio.ensure_future(consumer_fetch(m, 0, wait_ms=60000))
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert not fetch.done()
+        # One step: the append wakes the fetch (its records are readable at once), then
+        # the fetch is cancelled.
+        await m.append_records(acks=1, timeout_ms=100, entries=[(TP, records(b"a"))])
+        fetch.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await fetch
+        assert not m.partitions[TP].watchers  # the fetch let go of the partition
 
     asyncio.run(scenario())

@@ -4,8 +4,11 @@ segment, and distrusted (``valid`` False) when damaged."""
 
 from __future__ import annotations
 
+import os
+import threading
 from pathlib import Path
 
+import pytest
 from headwater.storage import Log
 from headwater.storage.transactions import ENTRY_SIZE, AbortedTxn, TransactionIndexFile
 
@@ -137,4 +140,53 @@ def test_snapshots_past_the_end_after_a_crash_are_deleted_on_opening(tmp_path: P
     log = open_log(tmp_path, segment_bytes=400, index_interval_bytes=100)
     assert log.producer_snapshots() == []
     assert not (log.dir / f"{500:020d}.snapshot").exists()
+    log.close()
+
+
+def test_a_producer_snapshot_taken_before_a_truncation_is_not_stored(tmp_path: Path) -> None:
+    """Even once the log has grown past its offset again: those are other batches."""
+    log = small_log(tmp_path)
+    fill(log, 2)  # offsets 0-9
+    taken = log.truncations
+    log.truncate_to(5)
+    fill(log, 2)  # 5-14: not the batches the snapshot described
+    assert not log.write_producer_snapshot(10, b"stale", truncations=taken)
+    assert log.producer_snapshots() == []
+    assert log.write_producer_snapshot(10, b"fresh", truncations=log.truncations)
+    assert log.producer_snapshots() == [10]
+    assert log.read_producer_snapshot(10) == b"fresh"
+    assert sorted(p.name for p in log.dir.iterdir() if p.name.endswith(".tmp")) == []
+    log.close()
+
+
+def test_appends_do_not_wait_for_a_producer_snapshots_fsync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = small_log(tmp_path)
+    fill(log, 1)
+    in_fsync, release = threading.Event(), threading.Event()
+    real_fsync = os.fsync
+
+    def slow_fsync(fd: int) -> None:
+        if threading.current_thread().name == "snapshot":
+            in_fsync.set()
+            release.wait(10)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", slow_fsync)
+    writer = threading.Thread(
+        target=log.write_producer_snapshot, args=(5, b"state"), name="snapshot"
+    )
+    writer.start()
+    try:
+        assert in_fsync.wait(10)
+        appender = threading.Thread(target=fill, args=(log, 1))
+        appender.start()
+        appender.join(5)
+        assert not appender.is_alive()  # the append did not wait for the fsync
+        assert log.producer_snapshots() == []  # not in place before it is durable
+    finally:
+        release.set()
+        writer.join(10)
+    assert log.producer_snapshots() == [5]
     log.close()

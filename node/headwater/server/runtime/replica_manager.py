@@ -17,8 +17,11 @@ scheduler runs the ISR-shrink check (:meth:`maybe_shrink_isrs`, every half
 on disk (:meth:`run_log_tasks`, :meth:`clean_logs`): nothing else reaches a log.
 
 Thread model: every method runs on the broker's event loop.  Log calls are
-synchronous and short (page-cache writes); ZooKeeper calls go to a worker thread
-(:func:`headwater.server.runtime.offload.run_blocking`).
+synchronous and short (page-cache writes); what waits on a disk or on ZooKeeper goes
+to a worker thread (:func:`headwater.server.runtime.offload.run_blocking`): ISR
+writes, the opening of a LeaderAndIsr's new logs with their leader-epoch checkpoints
+(:meth:`prepare_partitions`, before the decision that makes them hosted) and the
+producer snapshot at a roll (after it is taken on the loop).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import contextlib
 import itertools
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence, Set
-from typing import Any
+from typing import Any, NamedTuple
 
 from headwater import errors
 from headwater.clock import monotonic_ms, wall_ms
@@ -60,7 +63,7 @@ from headwater.server.runtime.isr_store import IsrStore
 from headwater.server.runtime.offload import run_blocking
 from headwater.server.runtime.replication_quotas import ReplicationQuotas
 from headwater.server.runtime.topic_configs import TopicConfigs
-from headwater.storage import LogConfig, LogManager
+from headwater.storage import Log, LogConfig, LogManager
 from headwater.storage.cleaner import CleanerStats, LogCleaner
 from headwater.values import TopicPartition
 
@@ -72,6 +75,16 @@ coordinator's answer whether ``partition`` is in the producer's open transaction
 
 READ_COMMITTED = 1
 """Kafka's ``IsolationLevel.READ_COMMITTED``: consumers read up to the last stable offset."""
+
+
+class _Prepared(NamedTuple):
+    """A partition :meth:`ReplicaManager.prepare_partitions` opened, not hosted yet."""
+
+    state: PartitionState
+    """The LeaderAndIsr state it was prepared for: only that one may take it."""
+    hosted: HostedPartition
+    loaded: txn_log.LoadedState | None
+    """Its producer state, loaded (it is to lead); None for a follower."""
 
 
 def _unverified(_tid: str, _pid: int, _epoch: int, _tp: TopicPartition) -> Awaitable[ErrorCode]:
@@ -109,6 +122,8 @@ class ReplicaManager:
         self._produce_ids = itertools.count(1)
         self._waiting_produces: dict[int, asyncio.Future[ErrorCode]] = {}
         self._background: set[asyncio.Task[None]] = set()
+        self._prepared: dict[TopicPartition, _Prepared] = {}
+        """What :meth:`prepare_partitions` opened for the next :meth:`become_leader_or_follower`."""
         self._configs = TopicConfigs(
             store=isr_store,
             default_properties=default_log_properties,
@@ -408,7 +423,7 @@ class ReplicaManager:
             header = transactional if transactional is not None else parse_header(records, 0)
             txn_log.appended(hosted.transactions, hosted.log, header, base_offset, marker)
         if hosted.log.active_base_offset != hosted.snapshot_segment:
-            self._snapshot_producers(hosted)
+            self._snapshot_in_background(hosted)
         self._metrics.bytes_in.labels(tp.topic).inc(len(records))
         self._metrics.messages_in.labels(tp.topic).inc(info.num_records)
         if state.on_leader_append(hosted.log.log_end_offset):
@@ -466,8 +481,11 @@ class ReplicaManager:
                 now = monotonic_ms()
                 if wait.is_satisfied(available_bytes=available, has_error=has_error, now_ms=now):
                     break
+                # asyncio.timeout, not wait_for: a cancellation that arrives as the event
+                # is set must end the fetch (Python 3.11's wait_for returns instead).
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(event.wait(), wait.remaining_ms(now) / 1000.0)
+                    async with asyncio.timeout(wait.remaining_ms(now) / 1000.0):
+                        await event.wait()
         finally:
             for hosted in watched:
                 (hosted.replica_watchers if replica_id >= 0 else hosted.watchers).discard(event)
@@ -782,22 +800,37 @@ class ReplicaManager:
 
     # -- role changes ------------------------------------------------------------------------
 
-    def _hosted(self, tp: TopicPartition) -> HostedPartition:
+    def _new_hosted(self, tp: TopicPartition, config: LogConfig, plog: Log) -> HostedPartition:
+        return HostedPartition(
+            Partition(
+                tp,
+                local_broker_id=self.broker_id,
+                min_insync_replicas=config.min_insync_replicas,
+                replica_lag_time_max_ms=self._lag_ms,
+            ),
+            plog,
+        )
+
+    def _hosted(self, ps: PartitionState) -> tuple[HostedPartition, txn_log.LoadedState | None]:
+        """The hosted partition of ``ps``, made hosted here if new (from what
+        :meth:`prepare_partitions` opened for this very state, else opening its log now),
+        and its producer state if that was loaded already."""
+        tp = TopicPartition(ps.topic, ps.partition)
         hosted = self.partitions.get(tp)
-        if hosted is None:
-            config = self._configs.log_config(tp.topic)
+        if hosted is not None:
+            return hosted, None
+        config = self._configs.log_config(tp.topic)
+        prepared = self._prepared.pop(tp, None)
+        if prepared is not None and prepared.state == ps:
+            hosted, loaded = prepared.hosted, prepared.loaded
+            # The topic's overrides may have changed while it was prepared.
+            hosted.log.update_config(config)
+            hosted.state.min_insync_replicas = config.min_insync_replicas
+        else:
             plog = self._log_manager.get_or_create_log(tp.topic, tp.partition, config)
-            hosted = HostedPartition(
-                Partition(
-                    tp,
-                    local_broker_id=self.broker_id,
-                    min_insync_replicas=config.min_insync_replicas,
-                    replica_lag_time_max_ms=self._lag_ms,
-                ),
-                plog,
-            )
-            self.partitions[tp] = hosted
-        return hosted
+            hosted, loaded = self._new_hosted(tp, config, plog), None
+        self.partitions[tp] = hosted
+        return hosted, loaded
 
     async def prepare_topics(self, topics: Iterable[str]) -> None:
         """Read and watch the config overrides of topics not hosted yet (ZooKeeper, in a thread).
@@ -806,6 +839,54 @@ class ReplicaManager:
         block the event loop on ZooKeeper.
         """
         await self._configs.prepare(topics)
+
+    async def prepare_partitions(self, states: Sequence[PartitionState]) -> None:
+        """The disk work of a LeaderAndIsr for its partitions not hosted yet, in a worker
+        thread: open (or create) each log and, for one this broker is to lead, record the
+        new leader epoch in its leader-epoch checkpoint and load its producer state.
+
+        Called after :meth:`prepare_topics` (the logs take the topics' configs) and right
+        before :meth:`become_leader_or_follower` with the same states, which makes them
+        hosted, leader or follower, only then: until that decision nobody but this
+        method reaches them (produce and fetch answer that they are not here), so the
+        log end the epoch starts at cannot move, and the checkpoint is on disk before the
+        partition leads.  The caller lets no other role change run in between.  A
+        partition that cannot be prepared is left to the decision, which opens its log
+        (on the event loop) and reports the error.
+        """
+        configs: dict[str, LogConfig] = {}
+        todo: list[tuple[PartitionState, LogConfig]] = []
+        for ps in states:
+            tp = TopicPartition(ps.topic, ps.partition)
+            if self.broker_id in ps.replicas and tp not in self.partitions:
+                if ps.topic not in configs:
+                    configs[ps.topic] = self._configs.log_config(ps.topic)
+                todo.append((ps, configs[ps.topic]))
+        if todo:
+            self._prepared.update(await run_blocking(self._open_partitions, todo))
+
+    def _open_partitions(
+        self, todo: Sequence[tuple[PartitionState, LogConfig]]
+    ) -> dict[TopicPartition, _Prepared]:
+        """:meth:`prepare_partitions`' blocking part (a worker thread)."""
+        prepared: dict[TopicPartition, _Prepared] = {}
+        for ps, config in todo:
+            tp = TopicPartition(ps.topic, ps.partition)
+            lai = ps.leader_and_isr
+            try:
+                plog = self._log_manager.get_or_create_log(tp.topic, tp.partition, config)
+                hosted = self._new_hosted(tp, config, plog)
+                loaded: txn_log.LoadedState | None = None
+                if lai.leader == self.broker_id:
+                    assign_epoch(plog, lai.leader_epoch, plog.log_end_offset)
+                    loaded = txn_log.load_producer_state(
+                        hosted.producers, hosted.transactions, plog
+                    )
+            except Exception as exc:
+                log.warning("%s: cannot prepare for LeaderAndIsr: %s", tp, errors.describe(exc))
+                continue
+            prepared[tp] = _Prepared(ps, hosted, loaded)
+        return prepared
 
     def _apply_log_config(self, topic: str, config: LogConfig) -> None:
         """New topic-level overrides: update every hosted log of ``topic``."""
@@ -817,7 +898,19 @@ class ReplicaManager:
     def become_leader_or_follower(
         self, *, controller_epoch: int, states: Sequence[PartitionState]
     ) -> RoleChangeResult:
-        """Apply a LeaderAndIsr request; its ``changes`` name the partitions to fetch."""
+        """Apply a LeaderAndIsr request; its ``changes`` name the partitions to fetch.
+
+        Runs in one event-loop step; a log not opened by :meth:`prepare_partitions`
+        is opened here.
+        """
+        try:
+            return self._become_leader_or_follower(controller_epoch, states)
+        finally:
+            self._prepared.clear()
+
+    def _become_leader_or_follower(
+        self, controller_epoch: int, states: Sequence[PartitionState]
+    ) -> RoleChangeResult:
         if controller_epoch < self.controller_epoch:
             return RoleChangeResult(ErrorCode.STALE_CONTROLLER_EPOCH, [], RoleChanges([], [], {}))
         self.controller_epoch = controller_epoch
@@ -830,9 +923,9 @@ class ReplicaManager:
                 continue
             lai = ps.leader_and_isr
             try:
-                hosted = self._hosted(tp)
+                hosted, loaded = self._hosted(ps)
                 if lai.leader == self.broker_id:
-                    if self._make_leader(hosted, ps):
+                    if self._make_leader(hosted, ps, loaded):
                         changes.unfollow.append(tp)
                 else:
                     changed = hosted.state.make_follower(
@@ -858,8 +951,14 @@ class ReplicaManager:
                 results.append((tp, ErrorCode.KAFKA_STORAGE_ERROR))
         return RoleChangeResult(ErrorCode.NONE, results, changes)
 
-    def _make_leader(self, hosted: HostedPartition, ps: PartitionState) -> bool:
-        """Become leader; True if this replica was a follower until now."""
+    def _make_leader(
+        self,
+        hosted: HostedPartition,
+        ps: PartitionState,
+        loaded: txn_log.LoadedState | None = None,
+    ) -> bool:
+        """Become leader; True if this replica was a follower until now.  ``loaded``: the
+        producer state was loaded for this leadership already (:meth:`prepare_partitions`)."""
         lai = ps.leader_and_isr
         tp = hosted.state.topic_partition
         was_follower = not hosted.state.is_leader
@@ -875,9 +974,10 @@ class ReplicaManager:
         if changed:
             assign_epoch(hosted.log, lai.leader_epoch, hosted.log.log_end_offset)
             if was_follower:
-                loaded = txn_log.load_producer_state(
-                    hosted.producers, hosted.transactions, hosted.log
-                )
+                if loaded is None:
+                    loaded = txn_log.load_producer_state(
+                        hosted.producers, hosted.transactions, hosted.log
+                    )
                 hosted.snapshot_segment = hosted.log.active_base_offset
                 log.info(
                     "%s: producer state from %s, %d batches replayed",
@@ -931,16 +1031,31 @@ class ReplicaManager:
         return await run_blocking(lambda: cleaner.maybe_clean(log_manager.logs(), now_ms=now_ms))
 
     def _snapshot_producers(self, hosted: HostedPartition) -> None:
-        """Write the leader's producer state as the log's snapshot (at a roll, at shutdown)."""
+        """Write the leader's producer state as the log's snapshot, now (at shutdown)."""
         hosted.snapshot_segment = hosted.log.active_base_offset
         try:
             txn_log.take_snapshot(hosted.producers, hosted.transactions, hosted.log)
         except (OSError, ValueError, errors.HeadwaterError) as exc:  # the next load replays more
-            log.warning(
-                "%s: cannot write the producer snapshot: %s",
-                hosted.state.topic_partition,
-                errors.describe(exc),
-            )
+            self._snapshot_failed(hosted.state.topic_partition, exc)
+
+    def _snapshot_in_background(self, hosted: HostedPartition) -> None:
+        """Take the leader's producer state as a snapshot now (the log rolled) and write
+        it from a worker thread: appends go on meanwhile; a snapshot overtaken by a
+        truncation is dropped (:meth:`headwater.storage.Log.write_producer_snapshot`)."""
+        hosted.snapshot_segment = hosted.log.active_base_offset
+        snapshot = txn_log.snapshot_now(hosted.producers, hosted.transactions, hosted.log)
+        self._spawn(self._write_snapshot(hosted.state.topic_partition, snapshot))
+
+    async def _write_snapshot(self, tp: TopicPartition, snapshot: txn_log.SnapshotWrite) -> None:
+        try:
+            if not await run_blocking(snapshot.write):
+                log.info("%s: producer snapshot at %d dropped: truncated", tp, snapshot.offset)
+        except (OSError, ValueError, errors.HeadwaterError) as exc:  # the next load replays more
+            self._snapshot_failed(tp, exc)
+
+    @staticmethod
+    def _snapshot_failed(tp: TopicPartition, exc: Exception) -> None:
+        log.warning("%s: cannot write the producer snapshot: %s", tp, errors.describe(exc))
 
     def shutdown(self) -> None:
         for hosted in self.partitions.values():

@@ -8,15 +8,17 @@ transaction (KIP-890: the first transactional write of a transaction to a partit
 A client may never write a control batch; only the coordinator's WriteTxnMarkers does
 (:func:`marker_batch`).  Each abort is indexed in the ``.txnindex`` of the segment
 holding its marker.  The leader writes the producer state (idempotence and
-transactions) as a snapshot when the log rolls and at a clean shutdown
+transactions) as a snapshot when the log rolls (taken on the event loop by
+:func:`snapshot_now`, written by a worker thread) and at a clean shutdown
 (:func:`take_snapshot`); on becoming leader, :func:`load_producer_state` starts from the
 newest whole snapshot and ``.txnindex`` files and replays the headers after it --
 decoding only the control batches, one record each -- or, when a file is damaged,
 replays the whole log and rewrites the indexes: the log is the replicated copy of all
 of them.
 
-Called only by the :class:`~headwater.server.runtime.replica_manager.ReplicaManager`,
-on the broker's event loop.
+Called only by the :class:`~headwater.server.runtime.replica_manager.ReplicaManager`, on
+the broker's event loop, except :meth:`SnapshotWrite.write` and, for a partition that is
+not hosted yet (no one else reaches its state), :func:`load_producer_state`: worker threads.
 """
 
 from __future__ import annotations
@@ -144,11 +146,38 @@ class LoadedState(NamedTuple):
     """Batches of producers read from the log after the snapshot."""
 
 
+class SnapshotWrite(NamedTuple):
+    """A producer snapshot taken on the event loop, for a worker thread to write
+    (:meth:`headwater.storage.Log.write_producer_snapshot` says why that stays safe)."""
+
+    plog: Log
+    offset: int
+    """The log end when taken: the state covers every batch below it."""
+    data: bytes
+    truncations: int
+    """The log's :attr:`~headwater.storage.Log.truncations` when taken."""
+
+    def write(self) -> bool:
+        """Store it (blocking: an fsync); False if the log was truncated since it was taken."""
+        return self.plog.write_producer_snapshot(
+            self.offset, self.data, truncations=self.truncations
+        )
+
+
+def snapshot_now(
+    producers: ProducerStateManager, txns: PartitionTransactions, plog: Log
+) -> SnapshotWrite:
+    """Both states as a producer snapshot at the log's end, not written yet (no I/O)."""
+    return SnapshotWrite(
+        plog, plog.log_end_offset, producer_snapshot.encode(producers, txns), plog.truncations
+    )
+
+
 def take_snapshot(producers: ProducerStateManager, txns: PartitionTransactions, plog: Log) -> int:
-    """Write both states as the log's producer snapshot at its end; return that offset."""
-    offset = plog.log_end_offset
-    plog.write_producer_snapshot(offset, producer_snapshot.encode(producers, txns))
-    return offset
+    """Write both states as the log's producer snapshot at its end, now; return that offset."""
+    snapshot = snapshot_now(producers, txns, plog)
+    snapshot.write()
+    return snapshot.offset
 
 
 def load_producer_state(
@@ -237,11 +266,13 @@ __all__ = [
     "ClientBatch",
     "ControlRecordType",
     "LoadedState",
+    "SnapshotWrite",
     "appended",
     "check_marker",
     "inspect",
     "load_producer_state",
     "marker_batch",
+    "snapshot_now",
     "take_snapshot",
     "written_marker",
 ]

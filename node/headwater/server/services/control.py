@@ -59,6 +59,9 @@ class ControlService(control_pb2_grpc.ControlServicer):
         self._on_role_changes = on_role_changes
         self._on_applied = on_applied
         self._authz = authz
+        self._role_changes = asyncio.Lock()
+        """Held by a LeaderAndIsr from its preparation to its decision's application, and by
+        a StopReplica: each applies alone (a prepared partition is the one decided)."""
 
     def _refused(self, context: Context) -> bool:
         """Every Control RPC needs CLUSTER_ACTION on the cluster (Kafka's inter-broker ACL)."""
@@ -89,14 +92,16 @@ class ControlService(control_pb2_grpc.ControlServicer):
         if self._stale_broker_epoch(request.broker_epoch):
             timer.done("stale")
             return control_pb2.LeaderAndIsrResponse(error=pb_error(ErrorCode.STALE_BROKER_EPOCH))
-        self._on_leaders({b.id: broker_from_proto(b) for b in request.live_leaders})
-        if request.controller_epoch >= self._replicas.controller_epoch:
-            await self._replicas.prepare_topics(p.topic for p in request.partition_states)
-        error, results, changes = self._replicas.become_leader_or_follower(
-            controller_epoch=request.controller_epoch,
-            states=partition_states_from_proto(request.partition_states),
-        )
-        self._on_role_changes(changes)
+        states = partition_states_from_proto(request.partition_states)
+        async with self._role_changes:
+            self._on_leaders({b.id: broker_from_proto(b) for b in request.live_leaders})
+            if request.controller_epoch >= self._replicas.controller_epoch:
+                await self._replicas.prepare_topics(p.topic for p in states)
+                await self._replicas.prepare_partitions(states)
+            error, results, changes = self._replicas.become_leader_or_follower(
+                controller_epoch=request.controller_epoch, states=states
+            )
+            self._on_role_changes(changes)
         timer.done()
         await self._applied("LeaderAndIsr", request.broker_epoch)
         return control_pb2.LeaderAndIsrResponse(
@@ -119,14 +124,15 @@ class ControlService(control_pb2_grpc.ControlServicer):
         if self._stale_broker_epoch(request.broker_epoch):
             timer.done("stale")
             return control_pb2.StopReplicaResponse(error=pb_error(ErrorCode.STALE_BROKER_EPOCH))
-        error, results, changes = self._replicas.stop_replicas(
-            controller_epoch=request.controller_epoch,
-            partitions=[
-                (TopicPartition(p.topic, p.partition), p.delete_partition)
-                for p in request.partitions
-            ],
-        )
-        self._on_role_changes(changes)
+        async with self._role_changes:
+            error, results, changes = self._replicas.stop_replicas(
+                controller_epoch=request.controller_epoch,
+                partitions=[
+                    (TopicPartition(p.topic, p.partition), p.delete_partition)
+                    for p in request.partitions
+                ],
+            )
+            self._on_role_changes(changes)
         timer.done()
         return control_pb2.StopReplicaResponse(
             error=pb_error(error),
