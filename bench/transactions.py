@@ -10,7 +10,10 @@
 Prints records/s and MiB/s; the ratios are the issue's goals (transactional produce
 >= 0.8x plain, read_committed >= 0.9x read_uncommitted).  Also the CPU time per
 record of this client and of the brokers in each phase: on a shared machine records/s
-swing with the neighbours' load, CPU per record far less.
+swing with the neighbours' load, CPU per record far less.  And, per 1,000 records of
+each produce phase, the client's Produce requests and batches (records and KiB per
+batch) and the RPCs the brokers handled (their ``headwater_requests`` metric), so that
+the two modes' per-request costs can be compared.
 
     .venv/bin/python bench/transactions.py [--seconds 10] [--transaction-ms 100]
 """
@@ -20,15 +23,17 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import statistics
 import time
+import urllib.request
 import uuid
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import headwater
-from headwater.testing import Cluster
+from headwater.testing import Cluster, free_port
 
 RECORD = b"x" * 1024
 PARTITIONS = 6
@@ -70,6 +75,66 @@ class CpuMeter:
         return f"CPU/record: client {client:.1f} us, brokers {brokers:.1f} us"
 
 
+_REQUESTS = re.compile(r"^headwater_requests_total\{([^}]*)\} ([0-9.e+]+)$", re.M)
+_RPC = re.compile(r'rpc="([^"]*)"')
+
+
+class RequestCounter:
+    """Produce requests and batches this client sent (by wrapping its sender) and the
+    RPCs the brokers handled (scraped from their metrics endpoints) over a phase."""
+
+    def __init__(self, metrics_ports: list[int]) -> None:
+        self._ports = metrics_ports
+        self._brokers: dict[str, float] = {}
+        self.requests = self.batches = self.records = 0
+        self.batch_bytes = 0
+
+    def _scrape(self) -> dict[str, float]:
+        total: dict[str, float] = defaultdict(float)
+        for port in self._ports:
+            with contextlib.suppress(OSError):
+                text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5)
+                for labels, value in _REQUESTS.findall(text.read().decode()):
+                    rpc = _RPC.search(labels)
+                    if rpc is not None:
+                        total[rpc.group(1)] += float(value)
+        return total
+
+    def start(self) -> None:
+        self._brokers = self._scrape()
+        self.requests = self.batches = self.records = self.batch_bytes = 0
+
+    def wrap(self, producer: headwater.Producer) -> None:
+        sender: Any = producer._sender  # a bench probe
+        send = sender._send
+
+        def counted(address: str, batches: list[Any], now: float, **kwargs: Any) -> None:
+            self.requests += 1
+            self.batches += len(batches)
+            self.records += sum(len(b) for b in batches)
+            self.batch_bytes += sum(b.size_bytes for b in batches)
+            send(address, batches, now, **kwargs)
+
+        sender._send = counted
+
+    def per_thousand(self, records: int) -> str:
+        """The phase's requests per 1,000 records since :meth:`start`."""
+        k = max(records, 1) / 1000.0
+        after = self._scrape()
+        rpcs = {
+            rpc: (after[rpc] - self._brokers.get(rpc, 0.0)) / k
+            for rpc in sorted(after)
+            if after[rpc] - self._brokers.get(rpc, 0.0) > 0
+        }
+        batches = max(self.batches, 1)
+        return (
+            f"per 1,000 records: client Produce requests {self.requests / k:.2f}, "
+            f"batches {self.batches / k:.2f} ({self.records / batches:.0f} records, "
+            f"{self.batch_bytes / batches / 1024:.0f} KiB each); brokers "
+            + ", ".join(f"{rpc} {n:.2f}" for rpc, n in rpcs.items())
+        )
+
+
 def make_topic(admin: headwater.Admin) -> str:
     name = f"bench-{uuid.uuid4().hex[:6]}"
     admin.create_topic(name, PARTITIONS, 3)
@@ -85,9 +150,10 @@ def make_topic(admin: headwater.Admin) -> str:
     raise SystemExit(f"{name} has no leaders after 60 s")
 
 
-def produce_plain(bootstrap: str, topic: str, seconds: float) -> int:
+def produce_plain(bootstrap: str, topic: str, seconds: float, counter: RequestCounter) -> int:
     sent = 0
     with headwater.Producer(bootstrap, linger_ms=5, batch_size=256 * 1024) as p:
+        counter.wrap(p)
         end = time.monotonic() + seconds
         while time.monotonic() < end:
             for _ in range(1000):
@@ -167,7 +233,12 @@ class Phases:
 
 
 def produce_transactional(
-    bootstrap: str, topic: str, seconds: float, txn_ms: float, phases: Phases
+    bootstrap: str,
+    topic: str,
+    seconds: float,
+    txn_ms: float,
+    phases: Phases,
+    counter: RequestCounter,
 ) -> tuple[int, int]:
     sent = transactions = 0
     with headwater.Producer(
@@ -178,6 +249,7 @@ def produce_transactional(
     ) as p:
         p.init_transactions()
         phases.wrap(p)
+        counter.wrap(p)
         end = time.monotonic() + seconds
         while time.monotonic() < end:
             p.begin_transaction()
@@ -212,25 +284,39 @@ def main() -> None:
     )
     args = parser.parse_args()
     mib = len(RECORD) / (1 << 20)
-    with Cluster(brokers=3, overrides=OVERRIDES) as c, headwater.Admin(c.bootstrap) as admin:
+    ports = [free_port() for _ in range(3)]
+    with (
+        Cluster(
+            brokers=3,
+            overrides=OVERRIDES,
+            broker_overrides={i: {"metrics.port": str(port)} for i, port in enumerate(ports)},
+        ) as c,
+        headwater.Admin(c.bootstrap) as admin,
+    ):
         plain_topic, txn_topic = make_topic(admin), make_topic(admin)
-        cpu = CpuMeter(c)
+        cpu, counter = CpuMeter(c), RequestCounter(ports)
+        counter.start()
         cpu.start()
-        plain_sent = produce_plain(c.bootstrap, plain_topic, args.seconds)
+        plain_sent = produce_plain(c.bootstrap, plain_topic, args.seconds, counter)
         plain, plain_cpu = plain_sent / args.seconds, cpu.per_record(plain_sent)
+        plain_counts = counter.per_thousand(plain_sent)
         phases = Phases()
+        counter.start()
         cpu.start()
         txn_sent, transactions = produce_transactional(
-            c.bootstrap, txn_topic, args.seconds, args.transaction_ms, phases
+            c.bootstrap, txn_topic, args.seconds, args.transaction_ms, phases, counter
         )
         txn, txn_cpu = txn_sent / args.seconds, cpu.per_record(txn_sent)
+        txn_counts = counter.per_thousand(txn_sent)
         print(f"produce plain (idempotent, acks=all): {plain:,.0f} rec/s, {plain * mib:.1f} MiB/s")
         print(f"  {plain_cpu}")
+        print(f"  {plain_counts}")
         print(
             f"produce transactional ({args.transaction_ms:.0f} ms transactions): "
             f"{txn:,.0f} rec/s, {txn * mib:.1f} MiB/s ({txn / plain:.2f}x plain)"
         )
         print(f"  {txn_cpu}")
+        print(f"  {txn_counts}")
         print(f"  {transactions} transactions; {phases.report()}")
         if args.produce_only:
             return
