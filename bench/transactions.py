@@ -52,27 +52,36 @@ class CpuMeter:
     def __init__(self, cluster: Cluster) -> None:
         self._cluster = cluster
         self._client = 0.0
-        self._brokers = 0.0
+        self._brokers = (0.0, 0.0)
 
-    def _broker_seconds(self) -> float:
+    def _broker_seconds(self) -> tuple[float, float]:
+        """The brokers' user and system CPU seconds."""
         tick = os.sysconf("SC_CLK_TCK")
-        total = 0.0
+        user = system = 0.0
         for broker in self._cluster.brokers.values():
             if broker.pid is None:
                 continue
             with contextlib.suppress(OSError):
                 stat = Path(f"/proc/{broker.pid}/stat").read_text().rsplit(")", 1)[1].split()
-                total += (int(stat[11]) + int(stat[12])) / tick
-        return total
+                user += int(stat[11]) / tick
+                system += int(stat[12]) / tick
+        return user, system
 
     def start(self) -> None:
         self._client, self._brokers = time.process_time(), self._broker_seconds()
 
     def per_record(self, records: int) -> str:
-        """'client X us, brokers Y us' of CPU per record since :meth:`start`."""
+        """'client X us, brokers Y us (user U, system S)' of CPU per record since
+        :meth:`start`."""
         client = (time.process_time() - self._client) * 1e6 / max(records, 1)
-        brokers = (self._broker_seconds() - self._brokers) * 1e6 / max(records, 1)
-        return f"CPU/record: client {client:.1f} us, brokers {brokers:.1f} us"
+        user, system = (
+            (now - then) * 1e6 / max(records, 1)
+            for now, then in zip(self._broker_seconds(), self._brokers, strict=True)
+        )
+        return (
+            f"CPU/record: client {client:.1f} us, brokers {user + system:.1f} us "
+            f"(user {user:.1f}, system {system:.1f})"
+        )
 
 
 _REQUESTS = re.compile(r"^headwater_requests_total\{([^}]*)\} ([0-9.e+]+)$", re.M)
@@ -282,6 +291,13 @@ def main() -> None:
     parser.add_argument(
         "--produce-only", action="store_true", help="skip the read_committed consume half"
     )
+    parser.add_argument(
+        "--alternate",
+        action="store_true",
+        help="produce plain, transactional, transactional, plain (each on a topic of its "
+        "own) and compare the sums: on this machine a later phase costs the brokers more "
+        "system CPU per record than an earlier one, whatever the mode",
+    )
     args = parser.parse_args()
     mib = len(RECORD) / (1 << 20)
     ports = [free_port() for _ in range(3)]
@@ -293,34 +309,44 @@ def main() -> None:
         ) as c,
         headwater.Admin(c.bootstrap) as admin,
     ):
-        plain_topic, txn_topic = make_topic(admin), make_topic(admin)
         cpu, counter = CpuMeter(c), RequestCounter(ports)
-        counter.start()
-        cpu.start()
-        plain_sent = produce_plain(c.bootstrap, plain_topic, args.seconds, counter)
-        plain, plain_cpu = plain_sent / args.seconds, cpu.per_record(plain_sent)
-        plain_counts = counter.per_thousand(plain_sent)
         phases = Phases()
-        counter.start()
-        cpu.start()
-        txn_sent, transactions = produce_transactional(
-            c.bootstrap, txn_topic, args.seconds, args.transaction_ms, phases, counter
-        )
-        txn, txn_cpu = txn_sent / args.seconds, cpu.per_record(txn_sent)
-        txn_counts = counter.per_thousand(txn_sent)
+        order = ("plain", "txn", "txn", "plain") if args.alternate else ("plain", "txn")
+        sent: dict[str, int] = defaultdict(int)
+        lines: dict[str, list[str]] = defaultdict(list)
+        transactions = 0
+        txn_topic, txn_count = "", 0
+        for mode in order:
+            topic = make_topic(admin)
+            counter.start()
+            cpu.start()
+            if mode == "plain":
+                n = produce_plain(c.bootstrap, topic, args.seconds, counter)
+            else:
+                n, t = produce_transactional(
+                    c.bootstrap, topic, args.seconds, args.transaction_ms, phases, counter
+                )
+                transactions += t
+                if not txn_topic:
+                    txn_topic, txn_count = topic, n
+            sent[mode] += n
+            lines[mode] += [cpu.per_record(n), counter.per_thousand(n)]
+        runs = len(order) // 2
+        plain = sent["plain"] / (runs * args.seconds)
+        txn = sent["txn"] / (runs * args.seconds)
         print(f"produce plain (idempotent, acks=all): {plain:,.0f} rec/s, {plain * mib:.1f} MiB/s")
-        print(f"  {plain_cpu}")
-        print(f"  {plain_counts}")
+        for line in lines["plain"]:
+            print(f"  {line}")
         print(
             f"produce transactional ({args.transaction_ms:.0f} ms transactions): "
             f"{txn:,.0f} rec/s, {txn * mib:.1f} MiB/s ({txn / plain:.2f}x plain)"
         )
-        print(f"  {txn_cpu}")
-        print(f"  {txn_counts}")
+        for line in lines["txn"]:
+            print(f"  {line}")
         print(f"  {transactions} transactions; {phases.report()}")
         if args.produce_only:
             return
-        count = int(txn * args.seconds)
+        count = txn_count
         # Each isolation level twice, alternated, so that neither gains from going
         # second (caches, a quieter minute); the ratio is of the summed times.
         seconds: dict[str, float] = defaultdict(float)
