@@ -10,7 +10,10 @@
 Prints records/s and MiB/s; the ratios are the issue's goals (transactional produce
 >= 0.8x plain, read_committed >= 0.9x read_uncommitted).  Also the CPU time per
 record of this client and of the brokers in each phase: on a shared machine records/s
-swing with the neighbours' load, CPU per record far less.
+swing with the neighbours' load, CPU per record far less.  And, per 1,000 records of
+each produce phase, the client's Produce requests and batches (records and KiB per
+batch) and the RPCs the brokers handled (their ``headwater_requests`` metric), so that
+the two modes' per-request costs can be compared.
 
     .venv/bin/python bench/transactions.py [--seconds 10] [--transaction-ms 100]
 """
@@ -20,15 +23,17 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import statistics
 import time
+import urllib.request
 import uuid
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import headwater
-from headwater.testing import Cluster
+from headwater.testing import Cluster, free_port
 
 RECORD = b"x" * 1024
 PARTITIONS = 6
@@ -47,27 +52,96 @@ class CpuMeter:
     def __init__(self, cluster: Cluster) -> None:
         self._cluster = cluster
         self._client = 0.0
-        self._brokers = 0.0
+        self._brokers = (0.0, 0.0)
 
-    def _broker_seconds(self) -> float:
+    def _broker_seconds(self) -> tuple[float, float]:
+        """The brokers' user and system CPU seconds."""
         tick = os.sysconf("SC_CLK_TCK")
-        total = 0.0
+        user = system = 0.0
         for broker in self._cluster.brokers.values():
             if broker.pid is None:
                 continue
             with contextlib.suppress(OSError):
                 stat = Path(f"/proc/{broker.pid}/stat").read_text().rsplit(")", 1)[1].split()
-                total += (int(stat[11]) + int(stat[12])) / tick
-        return total
+                user += int(stat[11]) / tick
+                system += int(stat[12]) / tick
+        return user, system
 
     def start(self) -> None:
         self._client, self._brokers = time.process_time(), self._broker_seconds()
 
     def per_record(self, records: int) -> str:
-        """'client X us, brokers Y us' of CPU per record since :meth:`start`."""
+        """'client X us, brokers Y us (user U, system S)' of CPU per record since
+        :meth:`start`."""
         client = (time.process_time() - self._client) * 1e6 / max(records, 1)
-        brokers = (self._broker_seconds() - self._brokers) * 1e6 / max(records, 1)
-        return f"CPU/record: client {client:.1f} us, brokers {brokers:.1f} us"
+        user, system = (
+            (now - then) * 1e6 / max(records, 1)
+            for now, then in zip(self._broker_seconds(), self._brokers, strict=True)
+        )
+        return (
+            f"CPU/record: client {client:.1f} us, brokers {user + system:.1f} us "
+            f"(user {user:.1f}, system {system:.1f})"
+        )
+
+
+_REQUESTS = re.compile(r"^headwater_requests_total\{([^}]*)\} ([0-9.e+]+)$", re.M)
+_RPC = re.compile(r'rpc="([^"]*)"')
+
+
+class RequestCounter:
+    """Produce requests and batches this client sent (by wrapping its sender) and the
+    RPCs the brokers handled (scraped from their metrics endpoints) over a phase."""
+
+    def __init__(self, metrics_ports: list[int]) -> None:
+        self._ports = metrics_ports
+        self._brokers: dict[str, float] = {}
+        self.requests = self.batches = self.records = 0
+        self.batch_bytes = 0
+
+    def _scrape(self) -> dict[str, float]:
+        total: dict[str, float] = defaultdict(float)
+        for port in self._ports:
+            with contextlib.suppress(OSError):
+                text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5)
+                for labels, value in _REQUESTS.findall(text.read().decode()):
+                    rpc = _RPC.search(labels)
+                    if rpc is not None:
+                        total[rpc.group(1)] += float(value)
+        return total
+
+    def start(self) -> None:
+        self._brokers = self._scrape()
+        self.requests = self.batches = self.records = self.batch_bytes = 0
+
+    def wrap(self, producer: headwater.Producer) -> None:
+        sender: Any = producer._sender  # a bench probe
+        send = sender._send
+
+        def counted(address: str, batches: list[Any], now: float, **kwargs: Any) -> None:
+            self.requests += 1
+            self.batches += len(batches)
+            self.records += sum(len(b) for b in batches)
+            self.batch_bytes += sum(b.size_bytes for b in batches)
+            send(address, batches, now, **kwargs)
+
+        sender._send = counted
+
+    def per_thousand(self, records: int) -> str:
+        """The phase's requests per 1,000 records since :meth:`start`."""
+        k = max(records, 1) / 1000.0
+        after = self._scrape()
+        rpcs = {
+            rpc: (after[rpc] - self._brokers.get(rpc, 0.0)) / k
+            for rpc in sorted(after)
+            if after[rpc] - self._brokers.get(rpc, 0.0) > 0
+        }
+        batches = max(self.batches, 1)
+        return (
+            f"per 1,000 records: client Produce requests {self.requests / k:.2f}, "
+            f"batches {self.batches / k:.2f} ({self.records / batches:.0f} records, "
+            f"{self.batch_bytes / batches / 1024:.0f} KiB each); brokers "
+            + ", ".join(f"{rpc} {n:.2f}" for rpc, n in rpcs.items())
+        )
 
 
 def make_topic(admin: headwater.Admin) -> str:
@@ -85,9 +159,10 @@ def make_topic(admin: headwater.Admin) -> str:
     raise SystemExit(f"{name} has no leaders after 60 s")
 
 
-def produce_plain(bootstrap: str, topic: str, seconds: float) -> int:
+def produce_plain(bootstrap: str, topic: str, seconds: float, counter: RequestCounter) -> int:
     sent = 0
     with headwater.Producer(bootstrap, linger_ms=5, batch_size=256 * 1024) as p:
+        counter.wrap(p)
         end = time.monotonic() + seconds
         while time.monotonic() < end:
             for _ in range(1000):
@@ -167,7 +242,12 @@ class Phases:
 
 
 def produce_transactional(
-    bootstrap: str, topic: str, seconds: float, txn_ms: float, phases: Phases
+    bootstrap: str,
+    topic: str,
+    seconds: float,
+    txn_ms: float,
+    phases: Phases,
+    counter: RequestCounter,
 ) -> tuple[int, int]:
     sent = transactions = 0
     with headwater.Producer(
@@ -178,6 +258,7 @@ def produce_transactional(
     ) as p:
         p.init_transactions()
         phases.wrap(p)
+        counter.wrap(p)
         end = time.monotonic() + seconds
         while time.monotonic() < end:
             p.begin_transaction()
@@ -210,31 +291,62 @@ def main() -> None:
     parser.add_argument(
         "--produce-only", action="store_true", help="skip the read_committed consume half"
     )
+    parser.add_argument(
+        "--alternate",
+        action="store_true",
+        help="produce plain, transactional, transactional, plain (each on a topic of its "
+        "own) and compare the sums: on this machine a later phase costs the brokers more "
+        "system CPU per record than an earlier one, whatever the mode",
+    )
     args = parser.parse_args()
     mib = len(RECORD) / (1 << 20)
-    with Cluster(brokers=3, overrides=OVERRIDES) as c, headwater.Admin(c.bootstrap) as admin:
-        plain_topic, txn_topic = make_topic(admin), make_topic(admin)
-        cpu = CpuMeter(c)
-        cpu.start()
-        plain_sent = produce_plain(c.bootstrap, plain_topic, args.seconds)
-        plain, plain_cpu = plain_sent / args.seconds, cpu.per_record(plain_sent)
+    ports = [free_port() for _ in range(3)]
+    with (
+        Cluster(
+            brokers=3,
+            overrides=OVERRIDES,
+            broker_overrides={i: {"metrics.port": str(port)} for i, port in enumerate(ports)},
+        ) as c,
+        headwater.Admin(c.bootstrap) as admin,
+    ):
+        cpu, counter = CpuMeter(c), RequestCounter(ports)
         phases = Phases()
-        cpu.start()
-        txn_sent, transactions = produce_transactional(
-            c.bootstrap, txn_topic, args.seconds, args.transaction_ms, phases
-        )
-        txn, txn_cpu = txn_sent / args.seconds, cpu.per_record(txn_sent)
+        order = ("plain", "txn", "txn", "plain") if args.alternate else ("plain", "txn")
+        sent: dict[str, int] = defaultdict(int)
+        lines: dict[str, list[str]] = defaultdict(list)
+        transactions = 0
+        txn_topic, txn_count = "", 0
+        for mode in order:
+            topic = make_topic(admin)
+            counter.start()
+            cpu.start()
+            if mode == "plain":
+                n = produce_plain(c.bootstrap, topic, args.seconds, counter)
+            else:
+                n, t = produce_transactional(
+                    c.bootstrap, topic, args.seconds, args.transaction_ms, phases, counter
+                )
+                transactions += t
+                if not txn_topic:
+                    txn_topic, txn_count = topic, n
+            sent[mode] += n
+            lines[mode] += [cpu.per_record(n), counter.per_thousand(n)]
+        runs = len(order) // 2
+        plain = sent["plain"] / (runs * args.seconds)
+        txn = sent["txn"] / (runs * args.seconds)
         print(f"produce plain (idempotent, acks=all): {plain:,.0f} rec/s, {plain * mib:.1f} MiB/s")
-        print(f"  {plain_cpu}")
+        for line in lines["plain"]:
+            print(f"  {line}")
         print(
             f"produce transactional ({args.transaction_ms:.0f} ms transactions): "
             f"{txn:,.0f} rec/s, {txn * mib:.1f} MiB/s ({txn / plain:.2f}x plain)"
         )
-        print(f"  {txn_cpu}")
+        for line in lines["txn"]:
+            print(f"  {line}")
         print(f"  {transactions} transactions; {phases.report()}")
         if args.produce_only:
             return
-        count = int(txn * args.seconds)
+        count = txn_count
         # Each isolation level twice, alternated, so that neither gains from going
         # second (caches, a quieter minute); the ratio is of the summed times.
         seconds: dict[str, float] = defaultdict(float)

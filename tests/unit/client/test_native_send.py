@@ -406,6 +406,21 @@ def test_the_c_path_is_used_by_a_producer_by_default() -> None:
         broker.stop()
 
 
+def test_a_transactional_producer_takes_the_c_path_after_its_state_check() -> None:
+    """The transaction state is checked before either path: outside a transaction the
+    send is refused and nothing is queued."""
+    broker = FakeBroker()  # type: ignore[abstract]
+    try:
+        broker.create(TOPIC, 1)
+        with headwater.Producer(broker.bootstrap, transactional_id="tx") as p:
+            assert p._native_send is not None
+            with pytest.raises(errors.InvalidTxnStateError, match="begin_transaction"):
+                p.send(TOPIC, b"v")
+            assert not p._accumulator.has_incomplete()
+    finally:
+        broker.stop()
+
+
 def test_a_send_path_needs_every_argument() -> None:
     from headwater.client.producer import _native
 

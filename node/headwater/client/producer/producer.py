@@ -202,8 +202,6 @@ class Producer:
             on_full=self._on_batch_full,
             max_request_size=s.max_request_size,
         )
-        if self._transactions is not None:
-            self._native_send = None  # send checks the transaction state first
         self._thread = threading.Thread(
             target=self._sender.run, name="headwater-producer-sender", daemon=True
         )
@@ -231,7 +229,7 @@ class Producer:
         partition) are reported through the future.
         """
         if self._transactions is not None:
-            self._transactions.check_send()
+            self._transactions.check_send()  # before either path: no record outside one
         native = self._native_send
         if native is not None and not headers:
             # The common case in C (RecordAccumulator.native_send_path); None: it
