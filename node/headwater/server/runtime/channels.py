@@ -135,6 +135,13 @@ def credentials_generation(*, control_plane: bool = False) -> int:
     return peer.tls.current()[0] if peer.tls is not None else 0
 
 
+def inter_broker_streams() -> bool:
+    """Whether a broker's asyncio calls to the other brokers' inter-broker listener may be
+    streaming calls: not under SASL, whose session the channel's interceptor attaches to
+    unary calls only (:mod:`headwater.client.transport.sasl_aio`)."""
+    return _security.inter_broker.sasl is None
+
+
 def aio_channel(
     address: str, *, options: Sequence[tuple[str, Any]] = (), control_plane: bool = False
 ) -> grpc.aio.Channel:

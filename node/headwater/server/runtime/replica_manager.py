@@ -109,6 +109,8 @@ class ReplicaManager:
         self._produce_ids = itertools.count(1)
         self._waiting_produces: dict[int, asyncio.Future[ErrorCode]] = {}
         self._background: set[asyncio.Task[None]] = set()
+        self.stopped = False
+        """Set by :meth:`shutdown`: the broker is stopping (its Fetch streams end)."""
         self._configs = TopicConfigs(
             store=isr_store,
             default_properties=default_log_properties,
@@ -943,6 +945,7 @@ class ReplicaManager:
             )
 
     def shutdown(self) -> None:
+        self.stopped = True
         for hosted in self.partitions.values():
             if hosted.state.is_leader:
                 self._snapshot_producers(hosted)
