@@ -12,7 +12,8 @@ epoch, one partition listed) as the replica fetcher does: unary with a deadline 
 ``wait_for_ready``, or write-then-read on one open stream under an ``asyncio.timeout``.
 Runs unary and stream alternately ``--repeat`` times; prints per round the client's
 CPU (``time.process_time``), the server's (from ``/proc``) and their sum, in
-microseconds, and the stream's saving against unary.  Never asserts.
+microseconds, the stream's saving against unary, and the wall time per round (under
+load).  Never asserts.
 """
 
 from __future__ import annotations
@@ -108,8 +109,8 @@ def process_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def measure(port: int, server_pid: int, mode: str, rounds: int) -> tuple[float, float]:
-    """(client, server) CPU microseconds per round."""
+async def measure(port: int, server_pid: int, mode: str, rounds: int) -> tuple[float, float, float]:
+    """(client, server) CPU microseconds per round, and wall microseconds per round."""
     from headwater.v1 import broker_pb2_grpc
 
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
@@ -130,15 +131,15 @@ async def measure(port: int, server_pid: int, mode: str, rounds: int) -> tuple[f
 
     for epoch in range(1, 201):  # warm-up
         await one(epoch)
-    server, client = process_cpu_s(server_pid), time.process_time()
+    server, client, wall = process_cpu_s(server_pid), time.process_time(), time.perf_counter()
     for epoch in range(1, rounds + 1):
         await one(epoch)
-    client = time.process_time() - client
+    client, wall = time.process_time() - client, time.perf_counter() - wall
     server = process_cpu_s(server_pid) - server
     if call is not None:
         call.cancel()
     await channel.close(grace=None)
-    return client / rounds * 1e6, server / rounds * 1e6
+    return client / rounds * 1e6, server / rounds * 1e6, wall / rounds * 1e6
 
 
 def main() -> int:
@@ -174,11 +175,11 @@ def main() -> int:
         totals: dict[str, list[float]] = {"unary": [], "stream": []}
         for _ in range(args.repeat):
             for mode in ("unary", "stream"):
-                client, server = asyncio.run(measure(port, child.pid, mode, args.rounds))
+                client, server, wall = asyncio.run(measure(port, child.pid, mode, args.rounds))
                 totals[mode].append(client + server)
                 print(
                     f"{mode:6}: client {client:6.1f}  server {server:6.1f}  "
-                    f"total {client + server:6.1f}",
+                    f"total {client + server:6.1f}  (wall {wall:7.1f}, under load)",
                     flush=True,
                 )
         unary, stream = (statistics.median(totals[m]) for m in ("unary", "stream"))

@@ -124,6 +124,7 @@ async def following(harness: Harness, leader: Leader, port: int) -> ReplicaFetch
         socket_timeout_ms=1500,
         max_message_bytes=MAX_MESSAGE,
         connect=grpc_connect(replica_channel_options(MAX_MESSAGE, backoff_ms=20)),
+        fetch_streams=True,
     )
     registration = BrokerRegistration(broker_id=1, host="127.0.0.1", port=port)
     fetchers.add_partitions({TP: (1, 1)}, {1: registration})

@@ -78,6 +78,11 @@ from headwater.values import TopicPartition
 
 log = logging.getLogger(__name__)
 
+FETCH_STREAMS = True
+"""Whether the broker's replica fetchers fetch on ``FetchStream`` (the default of
+:class:`ReplicaFetcherManager`'s ``fetch_streams``); a switch, so that a comparison with
+unary fetches is one assignment away."""
+
 
 # -- decisions ---------------------------------------------------------------------------------
 
@@ -555,19 +560,20 @@ class ReplicaFetcherManager:
         socket_timeout_ms: int,
         max_message_bytes: int,
         connect: Connect | None = None,
-        fetch_streams: bool = True,
+        fetch_streams: bool | None = None,
     ) -> None:
         """``connect`` opens the fetchers' channels (default: gRPC inter-broker channels
         with :func:`channels.replica_channel_options`).  ``fetch_streams``: whether the
-        fetchers fetch on ``FetchStream`` calls (never under an inter-broker SASL
-        listener, :func:`channels.inter_broker_streams`)."""
+        fetchers fetch on ``FetchStream`` calls (default :data:`FETCH_STREAMS`; never
+        under an inter-broker SASL listener, :func:`channels.inter_broker_streams`)."""
         self._manager = manager
         self._broker_id = broker_id
         self._settings = (max_bytes, max_wait_ms, backoff_ms, socket_timeout_ms)
         self._connect = connect or grpc_connect(
             replica_channel_options(max_message_bytes, backoff_ms=backoff_ms)
         )
-        self._fetch_streams = fetch_streams and channels.inter_broker_streams()
+        streams = FETCH_STREAMS if fetch_streams is None else fetch_streams
+        self._fetch_streams = streams and channels.inter_broker_streams()
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self._closing: set[asyncio.Task[None]] = set()
         self._shutting_down = False
