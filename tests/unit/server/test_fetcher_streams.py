@@ -2,11 +2,13 @@
 messages on one stream in one fetch session; a leader without FetchStream (an older
 version in a rolling upgrade) answers UNIMPLEMENTED and gets unary calls; a restarted
 leader gets a new stream and a full fetch; closing the fetcher ends its stream on the
-leader; a stopping leader ends the stream after its answer."""
+leader; an answer overdue past replica.socket.timeout.ms replaces the stream and the channel;
+a stopping leader ends the stream after its answer."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -304,5 +306,45 @@ def test_a_stopping_leader_ends_a_followers_stream_after_the_answer(leader: Lead
         leader.manager.stopped = False
         answers = [a async for a in service.fetch_stream_encoded(requests(), None)]
         assert len(answers) == 2
+
+    asyncio.run(scenario())
+
+
+class SilentService(CountingService):
+    """A leader that takes the fetches on its streams and never answers them."""
+
+    async def fetch_stream_encoded(
+        self, requests: AsyncIterator[broker_pb2.FetchRequest], context: Any
+    ) -> AsyncIterator[bytes]:
+        self.streams_opened += 1
+        try:
+            async for _ in requests:
+                self.streamed += 1
+            if False:  # an async generator that yields nothing
+                yield b""
+        finally:
+            self.streams_ended += 1
+
+
+def test_an_overdue_stream_answer_fails_the_round_and_replaces_stream_and_channel(
+    harness: Harness, leader: Leader, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def scenario() -> None:
+        service = SilentService(leader)
+        server, port = await serve(service)
+        with caplog.at_level(logging.INFO, logger="headwater.server.runtime.fetcher"):
+            fetchers = await following(harness, leader, port)
+            try:
+                await until(lambda: service.streams_opened >= 2, "a second stream")
+                await until(lambda: service.streams_ended >= 1, "the first stream over")
+            finally:
+                await fetchers.shutdown()
+                await server.stop(None)
+        failed = [r.getMessage() for r in caplog.records if "failed" in r.getMessage()]
+        assert (
+            failed[0]
+            == "fetch from broker 1 failed: no answer in 1500 ms (replica.socket.timeout.ms)"
+        )
+        assert any("new channel (after a call timed out)" in r.getMessage() for r in caplog.records)
 
     asyncio.run(scenario())
