@@ -22,6 +22,12 @@ service in process through protobuf bytes (the request serialized and parsed, th
 service's encoded answer parsed), as over gRPC minus the transport.  So the CPU includes
 the followers' request building, response parsing and appends, and the leader's Fetch
 servicer: what fetch sessions change.
+
+With ``--grpc unary`` or ``--grpc stream`` (implies ``--fetchers``) the leader's Broker
+service is served by a real ``grpc.aio`` server on the loopback, in the same process and
+event loop, and the fetchers call it over real channels: each fetch a unary ``Fetch``
+call, or a message on one ``FetchStream`` per follower.  The CPU then includes both ends
+of every gRPC call.
 """
 
 from __future__ import annotations
@@ -35,14 +41,20 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import grpc
 from headwater.coordination.model import BrokerRegistration, LeaderAndIsr, PartitionState
 from headwater.records import Record, build_batch
 from headwater.server.metrics import BrokerMetrics
-from headwater.server.runtime.fetcher import ReplicaFetcherManager
+from headwater.server.runtime.channels import replica_channel_options, server_options
+from headwater.server.runtime.fetcher import ReplicaFetcherManager, grpc_connect
 from headwater.server.runtime.hosted import FetchSpec
 from headwater.server.runtime.metadata_cache import MetadataCache
 from headwater.server.runtime.replica_manager import ReplicaManager
-from headwater.server.services.broker_service import BrokerService, ProducerIdAllocator
+from headwater.server.services.broker_service import (
+    BrokerService,
+    ProducerIdAllocator,
+    add_broker_service,
+)
 from headwater.storage import LogManager
 from headwater.v1 import broker_pb2
 from headwater.values import TopicPartition
@@ -112,16 +124,27 @@ def replica_manager(broker_id: int, log_manager: LogManager) -> ReplicaManager:
 
 
 async def start_fetchers(
-    manager: ReplicaManager, tps: list[TopicPartition], data_dir: Path
-) -> tuple[list[ReplicaFetcherManager], list[LogManager]]:
-    """Brokers 1 and 2 following ``tps`` on ``manager`` (broker 0) with real fetchers."""
+    manager: ReplicaManager, tps: list[TopicPartition], data_dir: Path, transport: str | None
+) -> tuple[list[ReplicaFetcherManager], list[LogManager], Any]:
+    """Brokers 1 and 2 following ``tps`` on ``manager`` (broker 0) with real fetchers, in
+    process or (``transport``: ``unary``, ``stream``) over gRPC; and the gRPC server."""
     service = BrokerService(
         replicas=manager,
         metadata=MetadataCache(),
         metrics=BrokerMetrics(),
         producer_ids=ProducerIdAllocator(0, start_ms=0),
     )
-    leader = BrokerRegistration(broker_id=0, host="leader", port=1)
+    server = None
+    if transport is None:
+        leader = BrokerRegistration(broker_id=0, host="leader", port=1)
+        connect: Any = lambda _address: (InProcessChannel(), InProcessStub(service))  # noqa: E731
+    else:
+        server = grpc.aio.server(options=server_options(8 << 20))
+        add_broker_service(service, server)
+        port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        leader = BrokerRegistration(broker_id=0, host="127.0.0.1", port=port)
+        connect = grpc_connect(replica_channel_options(8 << 20, backoff_ms=100))
     fetchers, logs = [], []
     for broker in (1, 2):
         log_manager = LogManager([data_dir / f"follower-{broker}"])
@@ -136,15 +159,16 @@ async def start_fetchers(
             backoff_ms=100,
             socket_timeout_ms=30_000,
             max_message_bytes=8 << 20,
-            connect=lambda _address: (InProcessChannel(), InProcessStub(service)),
+            connect=connect,
+            fetch_streams=transport == "stream",
         )
         fetcher.add_partitions(dict.fromkeys(tps, (0, 1)), {0: leader})
         fetchers.append(fetcher)
         logs.append(log_manager)
-    return fetchers, logs
+    return fetchers, logs, server
 
 
-async def run(args: argparse.Namespace, data_dir: Path) -> tuple[float, float]:
+async def run(args: argparse.Namespace, data_dir: Path) -> tuple[float, float, float]:
     idle = [TopicPartition("idle", p) for p in range(args.idle_partitions)]
     logs = LogManager([data_dir / "leader"])
     manager = replica_manager(0, logs)
@@ -180,29 +204,33 @@ async def run(args: argparse.Namespace, data_dir: Path) -> tuple[float, float]:
     value = b"x" * 100
     batch = build_batch([Record(None, value) for _ in range(max(args.batch_bytes // 110, 1))])
     if args.fetchers:
-        fetchers, follower_logs = await start_fetchers(manager, [BUSY, *idle], data_dir)
+        fetchers, follower_logs, server = await start_fetchers(
+            manager, [BUSY, *idle], data_dir, args.grpc
+        )
         followers = []
         await asyncio.sleep(0.5)  # truncation, then the first (full) fetches
     else:
         followers = [asyncio.ensure_future(follower(r)) for r in (1, 2)]
         await asyncio.sleep(0.05)
     reads = 0
-    start = time.process_time()
+    start, started = time.process_time(), time.perf_counter()
     for _ in range(args.produces):
         [result] = await manager.append_records(acks=-1, timeout_ms=5_000, entries=[(BUSY, batch)])
         assert result.error == 0, result
         await asyncio.sleep(args.gap_ms / 1000)
-    cpu = time.process_time() - start
+    cpu, wall = time.process_time() - start, time.perf_counter() - started
     stopping = True  # a parked fetch returns within its max_wait_ms
     if args.fetchers:
         for fetcher in fetchers:
             await fetcher.shutdown()
         for log_manager in follower_logs:
             log_manager.shutdown()
+        if server is not None:
+            await server.stop(None)
     else:
         await asyncio.wait(followers)
     logs.shutdown()
-    return cpu / args.produces * 1000, reads / args.produces
+    return cpu / args.produces * 1000, reads / args.produces, wall / args.produces * 1000
 
 
 def main() -> int:
@@ -215,18 +243,27 @@ def main() -> int:
     parser.add_argument(
         "--fetchers", action="store_true", help="real replica fetchers (see the docstring)"
     )
+    parser.add_argument(
+        "--grpc",
+        choices=("unary", "stream"),
+        help="the real fetchers over gRPC on the loopback, each fetch a unary call or a "
+        "message on a FetchStream (implies --fetchers)",
+    )
     args = parser.parse_args()
+    args.fetchers = args.fetchers or args.grpc is not None
     print(
         f"{args.produces} acks=all produces of {args.batch_bytes} B, RF=3, "
         f"{args.idle_partitions} idle partitions in every follower fetch, "
         f"{args.gap_ms} ms between an answer and the next produce"
         + (", real replica fetchers" if args.fetchers else "")
+        + (f" over gRPC ({args.grpc})" if args.grpc else "")
     )
     for _ in range(args.rounds):
         with tempfile.TemporaryDirectory(prefix="replica-rounds-") as data_dir:
-            ms, reads = asyncio.run(run(args, Path(data_dir)))
+            ms, reads, wall_ms = asyncio.run(run(args, Path(data_dir)))
         print(
-            f"leader+followers CPU {ms:.3f} ms per Produce | {reads:.2f} follower reads per Produce"
+            f"leader+followers CPU {ms:.3f} ms per Produce | {reads:.2f} follower reads per "
+            f"Produce | wall {wall_ms:.2f} ms per Produce (under load)"
         )
     return 0
 

@@ -127,6 +127,7 @@ async def replicating(harness: Harness, leader: Leader) -> ReplicaFetcherManager
         socket_timeout_ms=1500,
         max_message_bytes=1 << 20,
         connect=leader.connect,
+        fetch_streams=False,  # the fake leader's stub has unary calls only
     )
     fetchers.add_partitions({TP: (1, 1)}, {1: LEADER})
     return fetchers

@@ -236,6 +236,7 @@ async def follower_of_leader(harness: Harness, leader: FakeLeader) -> ReplicaFet
         socket_timeout_ms=1500,
         max_message_bytes=1 << 20,
         connect=leader.connect,
+        fetch_streams=False,  # the fake leader's stub has unary calls only
     )
     fetchers.add_partitions({TP: (1, 2)}, {1: LEADER})
     return fetchers

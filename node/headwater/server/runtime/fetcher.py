@@ -16,6 +16,16 @@ full fetch, each names only the partitions whose position changed and those it
 forgets; the leader reads every partition of the session (so an idle, caught-up
 follower stays in the ISR) and answers only those with news.
 
+The fetches are messages on one long-lived ``FetchStream`` call per leader: the
+follower writes its next request after applying each answer, and the leader answers
+each in order exactly as a unary ``Fetch`` (same session, long poll and ISR
+bookkeeping), without a call's setup per round (:class:`FetchRpc` decides which RPC
+the next fetch uses).  A stream is never reused after anything went wrong with it (a
+failure, a missed deadline, a fetch cancelled in flight): the next fetch opens a new one.
+A leader from before the streams answers UNIMPLEMENTED and gets unary calls until a call
+to it fails (it may have been restarted on a newer version); so does every leader when
+the inter-broker listener uses SASL, whose session is attached to unary calls only.
+
 Errors are per partition: a fenced or unknown epoch, or a leader that no
 longer leads, backs that partition off until the controller's next
 LeaderAndIsr re-targets it; a transport failure backs off the whole fetcher
@@ -68,6 +78,11 @@ from headwater.values import TopicPartition
 
 log = logging.getLogger(__name__)
 
+FETCH_STREAMS = True
+"""Whether the broker's replica fetchers fetch on ``FetchStream`` (the default of
+:class:`ReplicaFetcherManager`'s ``fetch_streams``); a switch, so that a comparison with
+unary fetches is one assignment away."""
+
 
 # -- decisions ---------------------------------------------------------------------------------
 
@@ -90,6 +105,35 @@ def idle_wait_s(
     return max(0.0, min(st.delayed_until_ms for st in partitions.values()) - now_ms) / 1000.0
 
 
+class FetchRpc:
+    """Which RPC the next fetch uses: ``FetchStream`` (:attr:`stream`) or unary ``Fetch``.
+
+    Invariants: never the stream when streams are off (``streams=False``); after the
+    leader answered UNIMPLEMENTED, unary until a fetch fails (:meth:`on_failure`), since a
+    failure may be the leader's restart, on a version with the streams.
+    """
+
+    def __init__(self, *, streams: bool) -> None:
+        self._streams = streams
+        self.stream = streams
+
+    def on_unimplemented(self) -> None:
+        """The leader has no ``FetchStream``: the request goes unary, and the next ones."""
+        self.stream = False
+
+    def on_failure(self) -> None:
+        """A fetch round failed: the next fetch tries the stream again (if streams are on)."""
+        self.stream = self._streams
+
+
+class AnswerOverdue(Exception):
+    """No answer on the fetch stream within ``replica.socket.timeout.ms``."""
+
+
+class StreamEnded(Exception):
+    """The leader ended the fetch stream without answering (it is stopping)."""
+
+
 class FailureResponse(NamedTuple):
     """What the fetcher does after a round that raised: every partition backs off with
     ``reason``; ``message`` is logged at ``level`` (with the traceback if ``traceback``);
@@ -108,7 +152,9 @@ def on_round_failed(exc: Exception) -> FailureResponse:
     * a gRPC error: a transport failure, logged at INFO (a leader that died or moved is
       routine); a call that ran out its deadline (``replica.socket.timeout.ms``) also
       drops the connection it waited on, as Kafka does on a request timeout, so the next
-      call does not queue behind a dead one;
+      call does not queue behind a dead one; so does a stream's answer overdue
+      (:class:`AnswerOverdue`); a stream the leader ended (:class:`StreamEnded`) is a
+      transport failure;
     * a Headwater error (e.g. SASL_AUTHENTICATION_FAILED from the channel's login):
       backs off under its code's name, WARNING unless retriable;
     * anything else is a bug: logged with its traceback.
@@ -121,6 +167,10 @@ def on_round_failed(exc: Exception) -> FailureResponse:
             logging.INFO,
             f"{code.name}: {details}" if details else code.name,
             reconnect=code is grpc.StatusCode.DEADLINE_EXCEEDED,
+        )
+    if isinstance(exc, AnswerOverdue | StreamEnded):
+        return FailureResponse(
+            "transport failure", logging.INFO, str(exc), reconnect=isinstance(exc, AnswerOverdue)
         )
     if isinstance(exc, errors.HeadwaterError):
         return FailureResponse(
@@ -165,11 +215,13 @@ class ReplicaFetcher:
         socket_timeout_ms: int,
         connect: Connect,
         shutting_down: Callable[[], bool],
+        fetch_streams: bool = True,
     ) -> None:
         """``shutting_down``: whether this broker has begun to shut down; its fetches then
         say so, and the leader no longer adds it to any ISR (``FetchRequest.shutting_down``).
         ``socket_timeout_ms`` is every call's deadline (``replica.socket.timeout.ms``; the
-        config checks it leaves room for ``max_wait_ms``)."""
+        config checks it leaves room for ``max_wait_ms``), and every streamed fetch's.
+        ``fetch_streams``: whether fetches may go on a ``FetchStream``."""
         self.leader = leader
         self.partitions: dict[TopicPartition, FollowerFetchState] = {}
         self._manager = manager
@@ -183,6 +235,9 @@ class ReplicaFetcher:
         self._channel, self._stub = connect(f"{leader.host}:{leader.port}")
         self._changed = asyncio.Event()
         self._session = FollowerFetchSession()
+        self._rpc = FetchRpc(streams=fetch_streams)
+        self._stream: Any = None
+        """The open ``FetchStream`` call, if any; used by one fetch at a time."""
         self._closed = False
         self._shutting_down = shutting_down
         self._task = asyncio.get_running_loop().create_task(self._run())
@@ -200,6 +255,7 @@ class ReplicaFetcher:
         self._task.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await self._task
+        self._drop_stream()
         await self._channel.close(grace=None)
 
     async def _run(self) -> None:
@@ -230,6 +286,8 @@ class ReplicaFetcher:
         """Carry out :func:`on_round_failed`'s response to ``exc``."""
         response = on_round_failed(exc)
         self._session.on_failure()
+        self._drop_stream()
+        self._rpc.on_failure()
         log.log(
             response.level,
             "fetch from broker %d failed: %s",
@@ -424,10 +482,49 @@ class ReplicaFetcher:
                 self._handle(tp, current, part)
 
     async def _call_fetch(self, request: broker_pb2.FetchRequest) -> broker_pb2.FetchResponse:
+        if self._rpc.stream:
+            try:
+                return await self._stream_fetch(request)
+            except grpc.aio.AioRpcError as exc:
+                if exc.code() is not grpc.StatusCode.UNIMPLEMENTED:
+                    raise
+            self._rpc.on_unimplemented()
+            log.info(
+                "broker %d has no FetchStream: fetching with unary calls", self.leader.broker_id
+            )
         response: broker_pb2.FetchResponse = await self._stub.Fetch(
             request, timeout=self._deadline_s, wait_for_ready=True
         )
         return response
+
+    async def _stream_fetch(self, request: broker_pb2.FetchRequest) -> broker_pb2.FetchResponse:
+        """``request``'s answer on the open stream (opened first if there is none, or it
+        has ended).  Anything but an answer drops the stream: it is never reused with a
+        request outstanding or in doubt."""
+        stream = self._stream
+        if stream is None or stream.done():
+            stream = self._stream = self._stub.FetchStream(wait_for_ready=True)
+        try:
+            async with asyncio.timeout(self._deadline_s):
+                await stream.write(request)
+                answer = await stream.read()
+        except TimeoutError:
+            self._drop_stream()
+            raise AnswerOverdue(
+                f"no answer in {self._deadline_s * 1000:.0f} ms (replica.socket.timeout.ms)"
+            ) from None
+        except BaseException:
+            self._drop_stream()
+            raise
+        if not isinstance(answer, broker_pb2.FetchResponse):  # EOF: the stream ended
+            self._drop_stream()
+            raise StreamEnded("the leader ended the fetch stream")
+        return answer
+
+    def _drop_stream(self) -> None:
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            stream.cancel()
 
     def _handle(
         self, tp: TopicPartition, st: FollowerFetchState, part: broker_pb2.FetchedPartition
@@ -463,15 +560,20 @@ class ReplicaFetcherManager:
         socket_timeout_ms: int,
         max_message_bytes: int,
         connect: Connect | None = None,
+        fetch_streams: bool | None = None,
     ) -> None:
         """``connect`` opens the fetchers' channels (default: gRPC inter-broker channels
-        with :func:`channels.replica_channel_options`)."""
+        with :func:`channels.replica_channel_options`).  ``fetch_streams``: whether the
+        fetchers fetch on ``FetchStream`` calls (default :data:`FETCH_STREAMS`; never
+        under an inter-broker SASL listener, :func:`channels.inter_broker_streams`)."""
         self._manager = manager
         self._broker_id = broker_id
         self._settings = (max_bytes, max_wait_ms, backoff_ms, socket_timeout_ms)
         self._connect = connect or grpc_connect(
             replica_channel_options(max_message_bytes, backoff_ms=backoff_ms)
         )
+        streams = FETCH_STREAMS if fetch_streams is None else fetch_streams
+        self._fetch_streams = streams and channels.inter_broker_streams()
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self._closing: set[asyncio.Task[None]] = set()
         self._shutting_down = False
@@ -512,6 +614,7 @@ class ReplicaFetcherManager:
                     socket_timeout_ms=socket_timeout_ms,
                     connect=self._connect,
                     shutting_down=lambda: self._shutting_down,
+                    fetch_streams=self._fetch_streams,
                 )
                 self.fetchers[leader_id] = fetcher
             fetcher.add(tp, epoch)

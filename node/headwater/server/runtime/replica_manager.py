@@ -124,6 +124,8 @@ class ReplicaManager:
         self._background: set[asyncio.Task[None]] = set()
         self._prepared: dict[TopicPartition, _Prepared] = {}
         """What :meth:`prepare_partitions` opened for the next :meth:`become_leader_or_follower`."""
+        self.stopped = False
+        """Set by :meth:`shutdown`: the broker is stopping (its Fetch streams end)."""
         self._configs = TopicConfigs(
             store=isr_store,
             default_properties=default_log_properties,
@@ -1058,6 +1060,7 @@ class ReplicaManager:
         log.warning("%s: cannot write the producer snapshot: %s", tp, errors.describe(exc))
 
     def shutdown(self) -> None:
+        self.stopped = True
         for hosted in self.partitions.values():
             if hosted.state.is_leader:
                 self._snapshot_producers(hosted)

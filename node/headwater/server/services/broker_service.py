@@ -230,9 +230,16 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
     async def fetch_stream_encoded(
         self, requests: AsyncIterator[broker_pb2.FetchRequest], context: Context
     ) -> AsyncIterator[bytes]:
-        """:meth:`fetch_encoded` (a long poll) for each request of the stream, in order."""
+        """:meth:`fetch_encoded` (a long poll) for each request of the stream, in order.
+
+        A follower's stream (the replica fetchers keep one open per leader) ends after
+        the answer that finds this broker stopping, so that stopping the server does not
+        wait out its grace period on it; the follower opens a new one (refused until this
+        broker is back), as its next unary call would be refused."""
         async for request in requests:
             yield await self.fetch_encoded(request, context)
+            if request.replica_id >= 0 and self._replicas.stopped:
+                return
 
     async def fetch_encoded(self, request: broker_pb2.FetchRequest, context: Context) -> bytes:
         """The Fetch answer as ``FetchResponse`` wire bytes, the record bytes copied
