@@ -1209,6 +1209,22 @@ def _metadata_topic_id(port: int, topic: str) -> uuid.UUID:
     return tid
 
 
+def _topic_id_when_known(cluster: Cluster, port: int, topic: str) -> uuid.UUID:
+    """The id Metadata at ``port`` gives ``topic``, once that broker knows the topic (a new
+    topic reaches each broker's metadata cache on its own time)."""
+    found: list[uuid.UUID] = []
+
+    def known() -> bool:
+        try:
+            found.append(_metadata_topic_id(port, topic))
+        except AssertionError:
+            return False
+        return True
+
+    cluster.wait_for(known, what=f"the broker at port {port} knowing {topic}")
+    return found[-1]
+
+
 def _fetch_by_id(
     version: int,
     topics: list[tuple[uuid.UUID, int, int]],
@@ -1272,8 +1288,8 @@ def test_fetch_by_topic_id_sessions_unknown_ids_and_the_current_leader(
     assert leader is not None
     other = 1 - leader
     ports = cluster.kafka_ports  # type: ignore[attr-defined]
-    tid = _metadata_topic_id(ports[leader], topic)
-    assert _metadata_topic_id(ports[other], topic) == tid
+    tid = _topic_id_when_known(cluster, ports[leader], topic)
+    assert _topic_id_when_known(cluster, ports[other], topic) == tid
     stranger = uuid.uuid4()
     with socket.create_connection(("127.0.0.1", ports[leader]), timeout=10) as sock:
         full = _exchange(sock, 1, _fetch_by_id(version, [(tid, 0, 0), (stranger, 0, 0)], epoch=0))
@@ -1367,7 +1383,7 @@ def test_delete_topics_v6_by_topic_id(cluster: Cluster) -> None:
 
     topic = new_topic(cluster, partitions=1)
     port = cluster.kafka_ports[0]  # type: ignore[attr-defined]
-    tid = _metadata_topic_id(port, topic)
+    tid = _topic_id_when_known(cluster, port, topic)
     stranger = uuid.uuid4()
     with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
         answer = _exchange(
@@ -1720,14 +1736,15 @@ def test_topic_ids_survive_a_broker_restart(tmp_path: Path) -> None:
     ) as own:
         own.kafka_ports = ports  # type: ignore[attr-defined]
         topic = new_topic(own, partitions=1)
-        before = {b: _metadata_topic_id(port, topic) for b, port in ports.items()}
-        assert len(set(before.values())) == 1
-        own.restart(1)
 
-        def named_the_same() -> bool:
+        def topic_id_at(broker: int) -> uuid.UUID | None:
             try:
-                return _metadata_topic_id(ports[1], topic) == before[0]
+                return _metadata_topic_id(ports[broker], topic)
             except (AssertionError, OSError):  # not serving yet, or the topic not known yet
-                return False
+                return None
 
-        own.wait_for(named_the_same, what="broker 1 naming the topic by the same id")
+        own.wait_for(lambda: None not in (topic_id_at(0), topic_id_at(1)), what="both ids")
+        before = topic_id_at(0)
+        assert topic_id_at(1) == before
+        own.restart(1)
+        own.wait_for(lambda: topic_id_at(1) == before, what="broker 1 naming the same id")
