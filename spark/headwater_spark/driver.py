@@ -54,13 +54,16 @@ class ClusterView:
         timeout_ms: int = _TIMEOUT_MS,
         security: ClientSecurity = PLAINTEXT,
         read_committed: bool = False,
+        client_id: str = "",
     ) -> None:
+        """``client_id``: the driver's ``client.id``
+        (:func:`headwater_spark.options.client_ids`)."""
         self._read_committed = read_committed
         """The latest offset is the last stable offset, not the high watermark."""
         self._bootstrap = parse_bootstrap(bootstrap_servers)
         self._timeout_ms = timeout_ms
         self._retry = RetryPolicy()
-        self._channels = connection.Channels(security=security)
+        self._channels = connection.Channels(security=security, client_id=client_id)
         self._metadata = MetadataManager(
             bootstrap=self._bootstrap,
             channels=self._channels,

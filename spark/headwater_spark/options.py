@@ -17,8 +17,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import uuid
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from headwater.client.settings import COMPRESSION_TYPES, parse_acks
 from headwater.client.transport.security import PLAINTEXT, ClientSecurity, from_java_properties
@@ -424,6 +425,23 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
         group_id=group_id.strip() if group_id is not None else None,
         security=security,
     )
+
+
+class ClientIds(NamedTuple):
+    """The ``client.id`` of one read's clients: the driver's and the executors'."""
+
+    driver: str
+    executor: str
+
+
+def client_ids(*, streaming: bool, nonce: str | None = None) -> ClientIds:
+    """The client ids of a new read, named as Spark's Kafka source names a read's
+    consumers (``spark-kafka-relation-<uuid>`` for a batch, ``spark-kafka-source-<uuid>``
+    for a stream, ``-driver`` and ``-executor`` after it): ``headwater-spark-relation-``
+    or ``headwater-spark-source-`` and a random ``nonce``, so that quotas and the brokers'
+    logs tell one query's clients from another's."""
+    base = f"headwater-spark-{'source' if streaming else 'relation'}-{nonce or uuid.uuid4()}"
+    return ClientIds(f"{base}-driver", f"{base}-executor")
 
 
 def include_headers(options: Mapping[str, str]) -> bool:

@@ -62,9 +62,11 @@ class ReaderSettings:
     read_schema: pa.Schema | None = None
     """The columns to yield (None: the source's whole schema); see
     :func:`~headwater_spark.arrow.read_columns`."""
+    client_id: str = ""
+    """The executors' ``client.id`` (:func:`headwater_spark.options.client_ids`)."""
 
 
-_clients: dict[tuple[str, int, int, ClientSecurity, bool], RangeReader] = {}
+_clients: dict[tuple[str, int, int, ClientSecurity, bool, str], RangeReader] = {}
 _clients_lock = threading.Lock()
 
 
@@ -75,6 +77,7 @@ def _client(settings: ReaderSettings) -> RangeReader:
         settings.max_partition_fetch_bytes,
         settings.security,
         settings.read_committed,
+        settings.client_id,
     )
     with _clients_lock:
         client = _clients.get(key)
@@ -89,6 +92,7 @@ def _client(settings: ReaderSettings) -> RangeReader:
                 isolation_level=(
                     "read_committed" if settings.read_committed else "read_uncommitted"
                 ),
+                client_id=settings.client_id,
             )
             _clients[key] = client
         return client

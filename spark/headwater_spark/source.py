@@ -44,9 +44,11 @@ from pyspark.sql.types import StructType
 from headwater_spark import arrow, planning, writing
 from headwater_spark.driver import ClusterView, StreamPlanner, plan_batch
 from headwater_spark.options import (
+    ClientIds,
     OptionError,
     ReadOptions,
     WriteOptions,
+    client_ids,
     include_headers,
     parse_read_options,
     parse_write_options,
@@ -67,8 +69,11 @@ class RangePartition(InputPartition):
         return f"RangePartition({r.topic}-{r.partition} [{r.from_offset}, {r.until_offset}))"
 
 
-def _reader_settings(opts: ReadOptions, schema: StructType | None = None) -> ReaderSettings:
-    """``schema``: what Spark hands the reader (the source's own, or the user's)."""
+def _reader_settings(
+    opts: ReadOptions, schema: StructType | None = None, *, ids: ClientIds | None = None
+) -> ReaderSettings:
+    """``schema``: what Spark hands the reader (the source's own, or the user's);
+    ``ids``: the read's client ids (the executors' go in the settings)."""
     try:
         read_schema = (
             None
@@ -89,6 +94,7 @@ def _reader_settings(opts: ReadOptions, schema: StructType | None = None) -> Rea
         include_headers=opts.include_headers,
         security=opts.security,
         read_committed=opts.read_committed,
+        client_id=ids.executor if ids is not None else "",
     )
 
 
@@ -108,13 +114,15 @@ class HeadwaterBatchReader(DataSourceReader):
 
     def __init__(self, opts: ReadOptions, schema: StructType) -> None:
         self.opts = opts
-        self.settings = _reader_settings(opts, schema)
+        self.client_ids = client_ids(streaming=False)
+        self.settings = _reader_settings(opts, schema, ids=self.client_ids)
 
     def partitions(self) -> list[InputPartition]:
         view = ClusterView(
             self.opts.bootstrap_servers,
             security=self.opts.security,
             read_committed=self.opts.read_committed,
+            client_id=self.client_ids.driver,
         )
         try:
             return _partitions(plan_batch(self.opts, view))
@@ -130,13 +138,20 @@ class HeadwaterStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
     def __init__(self, opts: ReadOptions, schema: StructType) -> None:
         self.opts = opts
-        self.settings = _reader_settings(opts, schema)
+        self.client_ids = client_ids(streaming=True)
+        self.settings = _reader_settings(opts, schema, ids=self.client_ids)
         self._planner: StreamPlanner | None = None
         self._view: ClusterView | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         # Executors get the options only; the driver's connections stay behind.
-        return {"opts": self.opts, "settings": self.settings, "_planner": None, "_view": None}
+        return {
+            "opts": self.opts,
+            "settings": self.settings,
+            "client_ids": self.client_ids,
+            "_planner": None,
+            "_view": None,
+        }
 
     @property
     def planner(self) -> StreamPlanner:
@@ -145,6 +160,7 @@ class HeadwaterStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 self.opts.bootstrap_servers,
                 security=self.opts.security,
                 read_committed=self.opts.read_committed,
+                client_id=self.client_ids.driver,
             )
             self._planner = StreamPlanner(self.opts, self._view)
         return self._planner

@@ -38,6 +38,13 @@ brokers, so a client must follow Metadata to each broker's advertised Kafka addr
 * both doors at once: a record produced over gRPC is read over Kafka with the same
   offset, key, headers and timestamp, and the other way round;
 * fetch sessions (KIP-227): an incremental Fetch names only partitions with news;
+* Fetch v13+ by topic id: librdkafka and Kafka's Java consumer fetch at v13+ (the
+  brokers' ``headwater_kafka_requests_total`` by version shows it); an id no topic has
+  is UNKNOWN_TOPIC_ID, a by-name continuation of a by-id session
+  FETCH_SESSION_TOPIC_ID_ERROR; a topic's id is the same on both brokers and after a
+  restart; DeleteTopics v6 deletes by id;
+* KIP-951: Fetch v16+ and Produce v10+ sent to a broker that does not lead the partition
+  name the leader and its Kafka address;
 * bad input: a produce of garbage records is refused with an error and nothing is
   written; negative and huge sizes, a truncated frame, an unknown API key or garbage
   close that connection with the reason in the broker's log, and the broker keeps
@@ -46,6 +53,7 @@ brokers, so a client must follow Metadata to each broker's advertised Kafka addr
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import io
 import shutil
@@ -53,6 +61,7 @@ import socket
 import struct
 import subprocess
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -66,6 +75,7 @@ from headwater.testing import Cluster
 from headwater.testing.zookeeper import free_port
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from prometheus_client.parser import text_string_to_metric_families
 
 from .test_kafka_interop import kafka_classpath  # noqa: F401 (a fixture: the Kafka jars)
 
@@ -91,7 +101,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             "super.users": "User:ANONYMOUS",
         },
         broker_overrides={
-            b: {"kafka.listeners": f"KAFKA://127.0.0.1:{port}"} for b, port in ports.items()
+            b: {"kafka.listeners": f"KAFKA://127.0.0.1:{port}", "metrics.port": str(free_port())}
+            for b, port in ports.items()
         },
     ) as c:
         c.kafka_ports = ports  # type: ignore[attr-defined]
@@ -100,6 +111,35 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 def kafka_bootstrap(cluster: Cluster) -> str:
     return ",".join(f"127.0.0.1:{p}" for p in cluster.kafka_ports.values())  # type: ignore[attr-defined]
+
+
+def request_versions(cluster: Cluster, request: str = "Fetch") -> collections.Counter[int]:
+    """How many ``request`` requests of each version the brokers' Kafka listeners have
+    received (``headwater_kafka_requests_total``, from each broker's metrics)."""
+    seen: collections.Counter[int] = collections.Counter()
+    for overrides in cluster.broker_overrides.values():
+        port = overrides["metrics.port"]
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+            text = resp.read().decode()
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if (
+                    sample.name == "headwater_kafka_requests_total"
+                    and sample.labels.get("listener") == KAFKA
+                    and sample.labels.get("request") == request
+                ):
+                    seen[int(sample.labels["version"])] += int(sample.value)
+    return seen
+
+
+@contextlib.contextmanager
+def versions_used(cluster: Cluster, request: str = "Fetch") -> Iterator[collections.Counter[int]]:
+    """The versions of ``request`` received while the block runs (the tests of this module
+    run one at a time and close their clients, so these are the block's clients')."""
+    used: collections.Counter[int] = collections.Counter()
+    before = request_versions(cluster, request)
+    yield used
+    used.update(request_versions(cluster, request) - before)
 
 
 def new_topic(cluster: Cluster, partitions: int = 2) -> str:
@@ -240,18 +280,21 @@ def test_librdkafka_produces_and_consumes_with_keys_headers_and_timestamps(
             "enable.auto.commit": False,
         }
     )
-    try:
-        consumer.assign([ck.TopicPartition(topic, 0, 0), ck.TopicPartition(topic, 1, 0)])
-        got: list[Any] = []
-        deadline = time.monotonic() + 20
-        while len(got) < len(records) and time.monotonic() < deadline:
-            m = consumer.poll(1.0)
-            if m is not None:
-                assert m.error() is None, m.error()
-                got.append(m)
-    finally:
-        consumer.close()
+    with versions_used(cluster) as fetches:
+        try:
+            consumer.assign([ck.TopicPartition(topic, 0, 0), ck.TopicPartition(topic, 1, 0)])
+            got: list[Any] = []
+            deadline = time.monotonic() + 20
+            while len(got) < len(records) and time.monotonic() < deadline:
+                m = consumer.poll(1.0)
+                if m is not None:
+                    assert m.error() is None, m.error()
+                    got.append(m)
+        finally:
+            consumer.close()
     assert len(got) == len(records)
+    # librdkafka 2.x fetches by topic id (Fetch v13+) from a broker that offers it.
+    assert fetches and min(fetches) >= 13, fetches
     by_value = {m.value(): m for m in got}
     for p, k, v, h, ts in records:
         m = by_value[v]
@@ -270,14 +313,20 @@ def test_kafka_java_clients_produce_consume_in_a_group_and_commit(
 ) -> None:
     topic = new_topic(cluster)
     group = f"g-{uuid.uuid4().hex[:8]}"
-    done = subprocess.run(
-        ["java", "-cp", kafka_classpath, str(JAVA_PROGRAM), kafka_bootstrap(cluster), topic, group],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
+    with versions_used(cluster) as fetches:
+        done = subprocess.run(
+            [
+                "java", "-cp", kafka_classpath, str(JAVA_PROGRAM), kafka_bootstrap(cluster),
+                topic, group,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+        )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
+    # Kafka 3.9's consumer fetches at v17, by topic id, in incremental fetch sessions.
+    assert set(fetches) == {17}, fetches
     lines = [line.split(" ") for line in done.stdout.splitlines()]
     produced = sorted((int(p), int(o)) for kind, p, o, *_ in lines if kind == "produced")
     assert produced == [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)]
@@ -1141,6 +1190,220 @@ def test_fetch_sessions_answer_only_what_changed(cluster: Cluster) -> None:
     producer.close(10)
 
 
+def _metadata_topic_id(port: int, topic: str) -> uuid.UUID:
+    from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
+
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        answer = _exchange(
+            sock,
+            1,
+            MetadataRequest(
+                topics=(MetadataRequestTopic(topic_id=None, name=topic),),
+                allow_auto_topic_creation=False,
+                include_topic_authorized_operations=False,
+            ),
+        )
+    (found,) = answer.topics
+    assert found.error_code.value == 0 and found.topic_id not in (None, uuid.UUID(int=0))
+    tid: uuid.UUID = found.topic_id
+    return tid
+
+
+def _topic_id_when_known(cluster: Cluster, port: int, topic: str) -> uuid.UUID:
+    """The id Metadata at ``port`` gives ``topic``, once that broker knows the topic (a new
+    topic reaches each broker's metadata cache on its own time)."""
+    found: list[uuid.UUID] = []
+
+    def known() -> bool:
+        try:
+            found.append(_metadata_topic_id(port, topic))
+        except AssertionError:
+            return False
+        return True
+
+    cluster.wait_for(known, what=f"the broker at port {port} knowing {topic}")
+    return found[-1]
+
+
+def _fetch_by_id(
+    version: int,
+    topics: list[tuple[uuid.UUID, int, int]],
+    *,
+    session_id: int = 0,
+    epoch: int = -1,
+    forgotten: tuple[tuple[uuid.UUID, int], ...] = (),
+) -> Any:
+    """A Fetch v13+ of ``(topic id, partition, offset)``s, spoken with kio's types."""
+    import datetime
+    import sys
+
+    from headwater.kafka.protocol import build
+    from kio.index import load_request_schema
+
+    request_type = load_request_schema(1, version)
+    m = sys.modules[request_type.__module__]
+    return build(
+        request_type,
+        replica_id=-1,
+        max_wait=datetime.timedelta(milliseconds=100),
+        min_bytes=1,
+        session_id=session_id,
+        session_epoch=epoch,
+        topics=tuple(
+            build(
+                m.FetchTopic,
+                topic_id=tid,
+                partitions=(
+                    build(
+                        m.FetchPartition, partition=p, fetch_offset=o, partition_max_bytes=1 << 20
+                    ),
+                ),
+            )
+            for tid, p, o in topics
+        ),
+        forgotten_topics_data=tuple(
+            build(m.ForgottenTopic, topic_id=tid, partitions=(p,)) for tid, p in forgotten
+        ),
+        rack_id="",
+    )
+
+
+@pytest.mark.parametrize("version", [13, 15, 17])
+def test_fetch_by_topic_id_sessions_unknown_ids_and_the_current_leader(
+    cluster: Cluster, version: int
+) -> None:
+    """Fetch v13+ by the id Metadata gives (the same on both brokers): records, a session
+    by id that a by-name request cannot continue (FETCH_SESSION_TOPIC_ID_ERROR, nothing
+    changed), UNKNOWN_TOPIC_ID for an id no topic has; from v16 the broker that does not
+    lead a partition names its leader and the leader's Kafka address (KIP-951)."""
+    import datetime
+
+    kafka = pytest.importorskip("kafka")
+    topic = new_topic(cluster, partitions=1)
+    producer = kafka.KafkaProducer(bootstrap_servers=kafka_bootstrap(cluster), acks="all")
+    for i in range(2):
+        producer.send(topic, value=f"v{i}".encode(), partition=0).get(timeout=30)
+    producer.close(10)
+    leader = cluster.leader_for(topic, 0)
+    assert leader is not None
+    other = 1 - leader
+    ports = cluster.kafka_ports  # type: ignore[attr-defined]
+    tid = _topic_id_when_known(cluster, ports[leader], topic)
+    assert _topic_id_when_known(cluster, ports[other], topic) == tid
+    stranger = uuid.uuid4()
+    with socket.create_connection(("127.0.0.1", ports[leader]), timeout=10) as sock:
+        full = _exchange(sock, 1, _fetch_by_id(version, [(tid, 0, 0), (stranger, 0, 0)], epoch=0))
+        assert full.error_code.value == 0 and full.session_id != 0
+        by_id = {t.topic_id: t.partitions for t in full.responses}
+        (served,) = by_id[tid]
+        assert (served.error_code.value, served.high_watermark) == (0, 2)
+        assert served.records
+        (unknown,) = by_id[stranger]
+        assert unknown.error_code.value == 100  # UNKNOWN_TOPIC_ID
+        # A by-name (v12) continuation of the session: refused, and nothing changes.
+        from kio.schema.fetch.v12.request import FetchRequest as FetchV12
+
+        by_name = _exchange(
+            sock,
+            2,
+            FetchV12(
+                max_wait=datetime.timedelta(milliseconds=100),
+                min_bytes=1,
+                session_id=full.session_id,
+                session_epoch=1,
+                topics=(),
+                forgotten_topics_data=(),
+            ),
+        )
+        assert by_name.error_code.value == 106  # FETCH_SESSION_TOPIC_ID_ERROR
+        # Caught up, the unknown id forgotten: the continuation names nothing.
+        quiet = _exchange(
+            sock,
+            3,
+            _fetch_by_id(
+                version, [(tid, 0, 2)], session_id=full.session_id, epoch=1,
+                forgotten=((stranger, 0),),
+            ),
+        )  # fmt: skip
+        assert (quiet.error_code.value, quiet.responses) == (0, ())
+    with socket.create_connection(("127.0.0.1", ports[other]), timeout=10) as sock:
+        moved = _exchange(sock, 1, _fetch_by_id(version, [(tid, 0, 0)]))
+    (part,) = moved.responses[0].partitions
+    assert part.error_code.value == 6  # NOT_LEADER_OR_FOLLOWER
+    if version >= 16:
+        assert part.current_leader.leader_id == leader
+        assert [(n.node_id, n.host, n.port) for n in moved.node_endpoints] == [
+            (leader, "127.0.0.1", ports[leader])
+        ]
+
+
+def test_produce_to_a_broker_that_does_not_lead_names_the_leader(cluster: Cluster) -> None:
+    """Produce v10+ (KIP-951): NOT_LEADER_OR_FOLLOWER with the current leader, its epoch
+    and its Kafka address, so a client goes straight there."""
+    import datetime
+
+    from headwater import records
+    from kio.schema.produce.v11.request import (
+        PartitionProduceData,
+        ProduceRequest,
+        TopicProduceData,
+    )
+
+    topic = new_topic(cluster, partitions=1)
+    leader = cluster.leader_for(topic, 0)
+    assert leader is not None
+    ports = cluster.kafka_ports  # type: ignore[attr-defined]
+    batch = records.build_batch([records.Record(b"k", b"v", (), BASE_TS)], base_offset=0)
+    request = ProduceRequest(
+        acks=-1,
+        timeout=datetime.timedelta(seconds=10),
+        topic_data=(
+            TopicProduceData(
+                name=topic,
+                partition_data=(PartitionProduceData(index=0, records=batch),),
+            ),
+        ),
+    )
+    with socket.create_connection(("127.0.0.1", ports[1 - leader]), timeout=10) as sock:
+        answer = _exchange(sock, 1, request)
+    (part,) = answer.responses[0].partition_responses
+    assert part.error_code.value == 6  # NOT_LEADER_OR_FOLLOWER
+    assert part.current_leader.leader_id == leader and part.current_leader.leader_epoch >= 0
+    assert [(n.node_id, n.host, n.port) for n in answer.node_endpoints] == [
+        (leader, "127.0.0.1", ports[leader])
+    ]
+
+
+def test_delete_topics_v6_by_topic_id(cluster: Cluster) -> None:
+    """DeleteTopics v6 names a topic by the id Metadata gives; an id no topic has is
+    UNKNOWN_TOPIC_ID, a name and an id in one entry INVALID_REQUEST."""
+    import datetime
+
+    from kio.schema.delete_topics.v6.request import DeleteTopicsRequest, DeleteTopicState
+
+    topic = new_topic(cluster, partitions=1)
+    port = cluster.kafka_ports[0]  # type: ignore[attr-defined]
+    tid = _topic_id_when_known(cluster, port, topic)
+    stranger = uuid.uuid4()
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        answer = _exchange(
+            sock,
+            1,
+            DeleteTopicsRequest(
+                topics=(
+                    DeleteTopicState(topic_id=tid),
+                    DeleteTopicState(topic_id=stranger),
+                    DeleteTopicState(name="other", topic_id=stranger),
+                ),
+                timeout=datetime.timedelta(seconds=20),
+            ),
+        )
+    got = {(r.name, r.topic_id): r.error_code.value for r in answer.responses}
+    assert got == {(topic, tid): 0, (None, stranger): 100, ("other", stranger): 42}
+    with Admin(cluster.bootstrap) as admin:
+        cluster.wait_for(lambda: topic not in admin.list_topics(), what="the topic deleted")
+
+
 def test_a_produce_of_garbage_records_is_refused_and_nothing_is_written(cluster: Cluster) -> None:
     import datetime
 
@@ -1456,3 +1719,32 @@ def test_fuzz_consumer_group_heartbeats_are_answered(
         with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
             answer = _exchange(sock, 1, request)  # one of them coordinates the group
         assert answer.error_code.value >= 0
+
+
+def test_topic_ids_survive_a_broker_restart(tmp_path: Path) -> None:
+    """A topic's id is the same on every broker and after a broker restarts (it is
+    derived from the cluster id, kept in ZooKeeper, and the name).  A cluster of its own:
+    the module's stays up."""
+    ports = {b: free_port() for b in range(2)}
+    with Cluster(
+        brokers=2,
+        data_dir=tmp_path,
+        overrides={"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,KAFKA:PLAINTEXT"},
+        broker_overrides={
+            b: {"kafka.listeners": f"KAFKA://127.0.0.1:{p}"} for b, p in ports.items()
+        },
+    ) as own:
+        own.kafka_ports = ports  # type: ignore[attr-defined]
+        topic = new_topic(own, partitions=1)
+
+        def topic_id_at(broker: int) -> uuid.UUID | None:
+            try:
+                return _metadata_topic_id(ports[broker], topic)
+            except (AssertionError, OSError):  # not serving yet, or the topic not known yet
+                return None
+
+        own.wait_for(lambda: None not in (topic_id_at(0), topic_id_at(1)), what="both ids")
+        before = topic_id_at(0)
+        assert topic_id_at(1) == before
+        own.restart(1)
+        own.wait_for(lambda: topic_id_at(1) == before, what="broker 1 naming the same id")

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, cast
 
@@ -26,6 +27,7 @@ from headwater import errors
 from headwater.coordination.admin import NewTopic
 from headwater.coordination.broker import BrokerCoordinator
 from headwater.errors import ErrorCode
+from headwater.kafka import topic_ids
 from headwater.kafka.protocol import Request, build, error_code, response_module
 from headwater.security.acls import AclOperation as Op
 from headwater.server.auth.authorization import RequestAuthorizer
@@ -129,7 +131,11 @@ class KafkaAdminApis:
                 build(
                     module.CreatableTopicResult,
                     name=t.name,
-                    topic_id=None,
+                    topic_id=(
+                        topic_ids.topic_id(self._metadata.cluster_id, t.name)
+                        if answers[t.name][0] is ErrorCode.NONE and not body.validate_only
+                        else None
+                    ),
                     error_code=error_code(answers[t.name][0]),
                     error_message=answers[t.name][1],
                     num_partitions=answers[t.name][2],
@@ -142,11 +148,20 @@ class KafkaAdminApis:
         )
 
     async def delete_topics(self, request: Request) -> Any:
+        """DeleteTopics v1-v6; v6 names each topic by name or by id
+        (:func:`topics_to_delete`)."""
         body, module = request.body, response_module(20, request.api_version)
         coordinator = self._coordinator()
-        answers: list[tuple[str, ErrorCode, str | None]] = []
+        named = (
+            [(t.name, t.topic_id) for t in body.topics]
+            if request.api_version >= 6
+            else [(name, None) for name in body.topic_names]
+        )
+        ids = topic_ids.TopicIds(self._metadata)
+        wanted, refused = topics_to_delete(named, ids.name_of)
+        answers: list[tuple[str | None, uuid.UUID | None, ErrorCode, str | None]] = list(refused)
         deleted: dict[str, int] = {}
-        for name in body.topic_names:
+        for name, by_id in wanted:
             try:
                 if not self._authz.topic(_NO_GRPC_CONTEXT, Op.DELETE, name):
                     raise errors.TopicAuthorizationFailedError(
@@ -158,9 +173,14 @@ class KafkaAdminApis:
                     raise errors.UnknownTopicOrPartitionError(f"Topic '{name}' does not exist.")
                 await run_blocking(coordinator.delete_topic, name)
                 deleted[name] = 0
-                answers.append((name, ErrorCode.NONE, None))
+                answers.append((name, ids.id_of(name), ErrorCode.NONE, None))
             except errors.HeadwaterError as exc:
-                answers.append((name, exc.code, errors.message_of(exc) or None))
+                shown = (
+                    None
+                    if by_id is not None and exc.code is ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                    else name
+                )
+                answers.append((shown, by_id, exc.code, errors.message_of(exc) or None))
         late = await self._wait(
             deleted, lambda name, _n: name not in self._metadata.topics, body.timeout
         )
@@ -171,10 +191,11 @@ class KafkaAdminApis:
                 build(
                     module.DeletableTopicResult,
                     name=name,
+                    topic_id=tid,
                     error_code=error_code(ErrorCode.REQUEST_TIMED_OUT if name in late else code),
                     error_message=message,
                 )
-                for name, code, message in answers
+                for name, tid, code, message in answers
             ),
         )
 
@@ -385,3 +406,85 @@ def incremental_ops(configs: Sequence[Any]) -> list[tuple[str, AlterOp, str | No
             ) from None
         out.append((c.name, op, c.value))
     return out
+
+
+_ZERO_ID = uuid.UUID(int=0)
+
+
+def topics_to_delete(
+    named: Sequence[tuple[str | None, uuid.UUID | None]],
+    name_of: Callable[[uuid.UUID], str | None],
+) -> tuple[
+    list[tuple[str, uuid.UUID | None]],
+    list[tuple[str | None, uuid.UUID | None, ErrorCode, str | None]],
+]:
+    """A DeleteTopics request's ``(name, id)`` entries (v6 names a topic by one of them;
+    older versions by name) as Kafka's controller reads them: the topics to delete, each
+    as ``(name, id it was named by or None)``, and the entries refused, each as the
+    ``(name, id, error, message)`` it is answered.
+
+    Refused, as Kafka refuses them: an entry with neither or both; a name or an id given
+    twice (each once, as a duplicate); an id no topic has (UNKNOWN_TOPIC_ID); a name whose
+    topic an id of the same request already names.
+    """
+    names: dict[str, None] = {}
+    ids: dict[uuid.UUID, None] = {}
+    refused: list[tuple[str | None, uuid.UUID | None, ErrorCode, str | None]] = []
+    twice_names: dict[str, None] = {}
+    twice_ids: dict[uuid.UUID, None] = {}
+    for name, tid in named:
+        tid = tid if tid != _ZERO_ID else None
+        if name is None and tid is None:
+            refused.append(
+                (
+                    None,
+                    _ZERO_ID,
+                    ErrorCode.INVALID_REQUEST,
+                    "Neither topic name nor id were specified.",
+                )
+            )
+        elif name is not None and tid is not None:
+            refused.append(
+                (
+                    name,
+                    tid,
+                    ErrorCode.INVALID_REQUEST,
+                    "You may not specify both topic name and topic id.",
+                )
+            )
+        elif name is not None:
+            (twice_names if name in names else names)[name] = None
+        elif tid is not None:
+            (twice_ids if tid in ids else ids)[tid] = None
+    refused += [
+        (name, _ZERO_ID, ErrorCode.INVALID_REQUEST, "Duplicate topic name.") for name in twice_names
+    ]
+    refused += [(None, tid, ErrorCode.INVALID_REQUEST, "Duplicate topic id.") for tid in twice_ids]
+    wanted: list[tuple[str, uuid.UUID | None]] = []
+    by_id: dict[str, uuid.UUID] = {}
+    for tid in ids:
+        if tid in twice_ids:
+            continue
+        name = name_of(tid)
+        if name is None:
+            refused.append(
+                (None, tid, ErrorCode.UNKNOWN_TOPIC_ID, "This server does not host this topic ID.")
+            )
+        else:
+            by_id[name] = tid
+            wanted.append((name, tid))
+    for name in names:
+        if name in twice_names:
+            continue
+        if name in by_id:
+            refused.append(
+                (
+                    name,
+                    by_id[name],
+                    ErrorCode.INVALID_REQUEST,
+                    "The provided topic name maps to an ID that was already supplied.",
+                )
+            )
+        else:
+            wanted.append((name, None))
+    return wanted, refused

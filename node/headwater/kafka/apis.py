@@ -30,7 +30,10 @@ from headwater.fetch_sessions import (
     FINAL_EPOCH,
     FetchSessionCache,
     FetchSessionError,
+    Session,
+    TopicIdPartition,
     Wanted,
+    WantedById,
 )
 from headwater.kafka import protocol, topic_ids
 from headwater.kafka.acl_apis import KafkaAclApis
@@ -39,6 +42,7 @@ from headwater.kafka.cluster_apis import KafkaClusterApis
 from headwater.kafka.group_apis import KafkaGroupApis
 from headwater.kafka.protocol import Request, build, error_code, response_module
 from headwater.kafka.quota_apis import KafkaQuotaApis
+from headwater.kafka.topic_ids import TopicIds
 from headwater.kafka.txn_apis import KafkaTxnApis
 from headwater.kafka.user_apis import KafkaUserApis
 from headwater.security.acls import AclOperation as Op
@@ -158,6 +162,8 @@ class KafkaApis:
         client quota administration (:mod:`headwater.kafka.quota_apis`)."""
         self._next_producer_id = next_producer_id
         self._fetch_sessions = FetchSessionCache(first_id=random.randrange(1, 1 << 31))
+        self._topic_ids = TopicIds(metadata)
+        self._request_counts: dict[tuple[int, int], Any] = {}
         self._listener = listener
         self._replicas = replicas
         self._metadata = metadata
@@ -192,6 +198,17 @@ class KafkaApis:
     @property
     def api_keys(self) -> frozenset[int]:
         return frozenset(self._handlers)
+
+    def count(self, request: Request) -> None:
+        """Counts a request received, by API and version (Kafka's ``RequestsPerSec`` with
+        its ``request`` and ``version`` tags): which versions clients speak."""
+        key = (request.api_key, request.api_version)
+        counter = self._request_counts.get(key)
+        if counter is None:
+            counter = self._request_counts[key] = self._metrics.kafka_requests.labels(
+                self._listener, request.api_name, str(request.api_version)
+            )
+        counter.inc()
 
     async def handle(self, request: Request) -> Any | None:
         """The response entity, or None when the request gets none (Produce with acks=0)."""
@@ -408,12 +425,21 @@ class KafkaApis:
                         error_message=None,
                     )
                 )
+        # KIP-951 (v10+): a partition led elsewhere names its current leader.
+        leaders = _LeaderHints(self, module) if request.api_version >= 10 else None
         for r in results:
+            code = produce_error(r.error, request.api_version)
+            hint = (
+                leaders.hint(r.topic_partition, code, moved=_NOT_LEADER)
+                if leaders is not None
+                else None
+            )
             answers.setdefault(r.topic_partition.topic, []).append(
                 build(
                     module.PartitionProduceResponse,
+                    **({"current_leader": hint} if hint is not None else {}),
                     index=r.topic_partition.partition,
-                    error_code=error_code(produce_error(r.error, request.api_version)),
+                    error_code=error_code(code),
                     base_offset=r.base_offset,
                     log_append_time=_time_or_none(r.log_append_time_ms),
                     log_start_offset=r.log_start_offset,
@@ -428,35 +454,27 @@ class KafkaApis:
                 for name, parts in answers.items()
             ),
             throttle_time=_NO_THROTTLE,
+            node_endpoints=leaders.endpoints() if leaders is not None else (),
         )
 
     # -- Fetch ------------------------------------------------------------------------------
 
     async def _fetch(self, request: Request) -> Any:
+        """Fetch v4-v17: v13+ names topics by id (UNKNOWN_TOPIC_ID for an id no topic has),
+        its sessions hold partitions by id; from v16 a NOT_LEADER_OR_FOLLOWER or
+        FENCED_LEADER_EPOCH partition names the current leader and the response its
+        endpoint (KIP-951).  A replica's fetch (replica id >= 0; v15+ carries it in
+        ``replica_state``) is answered as Kafka answers a replica it does not recognise:
+        Headwater's followers replicate over gRPC, so none fetches here."""
         timer = Timer(self._metrics, "Fetch")
-        body = request.body
-        module = response_module(1, request.api_version)
-        wanted = [
-            Wanted(
-                TopicPartition(t.topic, p.partition),
-                p.fetch_offset,
-                p.partition_max_bytes,
-                getattr(p, "current_leader_epoch", -1),
-            )
-            for t in body.topics
-            for p in t.partitions
-        ]
+        body, version = request.body, request.api_version
+        module = response_module(1, version)
+        replica_id = body.replica_state.replica_id if version >= 15 else body.replica_id
+        if replica_id >= 0:
+            timer.done("replica")
+            return self._replica_fetch(module, body)
         try:
-            session = self._fetch_sessions.begin(
-                session_id=getattr(body, "session_id", 0),
-                epoch=getattr(body, "session_epoch", FINAL_EPOCH),
-                wanted=wanted,
-                forgotten=[
-                    TopicPartition(t.topic, p)
-                    for t in getattr(body, "forgotten_topics_data", ())
-                    for p in t.partitions
-                ],
-            )
+            session = self._fetch_session(body, version)
         except FetchSessionError as exc:
             timer.done("session")
             return build(
@@ -492,29 +510,136 @@ class KafkaApis:
                         hosted.FetchResult(w.tp, ErrorCode.NONE),
                     )
                 )
+        leaders = _LeaderHints(self, module) if version >= 16 else None
         for r in results:
-            tp = r.topic_partition
-            if session.keep(
-                tp,
-                error=r.error,
-                has_records=bool(r.records),
-                hw=r.high_watermark,
-                log_start=r.log_start_offset,
-                last_stable=r.last_stable_offset,
-            ):
+            if session.keep(r):
+                tp = r.topic_partition
+                hint = leaders.hint(tp, r.error) if leaders is not None else None
                 answers.setdefault(tp.topic, []).append(
-                    _partition_data(module, tp.partition, r.error, r)
+                    _partition_data(module, tp.partition, r.error, r, hint)
                 )
+        ids = self._topic_ids
+        topics = [
+            build(
+                module.FetchableTopicResponse,
+                topic=name,
+                topic_id=ids.id_of(name),
+                partitions=tuple(parts),
+            )
+            for name, parts in answers.items()
+        ]
+        unknown: dict[uuid.UUID, list[Any]] = {}
+        for key in session.unknown_topic_ids():
+            unknown.setdefault(key.topic_id, []).append(
+                _partition_data(
+                    module,
+                    key.partition,
+                    ErrorCode.UNKNOWN_TOPIC_ID,
+                    hosted.FetchResult(TopicPartition("", key.partition), ErrorCode.NONE),
+                )
+            )
+        topics += [
+            build(module.FetchableTopicResponse, topic_id=tid, partitions=tuple(parts))
+            for tid, parts in unknown.items()
+        ]
         return build(
             module.FetchResponse,
             throttle_time=_NO_THROTTLE,
             error_code=error_code(ErrorCode.NONE),
             session_id=session.session_id,
+            responses=tuple(topics),
+            node_endpoints=leaders.endpoints() if leaders is not None else (),
+        )
+
+    def _fetch_session(self, body: Any, version: int) -> Session:
+        """The fetch session of a consumer's Fetch (:mod:`headwater.fetch_sessions`): by
+        topic id from v13, by name before; raises :class:`FetchSessionError`."""
+        session_id = getattr(body, "session_id", 0)  # v7+
+        epoch = getattr(body, "session_epoch", FINAL_EPOCH)
+        if version >= 13:
+            return self._fetch_sessions.begin_by_id(
+                session_id=session_id,
+                epoch=epoch,
+                wanted=[
+                    WantedById(
+                        TopicIdPartition(t.topic_id or ZERO_UUID, p.partition),
+                        p.fetch_offset,
+                        p.partition_max_bytes,
+                        p.current_leader_epoch,
+                    )
+                    for t in body.topics
+                    for p in t.partitions
+                ],
+                forgotten=[
+                    TopicIdPartition(t.topic_id or ZERO_UUID, p)
+                    for t in body.forgotten_topics_data
+                    for p in t.partitions
+                ],
+                topic_name=self._topic_ids.name_of,
+            )
+        return self._fetch_sessions.begin(
+            session_id=session_id,
+            epoch=epoch,
+            wanted=[
+                Wanted(
+                    TopicPartition(t.topic, p.partition),
+                    p.fetch_offset,
+                    p.partition_max_bytes,
+                    getattr(p, "current_leader_epoch", -1),
+                )
+                for t in body.topics
+                for p in t.partitions
+            ],
+            forgotten=[
+                TopicPartition(t.topic, p)
+                for t in getattr(body, "forgotten_topics_data", ())
+                for p in t.partitions
+            ],
+        )
+
+    def _replica_fetch(self, module: Any, body: Any) -> Any:
+        """A replica's Fetch, sessionless: every partition TOPIC_AUTHORIZATION_FAILED
+        without CLUSTER_ACTION, else NOT_LEADER_OR_FOLLOWER (Kafka's answer to a replica
+        that is not one of the partition's)."""
+        code = (
+            ErrorCode.NOT_LEADER_OR_FOLLOWER
+            if self._authz.cluster(_NO_GRPC_CONTEXT, Op.CLUSTER_ACTION)
+            else ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        )
+        empty = hosted.FetchResult(TopicPartition("", 0), ErrorCode.NONE)
+        return build(
+            module.FetchResponse,
+            throttle_time=_NO_THROTTLE,
+            error_code=error_code(ErrorCode.NONE),
+            session_id=0,
             responses=tuple(
-                build(module.FetchableTopicResponse, topic=name, partitions=tuple(parts))
-                for name, parts in answers.items()
+                build(
+                    module.FetchableTopicResponse,
+                    topic=getattr(t, "topic", None),
+                    topic_id=getattr(t, "topic_id", None),
+                    partitions=tuple(
+                        _partition_data(module, p.partition, code, empty) for p in t.partitions
+                    ),
+                )
+                for t in body.topics
             ),
         )
+
+    def current_leader(
+        self, tp: TopicPartition
+    ) -> tuple[int, int, tuple[str, int, str | None] | None]:
+        """``(leader id, leader epoch, (host, port, rack) on this listener)`` of ``tp`` as
+        the metadata cache knows it: what KIP-951 tells a client that asked the wrong
+        broker (-1, -1 and no endpoint when unknown; no endpoint when the leader is not
+        live or has no endpoint on this listener)."""
+        ps = self._metadata.topics.get(tp.topic, {}).get(tp.partition)
+        if ps is None:
+            return -1, -1, None
+        lai = ps.leader_and_isr
+        reg = self._metadata.brokers.get(lai.leader)
+        address = kafka_address(reg, self._listener) if reg is not None else None
+        endpoint = (address[0], address[1], reg.rack) if address is not None and reg else None
+        return lai.leader, lai.leader_epoch, endpoint
 
     # -- ListOffsets ------------------------------------------------------------------------
 
@@ -589,9 +714,46 @@ class KafkaApis:
         return build(module.DeleteRecordsResponse, throttle_time=_NO_THROTTLE, topics=tuple(topics))
 
 
-def _partition_data(module: Any, partition: int, code: ErrorCode, r: hosted.FetchResult) -> Any:
+_LEADER_MOVED = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH})
+"""The errors whose answer names the current leader (KIP-951): Fetch's."""
+_NOT_LEADER = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER})
+"""Produce's."""
+
+
+class _LeaderHints:
+    """KIP-951's answer to a client that asked the wrong broker, for one response: each
+    moved partition's current leader and epoch, and the endpoints of those leaders."""
+
+    def __init__(self, apis: KafkaApis, module: Any) -> None:
+        self._apis = apis
+        self._module = module
+        self._endpoints: dict[int, Any] = {}
+
+    def hint(
+        self, tp: TopicPartition, code: ErrorCode, *, moved: frozenset[ErrorCode] = _LEADER_MOVED
+    ) -> Any | None:
+        """The ``current_leader`` of a partition answered ``code``; None when ``code``
+        does not say the leader moved."""
+        if code not in moved:
+            return None
+        leader, epoch, endpoint = self._apis.current_leader(tp)
+        if endpoint is not None and leader not in self._endpoints:
+            host, port, rack = endpoint
+            self._endpoints[leader] = build(
+                self._module.NodeEndpoint, node_id=leader, host=host, port=port, rack=rack
+            )
+        return build(self._module.LeaderIdAndEpoch, leader_id=leader, leader_epoch=epoch)
+
+    def endpoints(self) -> tuple[Any, ...]:
+        return tuple(self._endpoints[b] for b in sorted(self._endpoints))
+
+
+def _partition_data(
+    module: Any, partition: int, code: ErrorCode, r: hosted.FetchResult, leader: Any = None
+) -> Any:
     return build(
         module.PartitionData,
+        **({"current_leader": leader} if leader is not None else {}),
         partition_index=partition,
         error_code=error_code(code),
         high_watermark=r.high_watermark,

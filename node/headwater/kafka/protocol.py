@@ -104,7 +104,7 @@ API_NAMES: Final = {
 
 SUPPORTED: Final[Mapping[int, tuple[int, int]]] = {
     0: (3, 12),  # Produce: RecordBatch (v2 records) only; v12 is transaction version 2
-    1: (4, 12),  # Fetch: v13+ names topics by id
+    1: (4, 17),  # Fetch: v13+ by topic id, v15 replica_state, v16 KIP-951 leader hints
     2: (1, 7),  # ListOffsets
     3: (0, 12),  # Metadata: v13 adds a top-level error code for KIP-1102 rebootstrap
     8: (2, 8),  # OffsetCommit: v9+ is KIP-848's member epoch
@@ -119,7 +119,7 @@ SUPPORTED: Final[Mapping[int, tuple[int, int]]] = {
     17: (0, 1),  # SaslHandshake: v0 is followed by raw SASL tokens, v1 by SaslAuthenticate
     18: (0, 3),  # ApiVersions
     19: (2, 7),  # CreateTopics
-    20: (1, 5),  # DeleteTopics: v6 names topics by id as well
+    20: (1, 6),  # DeleteTopics: v6 names topics by name or by id
     21: (0, 2),  # DeleteRecords
     22: (0, 5),  # InitProducerId: v5 is transaction version 2 (KIP-890); v6 is 2PC (KIP-939)
     24: (0, 5),  # AddPartitionsToTxn: v0-v3 clients, v4+ brokers

@@ -245,6 +245,7 @@ class KafkaServer:
                     raise ConnectionRefused(closing)
                 continue
             request = protocol.parse_request(frame)
+            apis.count(request)
             closing = ""
             # Only a broker with quotas stored records a request's CPU time (a syscall).
             cpu_start = time.thread_time() if self._quotas.quotas else None

@@ -33,14 +33,21 @@ class TopicIds:
         self._metadata = metadata
         self._version = -1
         self._names: dict[uuid.UUID, str] = {}
+        self._ids: dict[str, uuid.UUID] = {}
 
     def id_of(self, topic: str) -> uuid.UUID:
-        return topic_id(self._metadata.cluster_id, topic)
+        self._refresh()
+        found = self._ids.get(topic)
+        return found if found is not None else topic_id(self._metadata.cluster_id, topic)
 
     def name_of(self, tid: uuid.UUID | None) -> str | None:
         """The topic with id ``tid``, or None when the cluster has no such topic."""
+        self._refresh()
+        return self._names.get(tid) if tid is not None else None
+
+    def _refresh(self) -> None:
         cache = self._metadata
         if self._version != cache.version:
-            self._names = {topic_id(cache.cluster_id, t): t for t in cache.topics}
+            self._ids = {t: topic_id(cache.cluster_id, t) for t in cache.topics}
+            self._names = {tid: t for t, tid in self._ids.items()}
             self._version = cache.version
-        return self._names.get(tid) if tid is not None else None

@@ -280,6 +280,12 @@ class BrokerMetrics:
         self.requests = prometheus_client.Counter(
             "headwater_requests", "RPCs handled.", ["rpc", "outcome"], registry=r
         )
+        self.kafka_requests = prometheus_client.Counter(
+            "headwater_kafka_requests",
+            "Requests received on a Kafka listener, by API and version (Kafka's RequestsPerSec).",
+            ["listener", "request", "version"],
+            registry=r,
+        )
         self.latency = prometheus_client.Histogram(
             "headwater_request_latency_seconds",
             "RPC handling time.",

@@ -110,7 +110,10 @@ class _ErrorCodeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorCode.V
     RESOURCE_NOT_FOUND: _ErrorCode.ValueType  # 91
     DUPLICATE_RESOURCE: _ErrorCode.ValueType  # 92
     UNACCEPTABLE_CREDENTIAL: _ErrorCode.ValueType  # 93
+    UNKNOWN_TOPIC_ID: _ErrorCode.ValueType  # 100
+    """KIP-516 topic ids (Fetch v13+)"""
     TRANSACTIONAL_ID_NOT_FOUND: _ErrorCode.ValueType  # 105
+    FETCH_SESSION_TOPIC_ID_ERROR: _ErrorCode.ValueType  # 106
     FENCED_MEMBER_EPOCH: _ErrorCode.ValueType  # 110
     """KIP-848 consumer group protocol"""
     UNRELEASED_INSTANCE_ID: _ErrorCode.ValueType  # 111
@@ -208,7 +211,10 @@ PRODUCER_FENCED: ErrorCode.ValueType  # 90
 RESOURCE_NOT_FOUND: ErrorCode.ValueType  # 91
 DUPLICATE_RESOURCE: ErrorCode.ValueType  # 92
 UNACCEPTABLE_CREDENTIAL: ErrorCode.ValueType  # 93
+UNKNOWN_TOPIC_ID: ErrorCode.ValueType  # 100
+"""KIP-516 topic ids (Fetch v13+)"""
 TRANSACTIONAL_ID_NOT_FOUND: ErrorCode.ValueType  # 105
+FETCH_SESSION_TOPIC_ID_ERROR: ErrorCode.ValueType  # 106
 FENCED_MEMBER_EPOCH: ErrorCode.ValueType  # 110
 """KIP-848 consumer group protocol"""
 UNRELEASED_INSTANCE_ID: ErrorCode.ValueType  # 111

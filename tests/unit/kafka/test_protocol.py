@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import contextlib
+import datetime
 import io
 import struct
+import sys
+import uuid
 
 import pytest
 from headwater.kafka import protocol as p
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kio.index import load_request_schema
 from kio.schema.api_versions.v0 import ApiVersionsResponse as ApiVersionsResponseV0
 from kio.schema.api_versions.v3 import ApiVersionsRequest, ApiVersionsResponse
 from kio.schema.metadata.v12 import MetadataRequest
@@ -163,13 +167,67 @@ def test_fuzz_any_bytes_decode_or_raise_frame_error(frame: bytes) -> None:
     assert p.is_supported(request.api_key, request.api_version) or request.version_fallback
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.integers(0, len(_metadata_v12()) - 1), st.integers(0, 255))
-def test_fuzz_a_corrupted_valid_request_decodes_or_raises_frame_error(
-    position: int, byte: int
-) -> None:
-    frame = bytearray(_metadata_v12())
-    frame[position] = byte
+def _fetch_by_id(version: int) -> bytes:
+    """A Fetch v13+ (topics by id) with a session, a forgotten topic and, from v15, the
+    replica state; v17 adds a partition's replica directory id."""
+    request_type = load_request_schema(1, version)
+    m = sys.modules[request_type.__module__]
+    tid = uuid.UUID("5b0c7f0e-2f55-4d8c-9a43-6b1f1c0e7a11")
+    body = p.build(
+        request_type,
+        replica_id=-1,
+        max_wait=datetime.timedelta(milliseconds=500),
+        min_bytes=1,
+        session_id=7,
+        session_epoch=3,
+        topics=(
+            p.build(
+                m.FetchTopic,
+                topic_id=tid,
+                partitions=(
+                    p.build(
+                        m.FetchPartition,
+                        partition=0,
+                        fetch_offset=42,
+                        partition_max_bytes=1 << 20,
+                        replica_directory_id=tid,
+                    ),
+                ),
+            ),
+        ),
+        forgotten_topics_data=(p.build(m.ForgottenTopic, topic_id=tid, partitions=(1,)),),
+        rack_id="r",
+    )
+    return _frame(
+        type(body).__header_schema__(
+            request_api_key=1, request_api_version=version, correlation_id=9, client_id="c"
+        ),
+        body,
+    )
+
+
+VALID_FRAMES = [_metadata_v12(), *(_fetch_by_id(v) for v in range(13, 18))]
+
+
+@pytest.mark.parametrize("version", range(13, 18))
+def test_a_fetch_by_topic_id_decodes_at_each_version(version: int) -> None:
+    request = p.parse_request(_fetch_by_id(version))
+    (topic,) = request.body.topics
+    assert (request.api_key, request.api_version, topic.partitions[0].fetch_offset) == (
+        1,
+        version,
+        42,
+    )
+    assert request.body.forgotten_topics_data[0].topic_id == topic.topic_id
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.data())
+def test_fuzz_a_corrupted_valid_request_decodes_or_raises_frame_error(data: st.DataObject) -> None:
+    valid = data.draw(st.sampled_from(VALID_FRAMES))
+    position = data.draw(st.integers(0, len(valid) - 1))
+    frame = bytearray(valid)
+    frame[position] = data.draw(st.integers(0, 255))
     with contextlib.suppress(p.FrameError):
         p.parse_request(bytes(frame))
     with contextlib.suppress(p.FrameError):
@@ -203,7 +261,9 @@ def _fetch_response(version: int, records: bytes) -> object:
         preferred_read_replica=-1,
         records=records,
     )
-    topic = p.build(m.FetchableTopicResponse, topic="t", partitions=(part,))
+    topic = p.build(
+        m.FetchableTopicResponse, topic="t", topic_id=uuid.UUID(int=5), partitions=(part,)
+    )
     return p.build(
         m.FetchResponse,
         throttle_time=p._ZERO,
@@ -213,7 +273,7 @@ def _fetch_response(version: int, records: bytes) -> object:
     )
 
 
-@pytest.mark.parametrize("version", [4, 11, 12])
+@pytest.mark.parametrize("version", [4, 11, 12, 13, 16, 17])
 @pytest.mark.parametrize("size", [0, 100, p.BY_REFERENCE_BYTES, 3 * p.BY_REFERENCE_BYTES])
 def test_a_fetch_response_is_sent_in_chunks_with_the_records_not_copied(
     version: int, size: int

@@ -20,10 +20,13 @@ import pyarrow as pa
 import pytest
 from headwater import records
 from headwater.client.consumer.range_reader import RangeReader
+from headwater.client.types import TopicPartition
 from headwater.records import columns
 from headwater.records.control import ControlRecordType
 from headwater.v1 import broker_pb2
 from headwater_spark import arrow, partition_reader
+from headwater_spark.driver import ClusterView
+from headwater_spark.options import client_ids
 from headwater_spark.partition_reader import ReaderSettings
 from headwater_spark.planning import DataLossError, OffsetRange
 
@@ -192,3 +195,24 @@ def test_the_worker_heap_is_frozen_once_per_process(monkeypatch: pytest.MonkeyPa
         assert gc.get_freeze_count() == 0
     finally:
         gc.unfreeze()
+
+
+def test_a_reads_driver_and_executors_send_its_client_ids(broker: FakeBroker) -> None:
+    """Named as Spark's Kafka source names a read's consumers, one id per read."""
+    ids = client_ids(streaming=True, nonce="q1")
+    assert ids == ("headwater-spark-source-q1-driver", "headwater-spark-source-q1-executor")
+    batch = client_ids(streaming=False)
+    assert batch.driver.startswith("headwater-spark-relation-")
+    assert batch.executor != client_ids(streaming=False).executor
+    store(broker, "t", batches=1, per_batch=5)
+    settings = ReaderSettings(bootstrap_servers=broker.bootstrap, client_id=ids.executor)
+    got = list(partition_reader.read_range(OffsetRange("t", 0, 0, 5), settings))
+    assert sum(b.num_rows for b in got) == 5
+    view = ClusterView(broker.bootstrap, client_id=ids.driver)
+    try:
+        assert view.lookup({TopicPartition("t", 0): -1}) == {TopicPartition("t", 0): 5}
+    finally:
+        view.close()
+    sent = {(method, client_id) for method, client_id in broker.client_ids}
+    assert ("Fetch", ids.executor) in sent and ("ListOffsets", ids.driver) in sent
+    assert {client_id for _method, client_id in sent} == {ids.driver, ids.executor}

@@ -321,7 +321,10 @@ class RangeReader:
         sleep: Callable[[float], None] = time.sleep,
         security: ClientSecurity = PLAINTEXT,
         isolation_level: str = "read_uncommitted",
+        client_id: str = "",
     ) -> None:
+        """``client_id``: Kafka's ``client.id``, sent with every call (quotas and the
+        brokers' logs tell clients apart by it); "" sends none."""
         tune_allocator()  # MiB fetch responses: see headwater.records.allocator
         self.settings = ConsumerSettings(
             bootstrap_servers=parse_bootstrap(bootstrap_servers),
@@ -339,7 +342,9 @@ class RangeReader:
         self.default_api_timeout_ms = default_api_timeout_ms
         self._clock = clock
         self._sleep = sleep
-        self._channels = connection.Channels(name="headwater-range-reader", security=security)
+        self._channels = connection.Channels(
+            name="headwater-range-reader", security=security, client_id=client_id
+        )
         self._metadata = MetadataManager(
             bootstrap=self.settings.bootstrap_servers,
             channels=self._channels,

@@ -284,17 +284,7 @@ class BrokerService(broker_pb2_grpc.BrokerServicer):
             isolation_level=request.isolation_level,
         )
         if session is not None:
-            kept = [
-                session.keep(
-                    r.topic_partition,
-                    error=r.error,
-                    has_records=bool(r.records),
-                    hw=r.high_watermark,
-                    log_start=r.log_start_offset,
-                    last_stable=r.last_stable_offset,
-                )
-                for r in results
-            ]
+            kept = [session.keep(r) for r in results]
             results = [r for r, keep in zip(results, kept, strict=True) if keep]
         timer.done()
         throttle_ms = 0
