@@ -7,6 +7,9 @@ refuses a prefix that is not a tuple or a type that is not a tuple subclass."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from typing import NamedTuple
 
 import pytest
@@ -142,41 +145,69 @@ def test_records_sharing_a_timestamp_keep_their_own_values(codec: RecordCodec) -
     assert [r.timestamp_ms for r in got] == [1000, 1000, 1003, 1003, 1000, 2**40]
 
 
+_GC_CHECK = """
+import gc
+from typing import NamedTuple
+
+from headwater.errors import CorruptRecordError
+from headwater.records import NativeRecordCodec, new_records_builder
+
+
+class Prefixed(NamedTuple):
+    topic: str
+    partition: int
+    offset: int
+    timestamp_ms: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple
+
+
+codec = NativeRecordCodec()
+builder = new_records_builder(capacity=1 << 20)
+for i in range(5000):
+    builder.append(None, b"v", (), 1000 + i)
+data = bytes(builder.records())
+kw = {"count": 5000, "base_offset": 0, "base_timestamp": 1000, "log_append_time": None}
+starts = []
+gc.callbacks.append(lambda phase, info: starts.append(phase))
+gc.set_threshold(100, *gc.get_threshold()[1:])
+gc.collect()
+starts.clear()
+got = codec.decode_as(data, record_type=Prefixed, prefix=("t", 0), **kw)
+assert len(got) == 5000
+assert "start" not in starts, starts  # 5000 allocations, threshold 100: none collected
+assert gc.isenabled()
+try:
+    codec.decode_as(data[:-3], record_type=Prefixed, prefix=("t", 0), **kw)
+except CorruptRecordError:
+    pass
+else:
+    raise AssertionError("a truncated section decoded")
+assert gc.isenabled()
+gc.disable()
+codec.decode_as(data, record_type=Prefixed, prefix=("t", 0), **kw)
+assert not gc.isenabled()
+print("ok")
+"""
+
+
 @pytest.mark.skipif(not native_available(), reason="native record codec not built")
 def test_native_decode_runs_no_collection_and_leaves_the_gc_as_it_was() -> None:
     """The native decoder pauses the cyclic collector while it makes untracked
     records (each allocation still counts toward a young collection), and leaves it
-    enabled or disabled as it found it, after a corrupt section too."""
-    import gc
+    enabled or disabled as it found it, after a corrupt section too.
 
-    codec = NativeRecordCodec()
-    builder = new_records_builder(capacity=1 << 20)
-    for i in range(5000):
-        builder.append(None, b"v", (), 1000 + i)
-    data = bytes(builder.records())
-    kw = {"count": 5000, "base_offset": 0, "base_timestamp": 1000, "log_append_time": None}
-    starts: list[str] = []
-
-    def count_starts(phase: str, info: dict[str, int]) -> None:
-        starts.append(phase)
-
-    threshold = gc.get_threshold()
-    gc.callbacks.append(count_starts)
-    try:
-        gc.set_threshold(100, *threshold[1:])
-        gc.collect()
-        starts.clear()
-        got = codec.decode_as(data, record_type=Prefixed, prefix=("t", 0), **kw)
-        assert len(got) == 5000
-        assert "start" not in starts  # 5000 allocations, threshold 100: none collected
-        assert gc.isenabled()
-        with pytest.raises(CorruptRecordError):
-            codec.decode_as(data[:-3], record_type=Prefixed, prefix=("t", 0), **kw)
-        assert gc.isenabled()
-        gc.disable()
-        codec.decode_as(data, record_type=Prefixed, prefix=("t", 0), **kw)
-        assert not gc.isenabled()
-    finally:
-        gc.enable()
-        gc.set_threshold(*threshold)
-        gc.callbacks.remove(count_starts)
+    In a child interpreter of its own: the collector and its callbacks are
+    process-wide, and any other thread of the test process (one left by an earlier
+    test) allocating between the decode and the check would start a collection."""
+    done = subprocess.run(
+        [sys.executable, "-c", _GC_CHECK],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "HEADWATER_PURE_PYTHON_RECORDS": ""},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
