@@ -152,6 +152,42 @@ def uninstall() -> None:
         timeout_s=300)  # fmt: skip
 
 
+def diagnose() -> str:
+    """What a failed wait needs to be understood afterwards: the nodes' conditions, the
+    namespace's objects and events, and for each pod that is not Ready its description and
+    the tail of its containers' logs (the previous run's too)."""
+    kubectl_bin = tool("kubectl")
+    if kubectl_bin is None:
+        return "kubectl not found"
+    parts: list[str] = []
+
+    def show(*args: str, namespaced: bool = True, tail: int = 6000) -> None:
+        argv = [kubectl_bin, *(["-n", NAMESPACE] if namespaced else []), *args]
+        parts.append("$ kubectl " + " ".join(argv[1:]))
+        try:
+            done = run(argv, timeout_s=60, check=False)
+        except subprocess.TimeoutExpired:
+            parts.append("(timed out)")
+            return
+        parts.append((done.stdout + done.stderr)[-tail:])
+
+    show("describe", "nodes", namespaced=False, tail=4000)
+    show("get", "all,pvc", "-o", "wide")
+    show("get", "events", "--sort-by=.lastTimestamp", tail=8000)
+    try:
+        items = kubectl_json("get", "pods")["items"]
+    except (AssertionError, subprocess.TimeoutExpired, ValueError):
+        items = []
+    for pod in items:
+        if ready(pod) or pod.get("status", {}).get("phase") == "Succeeded":
+            continue
+        name = pod["metadata"]["name"]
+        show("describe", "pod", name, tail=3000)
+        show("logs", name, "--all-containers", "--tail=60")
+        show("logs", name, "--all-containers", "--previous", "--tail=60")
+    return "\n".join(parts)
+
+
 def wait_until(check: Callable[[], Any], *, what: str, timeout_s: float, every_s: float = 1) -> Any:
     """Poll ``check`` until it returns something truthy; a bounded wait, not a timing test."""
     deadline = time.monotonic() + timeout_s
