@@ -143,16 +143,25 @@ func parse(args []string) (string, options, error) {
 
 func seeds(o options) []string { return strings.Split(o.bootstrap, ",") }
 
+// common is every client's options: the seeds, a client id and, with DOOR_GO_DEBUG=1 in
+// the environment, kgo's debug log on stderr (each request's key and version, the
+// versions negotiated).
+func common(o options) []kgo.Opt {
+	opts := []kgo.Opt{kgo.SeedBrokers(seeds(o)...), kgo.ClientID("door-go")}
+	if os.Getenv("DOOR_GO_DEBUG") == "1" {
+		opts = append(opts, kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelDebug, nil)))
+	}
+	return opts
+}
+
 func produce(ctx context.Context, o options) (summary, error) {
-	opts := []kgo.Opt{
-		kgo.SeedBrokers(seeds(o)...),
-		kgo.ClientID("door-go"),
+	opts := append(common(o),
 		kgo.ProducerLinger(lingerMs * time.Millisecond),
 		kgo.ProducerBatchMaxBytes(batchMaxBytes),
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.MaxBufferedRecords(1 << 24),
 		kgo.MaxBufferedBytes(bufferedBytes),
-	}
+	)
 	if o.acks == "1" {
 		opts = append(opts,
 			kgo.RequiredAcks(kgo.LeaderAck()),
@@ -231,13 +240,11 @@ func partitions(ctx context.Context, cl *kgo.Client, topic string) ([]int32, err
 }
 
 func consume(ctx context.Context, o options) (summary, error) {
-	opts := []kgo.Opt{
-		kgo.SeedBrokers(seeds(o)...),
-		kgo.ClientID("door-go"),
+	opts := append(common(o),
 		kgo.FetchMaxBytes(fetchMaxBytes),
 		kgo.FetchMaxPartitionBytes(partFetchMax),
-		kgo.BrokerMaxReadBytes(2 * fetchMaxBytes),
-	}
+		kgo.BrokerMaxReadBytes(2*fetchMaxBytes),
+	)
 	var assignedAt atomic.Int64 // unix ns of the group's (last) assignment
 	if o.group != "" {
 		opts = append(opts,
@@ -252,7 +259,7 @@ func consume(ctx context.Context, o options) (summary, error) {
 	}
 	// The partitions are looked up by a client of their own: ConsumePartitions is an
 	// option of the client that consumes.
-	probe, err := kgo.NewClient(kgo.SeedBrokers(seeds(o)...), kgo.ClientID("door-go"))
+	probe, err := kgo.NewClient(common(o)...)
 	if err != nil {
 		return summary{}, err
 	}
