@@ -24,7 +24,8 @@ goes first alternates by round):
 
 * Kafka door: ``door-go produce`` then ``door-go consume`` (bench/door_go/, franz-go's kgo:
   linger 5 ms, record batches of up to 1 MiB, no compression, 5 requests in flight;
-  consume from the earliest offset, fetches of up to 50 MiB, 8 MiB per partition);
+  consume from the earliest offset, fetches of up to 50 MiB, 1 MiB per partition as
+  ``headwater perf consume``'s, ``--partition-fetch-bytes`` to change that);
 * gRPC door: ``headwater perf produce`` (``--batch-size 1048576 --linger-ms 5``, the same
   acks) then ``headwater perf consume``, as bench/kafka_side_by_side.sh calls them.
 
@@ -191,11 +192,14 @@ def children_cpu_s() -> float:
 class Bench:
     """One cluster's runs."""
 
-    def __init__(self, cluster: Cluster, kafka: str, binary: Path, group: bool) -> None:
+    def __init__(
+        self, cluster: Cluster, kafka: str, binary: Path, args: argparse.Namespace
+    ) -> None:
         self.cluster = cluster
         self.kafka = kafka
         self.binary = str(binary)
-        self.group = group
+        self.group: bool = args.group
+        self.partition_fetch_bytes: int = args.partition_fetch_bytes
         self.pgids = {os.getpgid(b.pid) for b in cluster.brokers.values() if b.pid is not None}
         self.idle_rate = 0.0
 
@@ -235,7 +239,9 @@ class Bench:
         if door == "kafka":
             cmd = [self.binary, kind, "--bootstrap", self.kafka, "--topic", topic]
             cmd += ["--records", str(records), "--size", str(w.size), *group]
-            return cmd + (["--acks", w.acks] if kind == "produce" else [])
+            if kind == "produce":
+                return [*cmd, "--acks", w.acks]
+            return [*cmd, "--partition-fetch-bytes", str(self.partition_fetch_bytes)]
         if kind == "produce":
             return [
                 *(HW, "perf", "produce", "--bootstrap", self.cluster.bootstrap, "--topic", topic),
@@ -292,7 +298,7 @@ def record(runs: Runs, summary: dict[str, Any]) -> None:
 
 
 def bench_cluster(
-    brokers: int, loads: list[Workload], rounds: int, binary: Path, group: bool
+    brokers: int, loads: list[Workload], binary: Path, args: argparse.Namespace
 ) -> tuple[float, list[dict[str, Any]]]:
     """Starts a cluster of ``brokers`` and runs ``loads`` in it; the idle brokers' CPU
     rate and one result per workload and kind."""
@@ -305,13 +311,14 @@ def bench_cluster(
             b: {"kafka.listeners": f"KAFKA://127.0.0.1:{p}"} for b, p in ports.items()
         },
     ) as cluster:
-        bench = Bench(cluster, ",".join(f"127.0.0.1:{p}" for p in ports.values()), binary, group)
+        bench = Bench(cluster, ",".join(f"127.0.0.1:{p}" for p in ports.values()), binary, args)
         progress("warming up both doors (untimed)...")
         for w in loads:
             bench.warm(w)
         idle = bench.measure_idle()
         progress(f"idle brokers: {idle * 1000:.1f} ms CPU per s")
         runs: dict[tuple[int, str, str], Runs] = {}
+        rounds = args.rounds
         for r in range(rounds):
             for i, w in enumerate(loads):
                 doors = ("kafka", "grpc") if r % 2 == 0 else ("grpc", "kafka")
@@ -340,7 +347,8 @@ def bench_cluster(
                     "size": w.size,
                     "records": w.records,
                     "kind": kind,
-                    "group": group,
+                    "group": args.group,
+                    "partition_fetch_bytes": args.partition_fetch_bytes,
                     "kafka_door_go": kafka,
                     "grpc_door_perf": grpc,
                     "door_over_grpc": ratio(kafka, grpc, "records_per_s"),
@@ -401,6 +409,13 @@ def main() -> int:
     parser.add_argument(
         "--group", action="store_true", help="consume as a member of a fresh consumer group"
     )
+    parser.add_argument(
+        "--partition-fetch-bytes",
+        type=int,
+        default=1024 * 1024,
+        help="door-go consume's max bytes per partition in a fetch (default 1 MiB, as "
+        "headwater perf consume's and Kafka's consumer's max.partition.fetch.bytes)",
+    )
     parser.add_argument("--output", choices=("text", "json"), default="text")
     args = parser.parse_args()
     if args.rounds < 1 or (args.records is not None and args.records < 1):
@@ -417,7 +432,7 @@ def main() -> int:
     idle: dict[int, float] = {}
     for brokers in dict.fromkeys(w.brokers for w in loads):
         mine = [w for w in loads if w.brokers == brokers]
-        idle[brokers], found = bench_cluster(brokers, mine, args.rounds, binary, args.group)
+        idle[brokers], found = bench_cluster(brokers, mine, binary, args)
         results += found
     load_after = os.getloadavg()
     if args.output == "json":

@@ -5,6 +5,7 @@
 //
 //	door-go produce --bootstrap HOST:PORT[,...] --topic T --records N --size S [--acks all|1]
 //	door-go consume --bootstrap HOST:PORT[,...] --topic T --records N --size S [--group G]
+//	        [--partition-fetch-bytes B]
 //
 // produce: N records of S random bytes (no key), acks=all (idempotent, up to 5 Produce
 // requests in flight per broker) or acks=1 (the leader's; idempotence off, as Kafka requires
@@ -15,7 +16,8 @@
 // consume: reads exactly N records from the earliest offset of every partition of the
 // topic, assigned (ConsumePartitions, no group; the default) or as a member of --group
 // (ConsumerGroup, no offset commits; the time until the group assigns the partitions is
-// left out, reported as rebalance_ms); fetches of up to 50 MiB, 8 MiB per partition.  Every
+// left out, reported as rebalance_ms); fetches of up to 50 MiB, --partition-fetch-bytes
+// per partition (default 1 MiB, as Kafka's consumer and Headwater's).  Every
 // record's value must be S bytes.
 //
 // Output (stdout, one line): {"records", "bytes", "seconds", "records_per_s", "mb_per_s"
@@ -48,7 +50,6 @@ const (
 	batchMaxBytes = mib
 	bufferedBytes = 64 * mib
 	fetchMaxBytes = 50 * mib
-	partFetchMax  = 8 * mib
 	inflight      = 5
 	idleTimeout   = 30 * time.Second // consume: give up after this long without a record
 	runTimeout    = 30 * time.Minute // either command: give up after this long in all
@@ -61,6 +62,7 @@ type options struct {
 	size      int
 	acks      string
 	group     string
+	partBytes int
 }
 
 type summary struct {
@@ -75,14 +77,15 @@ type summary struct {
 
 func usage(w io.Writer) {
 	fmt.Fprint(w, `usage: door-go produce|consume --bootstrap HOST:PORT[,...] --topic T --records N --size S
-                [--acks all|1] [--group G]
+                [--acks all|1] [--group G] [--partition-fetch-bytes B]
 
 produce  N records of S random bytes, acks all (idempotent) or 1 (leader; idempotence off),
          linger 5 ms, batches of up to 1 MiB, no compression, 5 requests in flight per
          broker; every record's acknowledgement is checked.
 consume  exactly N records from the earliest offset of every partition, assigned
          (ConsumePartitions) or as a member of --group (ConsumerGroup; the time until
-         the group assigns the partitions is left out); every value must be S bytes.
+         the group assigns the partitions is left out); every value must be S bytes;
+         fetches of up to 50 MiB, --partition-fetch-bytes per partition.
 
 Prints one JSON line: records, bytes, seconds, records_per_s, mb_per_s (MB = 1e6 B), errors.
 On failure: a one-line reason on stderr, exit status 1 (2 for a usage error).
@@ -99,6 +102,8 @@ func define(fs *flag.FlagSet, o *options) {
 	fs.IntVar(&o.size, "size", 0, "value bytes per record")
 	fs.StringVar(&o.acks, "acks", "all", "produce: all or 1")
 	fs.StringVar(&o.group, "group", "", "consume: read as a member of this consumer group")
+	fs.IntVar(&o.partBytes, "partition-fetch-bytes", mib,
+		"consume: max bytes per partition in a fetch (Kafka's max.partition.fetch.bytes)")
 }
 
 func parse(args []string) (string, options, error) {
@@ -135,6 +140,8 @@ func parse(args []string) (string, options, error) {
 		return "", o, errors.New("--size must be >= 0")
 	case o.acks != "all" && o.acks != "-1" && o.acks != "1":
 		return "", o, fmt.Errorf("--acks %s: all or 1", o.acks)
+	case o.partBytes <= 0 || o.partBytes > fetchMaxBytes:
+		return "", o, fmt.Errorf("--partition-fetch-bytes must be in 1..%d", fetchMaxBytes)
 	case cmd == "produce" && o.group != "":
 		return "", o, errors.New("--group is for consume")
 	}
@@ -156,10 +163,10 @@ func common(o options) []kgo.Opt {
 
 func produce(ctx context.Context, o options) (summary, error) {
 	opts := append(common(o),
-		kgo.ProducerLinger(lingerMs * time.Millisecond),
+		kgo.ProducerLinger(lingerMs*time.Millisecond),
 		kgo.ProducerBatchMaxBytes(batchMaxBytes),
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
-		kgo.MaxBufferedRecords(1 << 24),
+		kgo.MaxBufferedRecords(1<<24),
 		kgo.MaxBufferedBytes(bufferedBytes),
 	)
 	if o.acks == "1" {
@@ -242,7 +249,7 @@ func partitions(ctx context.Context, cl *kgo.Client, topic string) ([]int32, err
 func consume(ctx context.Context, o options) (summary, error) {
 	opts := append(common(o),
 		kgo.FetchMaxBytes(fetchMaxBytes),
-		kgo.FetchMaxPartitionBytes(partFetchMax),
+		kgo.FetchMaxPartitionBytes(int32(o.partBytes)),
 		kgo.BrokerMaxReadBytes(2*fetchMaxBytes),
 	)
 	var assignedAt atomic.Int64 // unix ns of the group's (last) assignment
