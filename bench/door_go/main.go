@@ -5,7 +5,7 @@
 //
 //	door-go produce --bootstrap HOST:PORT[,...] --topic T --records N --size S [--acks all|1]
 //	door-go consume --bootstrap HOST:PORT[,...] --topic T --records N --size S [--group G]
-//	        [--partition-fetch-bytes B]
+//	        [--group-protocol classic|consumer] [--partition-fetch-bytes B]
 //
 // produce: N records of S random bytes (no key), acks=all (idempotent, up to 5 Produce
 // requests in flight per broker) or acks=1 (the leader's; idempotence off, as Kafka requires
@@ -16,7 +16,8 @@
 // consume: reads exactly N records from the earliest offset of every partition of the
 // topic, assigned (ConsumePartitions, no group; the default) or as a member of --group
 // (ConsumerGroup, no offset commits; the time until the group assigns the partitions is
-// left out, reported as rebalance_ms); fetches of up to 50 MiB, --partition-fetch-bytes
+// left out, reported as rebalance_ms; --group-protocol consumer: KIP-848's
+// ConsumerGroupHeartbeat, the broker assigning); fetches of up to 50 MiB, --partition-fetch-bytes
 // per partition (default 1 MiB, as Kafka's consumer and Headwater's).  Every
 // record's value must be S bytes.
 //
@@ -63,6 +64,7 @@ type options struct {
 	acks      string
 	group     string
 	partBytes int
+	protocol  string
 }
 
 type summary struct {
@@ -77,7 +79,8 @@ type summary struct {
 
 func usage(w io.Writer) {
 	fmt.Fprint(w, `usage: door-go produce|consume --bootstrap HOST:PORT[,...] --topic T --records N --size S
-                [--acks all|1] [--group G] [--partition-fetch-bytes B]
+                [--acks all|1] [--group G [--group-protocol classic|consumer]]
+                [--partition-fetch-bytes B]
 
 produce  N records of S random bytes, acks all (idempotent) or 1 (leader; idempotence off),
          linger 5 ms, batches of up to 1 MiB, no compression, 5 requests in flight per
@@ -102,6 +105,9 @@ func define(fs *flag.FlagSet, o *options) {
 	fs.IntVar(&o.size, "size", 0, "value bytes per record")
 	fs.StringVar(&o.acks, "acks", "all", "produce: all or 1")
 	fs.StringVar(&o.group, "group", "", "consume: read as a member of this consumer group")
+	fs.StringVar(&o.protocol, "group-protocol", "classic",
+		"consume --group: classic (JoinGroup/SyncGroup) or consumer (KIP-848 heartbeats, "+
+			"the broker assigns; kgo's ServerSideBalancer with the range assignor)")
 	fs.IntVar(&o.partBytes, "partition-fetch-bytes", mib,
 		"consume: max bytes per partition in a fetch (Kafka's max.partition.fetch.bytes)")
 }
@@ -142,6 +148,8 @@ func parse(args []string) (string, options, error) {
 		return "", o, fmt.Errorf("--acks %s: all or 1", o.acks)
 	case o.partBytes <= 0 || o.partBytes > fetchMaxBytes:
 		return "", o, fmt.Errorf("--partition-fetch-bytes must be in 1..%d", fetchMaxBytes)
+	case o.protocol != "classic" && o.protocol != "consumer":
+		return "", o, fmt.Errorf("--group-protocol %s: classic or consumer", o.protocol)
 	case cmd == "produce" && o.group != "":
 		return "", o, errors.New("--group is for consume")
 	}
@@ -263,6 +271,9 @@ func consume(ctx context.Context, o options) (summary, error) {
 				assignedAt.Store(time.Now().UnixNano())
 			}),
 		)
+		if o.protocol == "consumer" {
+			opts = append(opts, kgo.ServerSideBalancer(), kgo.Balancers(kgo.RangeBalancer()))
+		}
 	}
 	// The partitions are looked up by a client of their own: ConsumePartitions is an
 	// option of the client that consumes.
