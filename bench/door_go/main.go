@@ -53,6 +53,7 @@ const (
 	fetchMaxBytes = 50 * mib
 	inflight      = 5
 	idleTimeout   = 30 * time.Second // consume: give up after this long without a record
+	metadataWait  = 10 * time.Second // how long a topic may stay unknown to the broker asked
 	runTimeout    = 30 * time.Minute // either command: give up after this long in all
 )
 
@@ -228,8 +229,26 @@ func produce(ctx context.Context, o options) (summary, error) {
 	return s, nil
 }
 
-// partitions asks the cluster for the topic's partition ids.
+// partitions asks the cluster for the topic's partition ids, again every 100 ms for up
+// to metadataWait while the answer is a retriable error: a broker learns of a topic
+// created a moment ago when the controller's UpdateMetadata reaches it, and until then
+// answers UNKNOWN_TOPIC_OR_PARTITION (Kafka's brokers do the same).
 func partitions(ctx context.Context, cl *kgo.Client, topic string) ([]int32, error) {
+	deadline := time.Now().Add(metadataWait)
+	for {
+		ids, err := partitionsOnce(ctx, cl, topic)
+		if err == nil || !kerr.IsRetriable(err) || time.Now().After(deadline) {
+			return ids, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func partitionsOnce(ctx context.Context, cl *kgo.Client, topic string) ([]int32, error) {
 	req := kmsg.NewPtrMetadataRequest()
 	t := kmsg.NewMetadataRequestTopic()
 	t.Topic = kmsg.StringPtr(topic)
@@ -246,6 +265,10 @@ func partitions(ctx context.Context, cl *kgo.Client, topic string) ([]int32, err
 	}
 	ids := make([]int32, 0, len(resp.Topics[0].Partitions))
 	for _, p := range resp.Topics[0].Partitions {
+		// REPLICA_NOT_AVAILABLE only says a follower is down; the leader is known.
+		if err := kerr.ErrorForCode(p.ErrorCode); err != nil && err != kerr.ReplicaNotAvailable {
+			return nil, fmt.Errorf("metadata for %s[%d]: %w", topic, p.Partition, err)
+		}
 		ids = append(ids, p.Partition)
 	}
 	if len(ids) == 0 {
