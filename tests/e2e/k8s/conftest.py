@@ -19,7 +19,9 @@ test after it the same way)."""
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[Any]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
     if report.failed and DIAGNOSES_LEFT[0] > 0 and kube.missing() is None:
         DIAGNOSES_LEFT[0] -= 1
