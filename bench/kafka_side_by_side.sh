@@ -3,7 +3,7 @@
 # each measured with its own perf tools (Kafka's ProducerPerformance/ConsumerPerformance/
 # EndToEndLatency, `headwater perf produce|consume|end-to-end`). Run from the project checkout
 # (needs its .venv):
-#   bash bench/kafka_side_by_side.sh [quick] [extra] [door] [txn]
+#   bash bench/kafka_side_by_side.sh [quick] [extra] [door] [txn] [p300]
 #     quick: smaller record counts
 #     extra: also the 300-partition rows (3 brokers, RF=3 acks=all, produce and consume N100
 #            records of 100 B), and the Kafka-door rows: Kafka's own ProducerPerformance and ConsumerPerformance
@@ -19,6 +19,7 @@
 #            the Kafka door, `headwater perf produce --transactional-id` at the gRPC door
 #     door:  only the Kafka-door rows (with the Kafka and gRPC figures they compare with)
 #     txn:   only the transactional Kafka-door row
+#     p300:  only the 300-partition rows of extra
 # The consume rows: Kafka's ConsumerPerformance always subscribes as a group member (a random
 # perf-consumer-NNNNN group unless --group names one); `headwater perf consume` assigns the
 # partition unless given --group. The "group (subscribe)" rows give both tools the same named
@@ -47,7 +48,7 @@ N100=${N100:-2000000}; N1K=${N1K:-500000}; NRF=${NRF:-300000}; NRF100=${NRF100:-
 NTX=${NTX:-300000}; TXN_MS=${TXN_MS:-100}
 has_arg() { case " $ARGS " in *" $1 "*) true;; *) false;; esac; }
 ARGS="$*"
-for a in $ARGS; do case "$a" in quick|extra|door|txn) ;; *) echo "unknown argument $a (quick, extra, door, txn)"; exit 2;; esac; done
+for a in $ARGS; do case "$a" in quick|extra|door|txn|p300) ;; *) echo "unknown argument $a (quick, extra, door, txn, p300)"; exit 2;; esac; done
 has_arg quick && { N100=500000; N1K=150000; NRF=100000; NRF100=300000; NE2E=2000; NTX=100000; }
 results="$work/results.txt"; : > "$results"
 
@@ -155,7 +156,7 @@ trap 'kafka_down; hw_down' EXIT
 if has_arg txn; then
   txn_rows; exit 0
 fi
-if ! has_arg door; then
+if ! has_arg door && ! has_arg p300; then
 # 1 broker, acks=1
 kafka_up 1; ktopic a100 1; ktopic a1k 1; ktopic warm 1; ktopic e2e 1
 kprod warm 1000000 100 1 >/dev/null   # JIT warm-up of the broker before anything is timed
@@ -190,8 +191,8 @@ hw_down
 row "produce 1 KiB, 3 brokers RF=3 acks=all" $k5 $h5
 fi
 
-has_arg extra || has_arg door || exit 0
-if has_arg extra; then
+has_arg extra || has_arg door || has_arg p300 || exit 0
+if has_arg extra || has_arg p300; then
 # many partitions: 3 brokers, 300 partitions RF=3, acks=all min.insync.replicas=2, N100 x 100 B
 # (the consume row: `headwater perf consume` assigns all 300 partitions; Kafka's tool subscribes)
 kafka_up 3; P=300 ktopic p300 3 min.insync.replicas=2; ktopic warm3 3 min.insync.replicas=2
@@ -204,6 +205,7 @@ h9=$(hprod p300 "$N100" 100 all); sync; h10=$(hcons p300 "$N100")
 hw_down
 row "produce 100 B, 300 partitions RF=3 all" $k9 $h9
 row "consume 100 B, 300 partitions RF=3" $k10 $h10
+has_arg extra || has_arg door || exit 0
 fi
 txn_rows
 # The Kafka door: Kafka's own perf tools against Headwater's Kafka listener (1 broker, acks=1),
