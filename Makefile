@@ -8,10 +8,15 @@ BIN := $(VENV)/bin
 export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/$(BIN):$(PATH)
 PYTEST_ARGS ?=
 
-.PHONY: e2e-slow console-browser interop-slow interop-slow-tools e2e-k8s e2e-k8s-short k8s-up k8s-down k8s-images docs-check test install system-deps venv check lint typecheck layers proto proto-check up down unit e2e bench clean
+.PHONY: test-pure-python e2e-slow console-browser interop-slow interop-slow-tools e2e-k8s e2e-k8s-short k8s-up k8s-down k8s-images docs-check test install system-deps venv check lint typecheck layers proto proto-check up down unit e2e bench clean
 
 test: install check
 	$(BIN)/pytest -m "not slow and not k8s" $(PYTEST_ARGS)
+
+# The same suite with the C record code turned off in every process (the client's and the
+# brokers'): the pure-Python record path must behave the same.  Not in CI (as long again).
+test-pure-python: install
+	HEADWATER_PURE_PYTHON_RECORDS=1 $(BIN)/pytest -m "not slow and not k8s" $(PYTEST_ARGS)
 
 install: system-deps venv
 
