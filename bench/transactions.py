@@ -292,6 +292,12 @@ def main() -> None:
         "--produce-only", action="store_true", help="skip the read_committed consume half"
     )
     parser.add_argument(
+        "--sync",
+        action="store_true",
+        help="sync(2) before each produce phase: the page cache's writeback of what the "
+        "phases before wrote then runs between phases, not during the next one",
+    )
+    parser.add_argument(
         "--alternate",
         action="store_true",
         help="produce plain, transactional, transactional, plain (each on a topic of its "
@@ -317,6 +323,8 @@ def main() -> None:
         transactions = 0
         txn_topic, txn_count = "", 0
         for mode in order:
+            if args.sync:
+                os.sync()
             topic = make_topic(admin)
             counter.start()
             cpu.start()
