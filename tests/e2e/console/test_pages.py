@@ -9,6 +9,7 @@ import time
 import uuid
 
 import pytest
+from headwater import errors
 from headwater.client import Admin, Consumer, NewTopic, Producer, TopicPartition
 from headwater.testing import Cluster
 
@@ -22,9 +23,16 @@ def unique(prefix: str) -> str:
 
 
 def wait_for_leaders(bootstrap: str, topic: str, partitions: int) -> None:
+    """Until every partition of the new ``topic`` has a leader.  The broker asked may not
+    know the topic yet (its metadata cache hears of it after the controller creates it):
+    UNKNOWN_TOPIC_OR_PARTITION is "not yet" here."""
     with Admin(bootstrap) as admin:
         for _ in range(400):
-            desc = admin.describe_topics([topic])[topic]
+            try:
+                desc = admin.describe_topics([topic])[topic]
+            except errors.UnknownTopicOrPartitionError:
+                time.sleep(0.05)
+                continue
             if len(desc.partitions) == partitions and all(p.leader >= 0 for p in desc.partitions):
                 return
             time.sleep(0.05)
