@@ -31,9 +31,9 @@ def wait_for_leaders(bootstrap: str, topic: str, partitions: int) -> None:
             try:
                 desc = admin.describe_topics([topic])[topic]
             except errors.UnknownTopicOrPartitionError:
-                time.sleep(0.05)
-                continue
-            if len(desc.partitions) == partitions and all(p.leader >= 0 for p in desc.partitions):
+                desc = None
+            parts = desc.partitions if desc is not None else []
+            if len(parts) == partitions and all(p.leader >= 0 for p in parts):
                 return
             time.sleep(0.05)
     raise AssertionError(f"{topic} never got {partitions} partitions with leaders")

@@ -1,7 +1,7 @@
 """The Kubernetes tier's failure report: the cluster's state when a test or its setup fails.
 
 A wait that times out in CI leaves nothing behind (the cluster is stopped afterwards), so the
-first failures print :func:`kube.diagnose` with the test's report.
+first failures carry :func:`kube.diagnose` in their report.
 """
 
 from __future__ import annotations
