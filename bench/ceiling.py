@@ -1,8 +1,9 @@
 """The machine's own limits for moving bytes, to place each throughput row against.
 
     .venv/bin/python bench/ceiling.py [--mib 1024] [--chunk-kib 1024] [--dir DIR] [--rounds 3]
+                                      [--write-gib 6]
 
-No Headwater code runs here; two figures, each the median of ``--rounds``:
+No Headwater code runs here; two figures, each the median of ``--rounds``, and a table:
 
 1. loopback TCP: a child process sends ``--mib`` MiB in ``--chunk-kib`` buffers
    over a 127.0.0.1 TCP connection to this process, which reads them with
@@ -15,6 +16,13 @@ No Headwater code runs here; two figures, each the median of ``--rounds``:
    ``--chunk-kib`` chunks; the pages are still cached, so this is a memory copy
    from the page cache, the cost a broker pays to read a log segment that
    was just written.
+
+3. page-cache write, by GiB written: ``--write-gib`` GiB appended to files in
+   ``--dir`` half a GiB at a time, all kept until the end (as a broker keeps its
+   segments), with the system CPU each half GiB took.  On a VM the price of a page
+   of page cache can change with how much has been written: on the project's machine
+   kind the first few GB cost about a tenth of what the rest do, which favours
+   whatever runs first in a benchmark.
 
 Prints MB/s (10^6 bytes per second) and the CPU per MiB of the reading process,
 also as MB per reader CPU second: the reader's own ceiling with a core to
@@ -107,6 +115,30 @@ def page_cache_read(total: int, chunk: int, directory: Path) -> tuple[float, flo
         os.unlink(name)
 
 
+def page_cache_write(total: int, step: int, chunk: int, directory: Path) -> list[float]:
+    """System CPU seconds of each ``step`` bytes of ``total`` appended to new files,
+    none deleted before the end (no fsync: writeback runs in the kernel's threads)."""
+    block = os.urandom(chunk)
+    names: list[str] = []
+    seconds: list[float] = []
+    try:
+        while len(seconds) * step < total:
+            fd, name = tempfile.mkstemp(prefix="ceiling-write-", dir=directory)
+            names.append(name)
+            try:
+                before = resource.getrusage(resource.RUSAGE_SELF).ru_stime
+                written = 0
+                while written < step:
+                    written += os.write(fd, block[: min(chunk, step - written)])
+                seconds.append(resource.getrusage(resource.RUSAGE_SELF).ru_stime - before)
+            finally:
+                os.close(fd)
+    finally:
+        for name in names:
+            os.unlink(name)
+    return seconds
+
+
 def report(name: str, total: int, runs: list[tuple[float, float]]) -> None:
     rates = sorted(total / s / 1e6 for s, _ in runs)
     cpu_ms = sorted(c * 1000 / (total / MIB) for _, c in runs)
@@ -125,9 +157,12 @@ def main() -> None:
     ap.add_argument("--chunk-kib", type=int, default=1024, help="buffer size of each send/read")
     ap.add_argument("--dir", type=Path, default=None, help="where the page-cache file goes")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument(
+        "--write-gib", type=int, default=6, help="GiB of the page-cache write table (0: skip it)"
+    )
     args = ap.parse_args()
-    if args.mib <= 0 or args.chunk_kib <= 0 or args.rounds <= 0:
-        ap.error("--mib, --chunk-kib and --rounds must be > 0")
+    if args.mib <= 0 or args.chunk_kib <= 0 or args.rounds <= 0 or args.write_gib < 0:
+        ap.error("--mib, --chunk-kib and --rounds must be > 0, --write-gib >= 0")
     directory = args.dir or Path(tempfile.gettempdir())
     if not directory.is_dir():
         ap.error(f"--dir {directory} is not a directory")
@@ -139,6 +174,13 @@ def main() -> None:
     print(f"{args.mib} MiB per round, {args.chunk_kib} KiB buffers, {args.rounds} rounds")
     for name, bench in benches:
         report(name, total, [bench() for _ in range(args.rounds)])
+    if args.write_gib:
+        step = 512 * MIB
+        print("page-cache write, system CPU per GB by GiB written so far:", flush=True)
+        steps = page_cache_write(args.write_gib << 30, step, chunk, directory)
+        for i, sys_s in enumerate(steps):
+            per_gb = sys_s / (step / 1e9)
+            print(f"  {i / 2:4.1f}-{(i + 1) / 2:4.1f} GiB: {per_gb:.2f} s/GB", flush=True)
 
 
 if __name__ == "__main__":

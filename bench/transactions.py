@@ -15,7 +15,13 @@ each produce phase, the client's Produce requests and batches (records and KiB p
 batch) and the RPCs the brokers handled (their ``headwater_requests`` metric), so that
 the two modes' per-request costs can be compared.
 
-    .venv/bin/python bench/transactions.py [--seconds 10] [--transaction-ms 100]
+A plain warm-up phase (``--warmup-seconds``, on a topic of its own, not counted) runs
+first.  On the project's machine kind (a VM) writing into page cache costs about 0.25 s
+of system CPU per GB for the first few GB and about 2.3 s per GB after them
+(``bench/ceiling.py`` prints it), for any program: without the warm-up the first phase
+alone runs at the cheap price, so whichever mode goes first looks faster.
+
+    .venv/bin/python bench/transactions.py [--seconds 10] [--transaction-ms 100] [--alternate]
 """
 
 from __future__ import annotations
@@ -301,10 +307,18 @@ def main() -> None:
         "--alternate",
         action="store_true",
         help="produce plain, transactional, transactional, plain (each on a topic of its "
-        "own) and compare the sums: on this machine a later phase costs the brokers more "
-        "system CPU per record than an earlier one, whatever the mode",
+        "own) and compare the sums, so that a drift over the run weighs on both modes alike",
+    )
+    parser.add_argument(
+        "--warmup-seconds",
+        type=float,
+        default=10.0,
+        help="plain produce before the measured phases, not counted (0: none): the measured "
+        "phases then all write page cache at the machine's steady price",
     )
     args = parser.parse_args()
+    if args.seconds <= 0 or args.transaction_ms <= 0 or args.warmup_seconds < 0:
+        parser.error("--seconds and --transaction-ms must be > 0, --warmup-seconds >= 0")
     mib = len(RECORD) / (1 << 20)
     ports = [free_port() for _ in range(3)]
     with (
@@ -322,6 +336,15 @@ def main() -> None:
         lines: dict[str, list[str]] = defaultdict(list)
         transactions = 0
         txn_topic, txn_count = "", 0
+        if args.warmup_seconds:
+            topic = make_topic(admin)
+            cpu.start()
+            n = produce_plain(c.bootstrap, topic, args.warmup_seconds, counter)
+            print(
+                f"warm-up, plain, not counted: {n / args.warmup_seconds:,.0f} rec/s; "
+                f"{cpu.per_record(n)}",
+                flush=True,
+            )
         for mode in order:
             if args.sync:
                 os.sync()
