@@ -25,7 +25,9 @@ goes first alternates by round):
 * Kafka door: ``door-go produce`` then ``door-go consume`` (bench/door_go/, franz-go's kgo:
   linger 5 ms, record batches of up to 1 MiB, no compression, 5 requests in flight;
   consume from the earliest offset, fetches of up to 50 MiB, 1 MiB per partition as
-  ``headwater perf consume``'s, ``--partition-fetch-bytes`` to change that);
+  ``headwater perf consume``'s, ``--partition-fetch-bytes`` to change that; run with
+  ``GOGC=400``, ``--gogc`` to change that: at Go's default of 100 the client spends half
+  its CPU in the garbage collector at 100 B per record);
 * gRPC door: ``headwater perf produce`` (``--batch-size 1048576 --linger-ms 5``, the same
   acks) then ``headwater perf consume``, as bench/kafka_side_by_side.sh calls them.
 
@@ -204,6 +206,7 @@ class Bench:
         self.binary = str(binary)
         self.group: bool = args.group
         self.partition_fetch_bytes: int = args.partition_fetch_bytes
+        self.gogc: int = args.gogc
         self.pgids = {os.getpgid(b.pid) for b in cluster.brokers.values() if b.pid is not None}
         self.idle_rate = 0.0
 
@@ -261,7 +264,8 @@ class Bench:
         """Runs one client; its JSON summary plus the CPU it cost the brokers."""
         cmd = self.command(door, kind, w, topic, records)
         broker0, client0, wall0 = group_cpu_s(self.pgids), children_cpu_s(), time.monotonic()
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+        env = {**os.environ, "GOGC": str(self.gogc)} if door == "kafka" else None
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, env=env)
         wall = time.monotonic() - wall0
         broker = group_cpu_s(self.pgids) - broker0
         client = children_cpu_s() - client0
@@ -353,6 +357,7 @@ def bench_cluster(
                     "kind": kind,
                     "group": args.group,
                     "partition_fetch_bytes": args.partition_fetch_bytes,
+                    "gogc": args.gogc,
                     "kafka_door_go": kafka,
                     "grpc_door_perf": grpc,
                     "door_over_grpc": ratio(kafka, grpc, "records_per_s"),
@@ -396,7 +401,8 @@ def table(results: list[dict[str, Any]], idle: dict[int, float]) -> str:
     lines.append(
         "idle brokers' CPU: "
         + ", ".join(f"{b} broker(s) {v * 1000:.1f} ms/s" for b, v in idle.items())
-        + "; rates are the clients' own, MB = 1e6 B; door/gRPC of the medians"
+        + "; rates are the clients' own, MB = 1e6 B; door/gRPC of the medians; "
+        + f"door-go ran with GOGC={results[0]['gogc'] if results else '-'}"
     )
     return "\n".join(lines)
 
@@ -420,10 +426,20 @@ def main() -> int:
         help="door-go consume's max bytes per partition in a fetch (default 1 MiB, as "
         "headwater perf consume's and Kafka's consumer's max.partition.fetch.bytes)",
     )
+    parser.add_argument(
+        "--gogc",
+        type=int,
+        default=400,
+        help="door-go's GOGC (Go's garbage collector target; Go's default is 100): at 100 B "
+        "per record franz-go allocates per record and, at GOGC=100, spends about half its "
+        "CPU collecting (default 400)",
+    )
     parser.add_argument("--output", choices=("text", "json"), default="text")
     args = parser.parse_args()
     if args.rounds < 1 or (args.records is not None and args.records < 1):
         parser.error("--rounds and --records must be >= 1")
+    if args.gogc < 1:
+        parser.error("--gogc must be >= 1")
 
     def stop(signum: int, _frame: FrameType | None) -> None:
         raise KeyboardInterrupt(f"signal {signum}")  # the cluster's `with` cleans up
