@@ -15,11 +15,13 @@ each produce phase, the client's Produce requests and batches (records and KiB p
 batch) and the RPCs the brokers handled (their ``headwater_requests`` metric), so that
 the two modes' per-request costs can be compared.
 
-A plain warm-up phase (``--warmup-seconds``, on a topic of its own, not counted) runs
-first.  On the project's machine kind (a VM) writing into page cache costs about 0.25 s
-of system CPU per GB for the first few GB and about 2.3 s per GB after them
-(``bench/ceiling.py`` prints it), for any program: without the warm-up the first phase
-alone runs at the cheap price, so whichever mode goes first looks faster.
+A plain warm-up (on a topic of its own, not counted) runs first, until the brokers'
+system CPU per record steps up (at least twice that of its first 2 s), at most
+``--warmup-seconds``.  On the project's machine kind (a VM) writing into page cache
+costs about 0.2 s of system CPU per GB for the first few GB and about 2.2 s per GB after
+them (``bench/ceiling.py`` prints it), for any program, and how many GB are cheap
+depends on what ran before: without the warm-up the phases before that step run at the
+cheap price, so whichever mode goes first looks faster.
 
     .venv/bin/python bench/transactions.py [--seconds 10] [--transaction-ms 100] [--alternate]
 """
@@ -60,7 +62,7 @@ class CpuMeter:
         self._client = 0.0
         self._brokers = (0.0, 0.0)
 
-    def _broker_seconds(self) -> tuple[float, float]:
+    def broker_seconds(self) -> tuple[float, float]:
         """The brokers' user and system CPU seconds."""
         tick = os.sysconf("SC_CLK_TCK")
         user = system = 0.0
@@ -74,7 +76,7 @@ class CpuMeter:
         return user, system
 
     def start(self) -> None:
-        self._client, self._brokers = time.process_time(), self._broker_seconds()
+        self._client, self._brokers = time.process_time(), self.broker_seconds()
 
     def per_record(self, records: int) -> str:
         """'client X us, brokers Y us (user U, system S)' of CPU per record since
@@ -82,7 +84,7 @@ class CpuMeter:
         client = (time.process_time() - self._client) * 1e6 / max(records, 1)
         user, system = (
             (now - then) * 1e6 / max(records, 1)
-            for now, then in zip(self._broker_seconds(), self._brokers, strict=True)
+            for now, then in zip(self.broker_seconds(), self._brokers, strict=True)
         )
         return (
             f"CPU/record: client {client:.1f} us, brokers {user + system:.1f} us "
@@ -176,6 +178,35 @@ def produce_plain(bootstrap: str, topic: str, seconds: float, counter: RequestCo
             sent += 1000
         p.flush(120)
     return sent
+
+
+def warm_up(bootstrap: str, topic: str, limit_s: float, cpu: CpuMeter) -> str:
+    """Plain produce in 2 s slices until a slice costs the brokers at least twice the
+    system CPU per record of the first, or ``limit_s`` has passed; says which."""
+    first = last = 0.0
+    records = 0
+    start = time.monotonic()
+    with headwater.Producer(bootstrap, linger_ms=5, batch_size=256 * 1024) as p:
+        while time.monotonic() - start < limit_s:
+            system0, sent = cpu.broker_seconds()[1], 0
+            end = time.monotonic() + 2.0
+            while time.monotonic() < end:
+                for _ in range(1000):
+                    p.send(topic, RECORD)
+                sent += 1000
+            p.flush(120)
+            records += sent
+            last = (cpu.broker_seconds()[1] - system0) * 1e6 / sent
+            if not first:
+                first = last
+            elif last >= 2 * first:
+                break
+    took = time.monotonic() - start
+    stepped = "stepped" if first and last >= 2 * first else "did not step"
+    return (
+        f"warm-up, plain, not counted: {records:,} records in {took:.0f} s; the brokers' "
+        f"system CPU per record {stepped} ({first:.1f} us in the first 2 s, {last:.1f} in the last)"
+    )
 
 
 class Phases:
@@ -312,9 +343,9 @@ def main() -> None:
     parser.add_argument(
         "--warmup-seconds",
         type=float,
-        default=10.0,
-        help="plain produce before the measured phases, not counted (0: none): the measured "
-        "phases then all write page cache at the machine's steady price",
+        default=60.0,
+        help="plain produce before the measured phases, not counted, until the brokers' "
+        "system CPU per record steps up, at most this long (0: none; default 60)",
     )
     args = parser.parse_args()
     if args.seconds <= 0 or args.transaction_ms <= 0 or args.warmup_seconds < 0:
@@ -337,14 +368,7 @@ def main() -> None:
         transactions = 0
         txn_topic, txn_count = "", 0
         if args.warmup_seconds:
-            topic = make_topic(admin)
-            cpu.start()
-            n = produce_plain(c.bootstrap, topic, args.warmup_seconds, counter)
-            print(
-                f"warm-up, plain, not counted: {n / args.warmup_seconds:,.0f} rec/s; "
-                f"{cpu.per_record(n)}",
-                flush=True,
-            )
+            print(warm_up(c.bootstrap, make_topic(admin), args.warmup_seconds, cpu), flush=True)
         for mode in order:
             if args.sync:
                 os.sync()
