@@ -61,14 +61,18 @@ zk_stop() { ZOOCFGDIR="$work/zk" /usr/share/zookeeper/bin/zkServer.sh stop "$wor
 kpids=()
 kafka_up() {  # $1 = broker count
   zk_start
+  # Kafka's jars ship no log4j config: without one the broker logs nothing and the wait
+  # below for its "started" line ran out its 90 s every time.
+  printf 'log4j.rootLogger=WARN, out\nlog4j.appender.out=org.apache.log4j.ConsoleAppender\nlog4j.appender.out.layout=org.apache.log4j.PatternLayout\nlog4j.appender.out.layout.ConversionPattern=[%%d] %%p %%m (%%c)%%n\nlog4j.logger.kafka.server.KafkaServer=INFO\n' > "$work/log4j.properties"
   for i in $(seq 0 $(($1 - 1))); do
     rm -rf "$work/kafka-logs-$i"
     printf 'broker.id=%s\nlisteners=PLAINTEXT://127.0.0.1:%s\nlog.dirs=%s/kafka-logs-%s\nzookeeper.connect=127.0.0.1:2191/kafka\nnum.partitions=1\noffsets.topic.replication.factor=1\ntransaction.state.log.replication.factor=1\ntransaction.state.log.min.isr=1\nauto.create.topics.enable=false\n' \
       "$i" $((9192 + i)) "$work" "$i" > "$work/server-$i.properties"
-    java -Xmx1g -cp "$CP" kafka.Kafka "$work/server-$i.properties" >"$work/kafka-$i.log" 2>&1 & kpids+=($!)
+    java -Xmx1g -Dlog4j.configuration="file:$work/log4j.properties" -cp "$CP" kafka.Kafka "$work/server-$i.properties" >"$work/kafka-$i.log" 2>&1 & kpids+=($!)
   done
   for i in $(seq 0 $(($1 - 1))); do
     for _ in $(seq 90); do grep -q "started (kafka.server.KafkaServer)" "$work/kafka-$i.log" && break; sleep 1; done
+    grep -q "started (kafka.server.KafkaServer)" "$work/kafka-$i.log" || echo "kafka broker $i: no 'started' line in 90 s ($work/kafka-$i.log)" >&2
   done
 }
 kafka_down() { for p in "${kpids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; kpids=(); zk_stop; }
