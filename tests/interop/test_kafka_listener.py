@@ -41,8 +41,9 @@ brokers, so a client must follow Metadata to each broker's advertised Kafka addr
 * Fetch v13+ by topic id: librdkafka and Kafka's Java consumer fetch at v13+ (the
   brokers' ``headwater_kafka_requests_total`` by version shows it); an id no topic has
   is UNKNOWN_TOPIC_ID, a by-name continuation of a by-id session
-  FETCH_SESSION_TOPIC_ID_ERROR; a topic's id is the same on both brokers and after a
-  restart; DeleteTopics v6 deletes by id;
+  FETCH_SESSION_TOPIC_ID_ERROR; a topic's id is the same on both brokers, after a
+  restart and after a controller failover, and a topic deleted and created again gets a
+  new one (its old id: UNKNOWN_TOPIC_ID); DeleteTopics v6 deletes by id;
 * KIP-951: Fetch v16+ and Produce v10+ sent to a broker that does not lead the partition
   name the leader and its Kafka address;
 * bad input: a produce of garbage records is refused with an error and nothing is
@@ -55,6 +56,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import datetime
 import io
 import shutil
 import socket
@@ -69,6 +71,7 @@ from typing import Any
 
 import pytest
 from headwater.client import Admin, Consumer, NewTopic, Producer, TopicPartition
+from headwater.coordination.model import decode_topic_id
 from headwater.kafka.protocol import SUPPORTED
 from headwater.security import acls
 from headwater.testing import Cluster
@@ -1209,6 +1212,13 @@ def _metadata_topic_id(port: int, topic: str) -> uuid.UUID:
     return tid
 
 
+def _metadata_topic_id_or_none(port: int, topic: str) -> uuid.UUID | None:
+    try:
+        return _metadata_topic_id(port, topic)
+    except (AssertionError, OSError):  # not serving yet, or the topic not known yet
+        return None
+
+
 def _topic_id_when_known(cluster: Cluster, port: int, topic: str) -> uuid.UUID:
     """The id Metadata at ``port`` gives ``topic``, once that broker knows the topic (a new
     topic reaches each broker's metadata cache on its own time)."""
@@ -1721,10 +1731,13 @@ def test_fuzz_consumer_group_heartbeats_are_answered(
         assert answer.error_code.value >= 0
 
 
-def test_topic_ids_survive_a_broker_restart(tmp_path: Path) -> None:
-    """A topic's id is the same on every broker and after a broker restarts (it is
-    derived from the cluster id, kept in ZooKeeper, and the name).  A cluster of its own:
-    the module's stays up."""
+def test_topic_ids_are_drawn_per_creation_and_kept_by_restarts_and_failover(
+    tmp_path: Path,
+) -> None:
+    """A topic's id is the same on every broker, after a broker restarts and after the
+    controller's broker is killed (the id is kept in the topic's znode); a topic deleted
+    and created again under its name gets a new id on every broker, and a Fetch by the
+    old id answers UNKNOWN_TOPIC_ID.  A cluster of its own: the module's stays up."""
     ports = {b: free_port() for b in range(2)}
     with Cluster(
         brokers=2,
@@ -1735,7 +1748,11 @@ def test_topic_ids_survive_a_broker_restart(tmp_path: Path) -> None:
         },
     ) as own:
         own.kafka_ports = ports  # type: ignore[attr-defined]
-        topic = new_topic(own, partitions=1)
+        topic = f"k-{uuid.uuid4().hex[:10]}"
+
+        def create() -> None:
+            with Admin(own.bootstrap) as admin:
+                admin.create_topics([NewTopic(topic, 1, 2)], timeout_ms=15000)
 
         def topic_id_at(broker: int) -> uuid.UUID | None:
             try:
@@ -1743,8 +1760,96 @@ def test_topic_ids_survive_a_broker_restart(tmp_path: Path) -> None:
             except (AssertionError, OSError):  # not serving yet, or the topic not known yet
                 return None
 
-        own.wait_for(lambda: None not in (topic_id_at(0), topic_id_at(1)), what="both ids")
-        before = topic_id_at(0)
-        assert topic_id_at(1) == before
+        def same_id_everywhere(differs_from: uuid.UUID | None = None) -> uuid.UUID:
+            def agreed() -> bool:
+                ids = {topic_id_at(b) for b in own.live_broker_ids()}
+                return len(ids) == 1 and None not in ids and differs_from not in ids
+
+            own.wait_for(agreed, what="every live broker naming one id")
+            found = topic_id_at(own.live_broker_ids()[0])
+            assert found is not None
+            return found
+
+        create()
+        first = same_id_everywhere()
+        stored = own.zk.get_assignment(topic)
+        assert stored is not None and stored.topic_id  # the id is kept in the znode
+        assert decode_topic_id(stored.topic_id) == first
         own.restart(1)
-        own.wait_for(lambda: topic_id_at(1) == before, what="broker 1 naming the same id")
+        own.wait_for(lambda: topic_id_at(1) == first, what="broker 1 naming the same id")
+
+        with Admin(own.bootstrap) as admin:
+            admin.delete_topics([topic], timeout_ms=15000)
+        own.wait_for(
+            lambda: (
+                own.zk.get_assignment(topic) is None
+                and all(topic_id_at(b) is None for b in own.live_broker_ids())
+            ),
+            what="the topic gone everywhere",
+        )
+        # Created again, this time with the door's CreateTopics v7 (it answers the id).
+        from kio.schema.create_topics.v7.request import CreatableTopic, CreateTopicsRequest
+
+        with socket.create_connection(("127.0.0.1", ports[1]), timeout=30) as sock:
+            answer = _exchange(
+                sock,
+                1,
+                CreateTopicsRequest(
+                    topics=(
+                        CreatableTopic(
+                            name=topic,
+                            num_partitions=1,
+                            replication_factor=2,
+                            assignments=(),
+                            configs=(),
+                        ),
+                    ),
+                    timeout=datetime.timedelta(seconds=15),
+                    validate_only=False,
+                ),
+            )
+        ((created, code),) = [(t.topic_id, t.error_code.value) for t in answer.topics]
+        assert code == 0
+        second = same_id_everywhere(differs_from=first)
+        assert second == created != first
+        with socket.create_connection(("127.0.0.1", ports[0]), timeout=10) as sock:
+            answer = _exchange(sock, 1, _fetch_by_id(13, [(first, 0, 0)]))
+        ((old, (gone,)),) = [(t.topic_id, t.partitions) for t in answer.responses]
+        assert old == first and gone.error_code.value == 100  # UNKNOWN_TOPIC_ID
+
+        # A topic written as before ids (TopicZNode v2, no "topic_id"): the controller
+        # gives it one, once, and every broker answers it.
+        legacy = f"k-{uuid.uuid4().hex[:10]}"
+        own.zk.create_topic(legacy, {0: [0, 1]}, {}, topic_id="")
+        own.wait_for(
+            lambda: (a := own.zk.get_assignment(legacy)) is not None and a.topic_id != "",
+            what="the controller giving the old topic an id",
+        )
+        given = own.zk.get_assignment(legacy)
+        assert given is not None
+        for b in ports:
+            own.wait_for(
+                lambda b=b: (
+                    _metadata_topic_id_or_none(ports[b], legacy) == decode_topic_id(given.topic_id)
+                ),
+                what=f"broker {b} naming the id given",
+            )
+
+        controller = own.controller_id()
+        assert controller is not None
+        own.kill(controller)
+        survivor = 1 - controller
+        own.wait_for(
+            lambda: own.controller_id() == survivor and own.live_broker_ids() == [survivor],
+            timeout_s=60,
+            what="the other broker becoming controller",
+        )
+        assert same_id_everywhere() == second
+        assert own.zk.get_assignment(legacy) == given  # the new controller wrote no other
+        assert _metadata_topic_id_or_none(ports[survivor], legacy) == decode_topic_id(
+            given.topic_id
+        )
+        own.start_broker(controller)
+        own.wait_for(
+            lambda: topic_id_at(controller) == second, what="the restarted broker naming it"
+        )

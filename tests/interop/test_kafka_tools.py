@@ -7,8 +7,9 @@ test checks what the tool printed and what the cluster then holds, read back thr
 Headwater's own gRPC client:
 
 * kafka-topics (``TopicCommand``): create with a config, list, describe (partitions,
-  leaders, replicas, the override), add partitions, delete; creating a topic twice fails
-  with Kafka's message;
+  leaders, replicas, the override, the topic id kept in its znode), add partitions (the
+  id stays), delete, create again (a new id); creating a topic twice fails with Kafka's
+  message;
 * the console producer and consumer: lines with headers and keys in, read back by a
   group with the same keys, headers and values at the offsets Headwater holds, and the
   group's offsets committed at the end of the log;
@@ -284,6 +285,8 @@ def test_kafka_topics_creates_lists_describes_grows_and_deletes(
     described = tools.ok(TOPICS, f"{b} --describe --topic {topic}").stdout
     assert re.search(rf"Topic: {topic}\s.*PartitionCount: 2\s+ReplicationFactor: 2", described)
     assert "retention.ms=86400000" in described
+    stored = cluster.zk.get_assignment(topic)  # the id drawn at creation, in the znode
+    assert stored is not None and f"TopicId: {stored.topic_id}\t" in described
     shown = {
         int(m[1]): (int(m[2]), m[3])
         for m in re.finditer(r"Partition: (\d+)\s+Leader: (-?\d+)\s+Replicas: ([\d,]+)", described)
@@ -298,12 +301,27 @@ def test_kafka_topics_creates_lists_describes_grows_and_deletes(
             lambda: len(admin.describe_topics([topic])[topic].partitions) == 4,
             what="4 partitions",
         )
-    assert "PartitionCount: 4" in tools.ok(TOPICS, f"{b} --describe --topic {topic}").stdout
+    grown = tools.ok(TOPICS, f"{b} --describe --topic {topic}").stdout
+    assert "PartitionCount: 4" in grown
+    assert f"TopicId: {stored.topic_id}\t" in grown  # adding partitions keeps the id
 
     tools.ok(TOPICS, f"{b} --delete --topic {topic}")
     with Admin(cluster.bootstrap) as admin:
         cluster.wait_for(lambda: topic not in admin.list_topics(), what="the topic deleted")
     assert topic not in tools.ok(TOPICS, f"{b} --list").stdout.split()
+
+    # Created again under its name: a new topic, with a new id (as Kafka 2.8+).
+    tools.ok(TOPICS, f"{b} --create --topic {topic} --partitions 1 --replication-factor 2")
+    recreated = cluster.zk.get_assignment(topic)
+    assert recreated is not None and recreated.topic_id not in ("", stored.topic_id)
+    cluster.wait_for(  # each broker learns of the new topic on its own time
+        lambda: (
+            f"TopicId: {recreated.topic_id}\t"
+            in tools.run(TOPICS, f"{b} --describe --topic {topic}").stdout
+        ),
+        what="kafka-topics describing the new id",
+    )
+    tools.ok(TOPICS, f"{b} --delete --topic {topic}")
 
 
 # -- console producer and consumer -------------------------------------------------------

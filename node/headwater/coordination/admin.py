@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from headwater import errors
 from headwater.coordination import assignment as placement
-from headwater.coordination import names
+from headwater.coordination import model, names
 from headwater.coordination.model import TopicAssignment
 from headwater.coordination.settings import CoordinationSettings
 from headwater.coordination.store import ZkStore
@@ -44,6 +44,7 @@ class CreateTopicResult:
     error: errors.HeadwaterError | None
     num_partitions: int = -1
     replication_factor: int = -1
+    topic_id: str = ""
 
 
 class TopicAdmin:
@@ -91,7 +92,9 @@ class TopicAdmin:
                 results.append(CreateTopicResult(t.name, e))
             else:
                 results.append(
-                    CreateTopicResult(t.name, None, a.num_partitions, a.replication_factor)
+                    CreateTopicResult(
+                        t.name, None, a.num_partitions, a.replication_factor, a.topic_id
+                    )
                 )
         return results
 
@@ -130,9 +133,11 @@ class TopicAdmin:
                     brokers, num_partitions=n, replication_factor=rf, rng=self._rng
                 )
         self._check_config(topic.configs)
-        if not validate_only:
-            self._store.create_topic(topic.name, partitions, topic.configs)
-        return TopicAssignment(topic.name, partitions)
+        if validate_only:
+            return TopicAssignment(topic.name, partitions)
+        tid = model.new_topic_id()  # one id per creation: a re-created topic gets a new one
+        self._store.create_topic(topic.name, partitions, topic.configs, topic_id=tid)
+        return TopicAssignment(topic.name, partitions, topic_id=tid)
 
     def delete_topic(self, name: str) -> None:
         if not self._settings.delete_topic_enable:
@@ -188,8 +193,10 @@ class TopicAdmin:
                         fixed_start_index=start,
                     )
             merged = {**topic.partitions, **added}
-            if validate_only or self._store.set_assignment(name, merged, expected_version=version):
-                return TopicAssignment(name, merged)
+            if validate_only or self._store.set_assignment(
+                name, merged, expected_version=version, topic_id=topic.topic_id
+            ):
+                return TopicAssignment(name, merged, topic_id=topic.topic_id)
         raise errors.RequestTimedOutError(f"Topic '{name}' kept changing; try again")
 
     def alter_topic_config(

@@ -50,6 +50,8 @@ class ControllerContext:
         default_factory=dict
     )
     """Partitions being moved (KIP-455); each is a partition of ``assignments``."""
+    topic_ids: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Topic -> id, as its znode holds it; each is a topic of ``assignments``."""
 
     def reset(self) -> None:
         self.epoch = None
@@ -60,6 +62,7 @@ class ControllerContext:
         self.states.clear()
         self.topics_to_delete.clear()
         self.reassignments.clear()
+        self.topic_ids.clear()
 
     def copy(self) -> ControllerContext:
         """An independent copy (decisions work on one to predict their own effects)."""
@@ -72,6 +75,7 @@ class ControllerContext:
             states=dict(self.states),
             topics_to_delete=set(self.topics_to_delete),
             reassignments=dict(self.reassignments),
+            topic_ids=dict(self.topic_ids),
         )
 
     # -- reads -------------------------------------------------------------------
@@ -97,7 +101,7 @@ class ControllerContext:
         lai = self.states.get(tp)
         if lai is None:
             return None
-        return PartitionState(tp[0], tp[1], lai, self.replicas(tp))
+        return PartitionState(tp[0], tp[1], lai, self.replicas(tp), self.topic_ids.get(tp[0], ""))
 
     def partition_states(self, tps: Iterable[TopicPartition]) -> list[PartitionState]:
         out = [self.partition_state(tp) for tp in tps]
@@ -120,6 +124,8 @@ class ControllerContext:
             self.shutting_down = set(update.broker_ids)
         elif isinstance(update, r.AddPartitions):
             self.assignments.setdefault(update.topic, {}).update(update.partitions)
+            if update.topic_id:
+                self.topic_ids[update.topic] = update.topic_id
         elif isinstance(update, r.LoadStates):
             self.states.update(update.states)
         elif isinstance(update, r.MarkTopicDeleting):
@@ -129,6 +135,7 @@ class ControllerContext:
                 self.states.pop(TopicPartition(update.topic, p), None)
                 self.reassignments.pop(TopicPartition(update.topic, p), None)
             self.topics_to_delete.discard(update.topic)
+            self.topic_ids.pop(update.topic, None)
         elif isinstance(update, r.SetReassignment):
             tp = update.topic_partition
             self.assignments.setdefault(tp[0], {})[tp[1]] = update.replicas

@@ -97,7 +97,7 @@ class ControllerExecutor:
         for topic in self._store.get_topics(watch=self._watches.topics):
             snapshot = self._read_topic(topic)
             if snapshot is not None:
-                ctx.apply(r.AddPartitions(topic, dict(snapshot.partitions)))
+                ctx.apply(r.AddPartitions(topic, dict(snapshot.partitions), snapshot.topic_id))
                 for p, move in snapshot.reassignments.items():
                     tp = TopicPartition(topic, p)
                     ctx.apply(r.SetReassignment(tp, snapshot.partitions[p], move))
@@ -216,10 +216,15 @@ class ControllerExecutor:
         assignment = self._store.get_assignment(topic, watch=self._topic_watch(topic))
         if assignment is None:
             return None
+        tid = assignment.topic_id
+        if not tid:  # created before topic ids: give it one now, once (Kafka's setTopicIds)
+            tid = self._store.ensure_topic_id(topic, self._fence) or ""
+            log.info("gave topic %s the id %s", topic, tid)
         return topics.TopicSnapshot(
             dict(assignment.partitions),
             self._store.get_partition_states(topic),
             dict(assignment.reassignments),
+            tid,
         )
 
     # -- running a result --------------------------------------------------------
@@ -241,7 +246,11 @@ class ControllerExecutor:
                 )
                 if state is not None:
                     written.add(tp)
-                    unannounced.append(PartitionState(tp[0], tp[1], state, ctx.replicas(tp)))
+                    unannounced.append(
+                        PartitionState(
+                            tp[0], tp[1], state, ctx.replicas(tp), ctx.topic_ids.get(tp[0], "")
+                        )
+                    )
             elif isinstance(effect, r.WriteReassignment):
                 tp = effect.topic_partition
                 self._store.write_partition_reassignment(

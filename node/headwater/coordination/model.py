@@ -11,8 +11,10 @@ partition state's ``zk_version``.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -23,6 +25,37 @@ NO_LEADER = -1
 
 INITIAL_LEADER_EPOCH = 0
 INITIAL_CONTROLLER_EPOCH = 0
+
+_RESERVED_TOPIC_IDS = (uuid.UUID(int=0), uuid.UUID(int=1))
+"""Kafka's ``Uuid.ZERO_UUID`` (no id) and ``METADATA_TOPIC_ID`` (``AAAAAAAAAAAAAAAAAAAAAQ``)."""
+
+
+def encode_topic_id(tid: uuid.UUID) -> str:
+    """Kafka's ``Uuid.toString``: the 16 bytes in URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(tid.bytes).rstrip(b"=").decode("ascii")
+
+
+def decode_topic_id(text: str) -> uuid.UUID | None:
+    """The id ``text`` names (:func:`encode_topic_id`'s form); None for "" or a malformed one."""
+    if len(text) != 22:
+        return None
+    try:
+        return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=="))
+    except (ValueError, TypeError):
+        return None
+
+
+def new_topic_id() -> str:
+    """A topic's id, drawn once when the topic is created (Kafka's ``Uuid.randomUuid``).
+
+    Random (version 4), never a reserved id, never starting with ``-`` (Kafka avoids ids
+    that would read as a command-line option).
+    """
+    while True:
+        tid = uuid.uuid4()
+        text = encode_topic_id(tid)
+        if tid not in _RESERVED_TOPIC_IDS and not text.startswith("-"):
+            return text
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,6 +147,8 @@ class PartitionState:
     partition: int
     leader_and_isr: LeaderAndIsr
     replicas: tuple[int, ...]
+    topic_id: str = ""
+    """The topic's id (:func:`encode_topic_id` form); "" from a controller that has none."""
 
     @property
     def leader(self) -> int:
@@ -152,11 +187,14 @@ class TopicAssignment:
     """A topic's replica assignment: partition -> replicas, preferred leader first.
 
     ``reassignments`` holds the partitions being moved (absent: not moving).
+    ``topic_id`` is the id drawn when the topic was created (:func:`new_topic_id`); ""
+    for a topic written before ids existed, until the controller gives it one.
     """
 
     topic: str
     partitions: Mapping[int, tuple[int, ...]]
     reassignments: Mapping[int, ReplicaReassignment] = dataclasses.field(default_factory=dict)
+    topic_id: str = ""
 
     @property
     def num_partitions(self) -> int:
@@ -248,12 +286,19 @@ def decode_leader_and_isr(data: bytes, *, zk_version: int) -> LeaderAndIsr:
 def encode_assignment(
     partitions: Mapping[int, Sequence[int]],
     reassignments: Mapping[int, ReplicaReassignment] | None = None,
+    *,
+    topic_id: str = "",
 ) -> bytes:
-    """Kafka's TopicZNode version 2: only partitions being moved have adding/removing entries."""
+    """Kafka's TopicZNode: only partitions being moved have adding/removing entries.
+
+    Version 3 (Kafka 2.8+) with a ``topic_id``; version 2 without one.
+    """
     moving = reassignments or {}
+    extra = {"topic_id": topic_id} if topic_id else {}
     return _dumps(
         {
-            "version": 2,
+            **extra,
+            "version": 3 if topic_id else 2,
             "partitions": {str(p): list(r) for p, r in sorted(partitions.items())},
             "adding_replicas": {
                 str(p): list(m.adding) for p, m in sorted(moving.items()) if m.adding
@@ -279,10 +324,12 @@ def decode_assignment(topic: str, data: bytes) -> TopicAssignment:
         for p in sorted(set(adding) | set(removing))
         if adding.get(p) or removing.get(p)
     }
+    tid = v.get("topic_id")
     return TopicAssignment(
         topic=topic,
         partitions={int(p): tuple(int(b) for b in r) for p, r in sorted(parts.items(), key=_pkey)},
         reassignments=moving,
+        topic_id=tid if isinstance(tid, str) and decode_topic_id(tid) is not None else "",
     )
 
 

@@ -69,10 +69,14 @@ class SetShuttingDown:
 
 @dataclasses.dataclass(frozen=True)
 class AddPartitions:
-    """Replica assignments of a new topic, or of partitions added to a known one."""
+    """Replica assignments of a new topic, or of partitions added to a known one.
+
+    ``topic_id``: the new topic's id ("" for partitions added to a known topic).
+    """
 
     topic: str
     partitions: Mapping[int, tuple[int, ...]]
+    topic_id: str = ""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -6,7 +6,7 @@ Layout under the chroot (default ``/headwater``)::
     /controller                                   ephemeral {"brokerid":N,...}
     /controller_epoch                             "N"; its znode version fences controllers
     /brokers/ids/<id>                             ephemeral broker registration; epoch = czxid
-    /brokers/topics/<topic>                       {"partitions":{"0":[1,2,3]},...}
+    /brokers/topics/<topic>                       {"partitions":{"0":[1,2,3]},"topic_id":...}
     /brokers/topics/<topic>/partitions/<p>/state  {"leader","leader_epoch","isr","controller_epoch"}
     /config/topics/<topic>, /config/brokers/<id>  {"config":{...}}
     /admin/delete_topics/<topic>                  deletion marker
@@ -116,6 +116,7 @@ class ControllerStore(Protocol):
     def resign_controller(self, broker_id: int) -> None: ...
     def get_topics(self, watch: Watch | None = None) -> list[str]: ...
     def get_assignment(self, topic: str, watch: Watch | None = None) -> TopicAssignment | None: ...
+    def ensure_topic_id(self, topic: str, fence: ControllerEpochZk) -> str | None: ...
     def write_partition_reassignment(
         self,
         topic: str,
@@ -310,12 +311,20 @@ class ZkStore:
         return model.decode_assignment(topic, data), int(stat.version)
 
     def create_topic(
-        self, topic: str, partitions: Mapping[int, Sequence[int]], config: Mapping[str, str]
+        self,
+        topic: str,
+        partitions: Mapping[int, Sequence[int]],
+        config: Mapping[str, str],
+        *,
+        topic_id: str,
     ) -> None:
-        """Write the config then the assignment (the controller reacts to the latter) atomically."""
+        """Write the config then the assignment (the controller reacts to the latter) atomically.
+
+        ``topic_id`` is the id drawn for this creation (:func:`model.new_topic_id`).
+        """
         tx = self.client.transaction()
         tx.create(topic_config_path(topic), model.encode_config(config))
-        tx.create(topic_path(topic), model.encode_assignment(partitions))
+        tx.create(topic_path(topic), model.encode_assignment(partitions, topic_id=topic_id))
         failure = _first_failure(tx.commit())
         if failure is None:
             return
@@ -324,23 +333,68 @@ class ZkStore:
         if self.client.exists(topic_config_path(topic)) is not None:
             # A stale config left by an interrupted deletion: replace it and retry once.
             self.client.delete(topic_config_path(topic))
-            self.create_topic(topic, partitions, config)
+            self.create_topic(topic, partitions, config, topic_id=topic_id)
             return
         raise errors.UnknownServerError(f"creating topic '{topic}' failed: {failure!r}")
 
     def set_assignment(
-        self, topic: str, partitions: Mapping[int, Sequence[int]], *, expected_version: int
+        self,
+        topic: str,
+        partitions: Mapping[int, Sequence[int]],
+        *,
+        expected_version: int,
+        topic_id: str,
     ) -> bool:
-        """Replace a topic's assignment if its znode is still at ``expected_version``."""
+        """Replace a topic's assignment if its znode is still at ``expected_version``.
+
+        ``topic_id`` is the one read with that version (kept: an id never changes).
+        """
         try:
             self.client.set(
-                topic_path(topic), model.encode_assignment(partitions), version=expected_version
+                topic_path(topic),
+                model.encode_assignment(partitions, topic_id=topic_id),
+                version=expected_version,
             )
         except BadVersionError:
             return False
         except NoNodeError as e:
             raise errors.UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist") from e
         return True
+
+    def ensure_topic_id(self, topic: str, fence: ControllerEpochZk) -> str | None:
+        """The topic's id, drawn and written now (fenced) if its znode has none; None: gone.
+
+        Kafka's controller does this for topics created before 2.8 (``setTopicIds``):
+        read-modify-write on the assignment znode's version, so a concurrent
+        CreatePartitions is kept and a racing writer's id wins.
+        """
+        for _ in range(5):
+            current = self.get_assignment_versioned(topic)
+            if current is None:
+                return None
+            assignment, version = current
+            if assignment.topic_id:
+                return assignment.topic_id
+            tid = model.new_topic_id()
+            tx = self._fenced(fence)
+            tx.set_data(
+                topic_path(topic),
+                model.encode_assignment(
+                    assignment.partitions, assignment.reassignments, topic_id=tid
+                ),
+                version=version,
+            )
+            results = tx.commit()
+            self._raise_if_fenced(results, fence)
+            if isinstance(results[1], NoNodeError):
+                return None
+            if isinstance(results[1], BadVersionError):
+                continue
+            failure = _first_failure(results)
+            if failure is not None:
+                raise errors.UnknownServerError(f"writing the id of {topic}: {failure!r}")
+            return tid
+        raise errors.UnknownServerError(f"assignment of {topic} kept changing")
 
     def write_partition_reassignment(
         self,
@@ -369,7 +423,9 @@ class ZkStore:
                 moving[partition] = reassignment
             tx = self._fenced(fence)
             tx.set_data(
-                topic_path(topic), model.encode_assignment(partitions, moving), version=version
+                topic_path(topic),
+                model.encode_assignment(partitions, moving, topic_id=assignment.topic_id),
+                version=version,
             )
             results = tx.commit()
             self._raise_if_fenced(results, fence)

@@ -26,6 +26,7 @@ from typing import Any, cast
 from headwater import errors
 from headwater.coordination.admin import NewTopic
 from headwater.coordination.broker import BrokerCoordinator
+from headwater.coordination.model import decode_topic_id
 from headwater.errors import ErrorCode
 from headwater.kafka import topic_ids
 from headwater.kafka.protocol import Request, build, error_code, response_module
@@ -124,6 +125,8 @@ class KafkaAdminApis:
                 )
             else:
                 answers[r.name] = (ErrorCode.NONE, None, r.num_partitions, r.replication_factor)
+        ids = topic_ids.TopicIds(self._metadata)
+        created_ids = {r.name: decode_topic_id(r.topic_id) for r in created}
         return build(
             module.CreateTopicsResponse,
             throttle_time=_NO_THROTTLE,
@@ -132,7 +135,7 @@ class KafkaAdminApis:
                     module.CreatableTopicResult,
                     name=t.name,
                     topic_id=(
-                        topic_ids.topic_id(self._metadata.cluster_id, t.name)
+                        created_ids.get(t.name) or ids.id_of(t.name)
                         if answers[t.name][0] is ErrorCode.NONE and not body.validate_only
                         else None
                     ),

@@ -35,7 +35,7 @@ from headwater.fetch_sessions import (
     Wanted,
     WantedById,
 )
-from headwater.kafka import protocol, topic_ids
+from headwater.kafka import protocol
 from headwater.kafka.acl_apis import KafkaAclApis
 from headwater.kafka.admin_apis import KafkaAdminApis
 from headwater.kafka.cluster_apis import KafkaClusterApis
@@ -313,7 +313,7 @@ class KafkaApis:
                     module.MetadataResponseTopic,
                     error_code=error_code(ErrorCode.NONE),
                     name=name,
-                    topic_id=topic_ids.topic_id(cache.cluster_id, name),
+                    topic_id=self._topic_ids.id_of(name),
                     is_internal=names.is_internal(name),
                     partitions=tuple(partitions),
                 )

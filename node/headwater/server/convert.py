@@ -67,6 +67,7 @@ def partition_state_to_proto(
         isr=list(lai.isr),
         zk_version=lai.zk_version,
         replicas=list(ps.replicas),
+        topic_id=ps.topic_id,
     )
 
 
@@ -82,6 +83,7 @@ def partition_state_from_proto(msg: control_pb2.PartitionState) -> PartitionStat
             zk_version=msg.zk_version,
         ),
         replicas=tuple(msg.replicas),
+        topic_id=msg.topic_id,
     )
 
 

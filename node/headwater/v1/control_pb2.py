@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from headwater.v1 import common_pb2 as headwater_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1aheadwater/v1/control.proto\x12\x0cheadwater.v1\x1a\x19headwater/v1/common.proto\"\xcf\x01\n\x0ePartitionState\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x18\n\x10\x63ontroller_epoch\x18\x03 \x01(\x05\x12\x0e\n\x06leader\x18\x04 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x05 \x01(\x05\x12\x0b\n\x03isr\x18\x06 \x03(\x05\x12\x12\n\nzk_version\x18\x07 \x01(\x05\x12\x10\n\x08replicas\x18\x08 \x03(\x05\x12\x0e\n\x06is_new\x18\t \x01(\x08\x12\x18\n\x10offline_replicas\x18\n \x03(\x05\"\xc4\x01\n\x13LeaderAndIsrRequest\x12\x15\n\rcontroller_id\x18\x01 \x01(\x05\x12\x18\n\x10\x63ontroller_epoch\x18\x02 \x01(\x05\x12\x14\n\x0c\x62roker_epoch\x18\x03 \x01(\x03\x12\x36\n\x10partition_states\x18\x04 \x03(\x0b\x32\x1c.headwater.v1.PartitionState\x12.\n\x0clive_leaders\x18\x05 \x03(\x0b\x32\x18.headwater.v1.BrokerInfo\"p\n\x14LeaderAndIsrResponse\x12&\n\x05\x65rror\x18\x01 \x01(\x0e\x32\x17.headwater.v1.ErrorCode\x12\x30\n\npartitions\x18\x02 \x03(\x0b\x32\x1c.headwater.v1.PartitionError\"h\n\x14StopReplicaPartition\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x03 \x01(\x05\x12\x18\n\x10\x64\x65lete_partition\x18\x04 \x01(\x08\"\x93\x01\n\x12StopReplicaRequest\x12\x15\n\rcontroller_id\x18\x01 \x01(\x05\x12\x18\n\x10\x63ontroller_epoch\x18\x02 \x01(\x05\x12\x14\n\x0c\x62roker_epoch\x18\x03 \x01(\x03\x12\x36\n\npartitions\x18\x04 \x03(\x0b\x32\".headwater.v1.StopReplicaPartition\"o\n\x13StopReplicaResponse\x12&\n\x05\x65rror\x18\x01 \x01(\x0e\x32\x17.headwater.v1.ErrorCode\x12\x30\n\npartitions\x18\x02 \x03(\x0b\x32\x1c.headwater.v1.PartitionError\"+\n\tTopicInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08internal\x18\x02 \x01(\x08\"\xf2\x01\n\x15UpdateMetadataRequest\x12\x15\n\rcontroller_id\x18\x01 \x01(\x05\x12\x18\n\x10\x63ontroller_epoch\x18\x02 \x01(\x05\x12\x14\n\x0c\x62roker_epoch\x18\x03 \x01(\x03\x12\x36\n\x10partition_states\x18\x04 \x03(\x0b\x32\x1c.headwater.v1.PartitionState\x12.\n\x0clive_brokers\x18\x05 \x03(\x0b\x32\x18.headwater.v1.BrokerInfo\x12\x16\n\x0e\x64\x65leted_topics\x18\x06 \x03(\t\x12\x12\n\ncluster_id\x18\x07 \x01(\t\"@\n\x16UpdateMetadataResponse\x12&\n\x05\x65rror\x18\x01 \x01(\x0e\x32\x17.headwater.v1.ErrorCode\"D\n\x19\x43ontrolledShutdownRequest\x12\x11\n\tbroker_id\x18\x01 \x01(\x05\x12\x14\n\x0c\x62roker_epoch\x18\x02 \x01(\x03\"\x97\x01\n\x1a\x43ontrolledShutdownResponse\x12&\n\x05\x65rror\x18\x01 \x01(\x0e\x32\x17.headwater.v1.ErrorCode\x12\x15\n\rerror_message\x18\x02 \x01(\t\x12:\n\x14remaining_partitions\x18\x03 \x03(\x0b\x32\x1c.headwater.v1.TopicPartition2\xfa\x02\n\x07\x43ontrol\x12U\n\x0cLeaderAndIsr\x12!.headwater.v1.LeaderAndIsrRequest\x1a\".headwater.v1.LeaderAndIsrResponse\x12R\n\x0bStopReplica\x12 .headwater.v1.StopReplicaRequest\x1a!.headwater.v1.StopReplicaResponse\x12[\n\x0eUpdateMetadata\x12#.headwater.v1.UpdateMetadataRequest\x1a$.headwater.v1.UpdateMetadataResponse\x12g\n\x12\x43ontrolledShutdown\x12\'.headwater.v1.ControlledShutdownRequest\x1a(.headwater.v1.ControlledShutdownResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1aheadwater/v1/control.proto\x12\x0cheadwater.v1\x1a\x19headwater/v1/common.proto\"\xe1\x01\n\x0ePartitionState\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x18\n\x10\x63ontroller_epoch\x18\x03 \x01(\x05\x12\x0e\n\x06leader\x18\x04 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x05 \x01(\x05\x12\x0b\n\x03isr\x18\x06 \x03(\x05\x12\x12\n\nzk_version\x18\x07 \x01(\x05\x12\x10\n\x08replicas\x18\x08 \x03(\x05\x12\x0e\n\x06is_new\x18\t \x01(\x08\x12\x18\n\x10offline_replicas\x18\n \x03(\x05\x12\x10\n\x08topic_id\x18\x0b \x01(\t\"\xc4\x01\n\x13LeaderAndIsrRequest\x12\x15\n\rcontroller_id\x18\x01 \x01(\x05\x12\x18\n\x10\x63ontroller_epoch\x18\x02 \x01(\x05\x12\x14\n\x0c\x62roker_epoch\x18\x03 \x01(\x03\x12\x36\n\x10partition_states\x18\x04 \x03(\x0b\x32\x1c.headwater.v1.PartitionState\x12.\n\x0clive_leaders\x18\x05 \x03(\x0b\x32\x18.headwater.v1.BrokerInfo\"p\n\x14LeaderAndIsrResponse\x12&\n\x05\x65rror\x18\x01 \x01(\x0e\x32\x17.headwater.v1.ErrorCode\x12\x30\n\npartitions\x18\x02 \x03(\x0b\x32\x1c.headwater.v1.PartitionError\"h\n\x14StopReplicaPartition\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x03 \x01(\x05\x12\x18\n\x10\x64\x65lete_partition\x18\x04 \x01(\x08\"\x93\x01\n\x12StopReplicaRequest\x12\x15\n\rcontroller_id\x18\x01 \x01(\x05\x12\x18\n\x10\x63ontroller_epoch\x18\x02 \x01(\x05\x12\x14\n\x0c\x62roker_epoch\x18\x03 \x01(\x03\x12\x36\n\npartitions\x18\x04 \x03(\x0b\x32\".headwater.v1.StopReplicaPartition\"o\n\x13StopReplicaResponse\x12&\n\x05\x65rror\x18\x01 \x01(\x0e\x32\x17.headwater.v1.ErrorCode\x12\x30\n\npartitions\x18\x02 \x03(\x0b\x32\x1c.headwater.v1.PartitionError\"+\n\tTopicInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08internal\x18\x02 \x01(\x08\"\xf2\x01\n\x15UpdateMetadataRequest\x12\x15\n\rcontroller_id\x18\x01 \x01(\x05\x12\x18\n\x10\x63ontroller_epoch\x18\x02 \x01(\x05\x12\x14\n\x0c\x62roker_epoch\x18\x03 \x01(\x03\x12\x36\n\x10partition_states\x18\x04 \x03(\x0b\x32\x1c.headwater.v1.PartitionState\x12.\n\x0clive_brokers\x18\x05 \x03(\x0b\x32\x18.headwater.v1.BrokerInfo\x12\x16\n\x0e\x64\x65leted_topics\x18\x06 \x03(\t\x12\x12\n\ncluster_id\x18\x07 \x01(\t\"@\n\x16UpdateMetadataResponse\x12&\n\x05\x65rror\x18\x01 \x01(\x0e\x32\x17.headwater.v1.ErrorCode\"D\n\x19\x43ontrolledShutdownRequest\x12\x11\n\tbroker_id\x18\x01 \x01(\x05\x12\x14\n\x0c\x62roker_epoch\x18\x02 \x01(\x03\"\x97\x01\n\x1a\x43ontrolledShutdownResponse\x12&\n\x05\x65rror\x18\x01 \x01(\x0e\x32\x17.headwater.v1.ErrorCode\x12\x15\n\rerror_message\x18\x02 \x01(\t\x12:\n\x14remaining_partitions\x18\x03 \x03(\x0b\x32\x1c.headwater.v1.TopicPartition2\xfa\x02\n\x07\x43ontrol\x12U\n\x0cLeaderAndIsr\x12!.headwater.v1.LeaderAndIsrRequest\x1a\".headwater.v1.LeaderAndIsrResponse\x12R\n\x0bStopReplica\x12 .headwater.v1.StopReplicaRequest\x1a!.headwater.v1.StopReplicaResponse\x12[\n\x0eUpdateMetadata\x12#.headwater.v1.UpdateMetadataRequest\x1a$.headwater.v1.UpdateMetadataResponse\x12g\n\x12\x43ontrolledShutdown\x12\'.headwater.v1.ControlledShutdownRequest\x1a(.headwater.v1.ControlledShutdownResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,27 +33,27 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'headwater.v1.control_pb2', 
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_PARTITIONSTATE']._serialized_start=72
-  _globals['_PARTITIONSTATE']._serialized_end=279
-  _globals['_LEADERANDISRREQUEST']._serialized_start=282
-  _globals['_LEADERANDISRREQUEST']._serialized_end=478
-  _globals['_LEADERANDISRRESPONSE']._serialized_start=480
-  _globals['_LEADERANDISRRESPONSE']._serialized_end=592
-  _globals['_STOPREPLICAPARTITION']._serialized_start=594
-  _globals['_STOPREPLICAPARTITION']._serialized_end=698
-  _globals['_STOPREPLICAREQUEST']._serialized_start=701
-  _globals['_STOPREPLICAREQUEST']._serialized_end=848
-  _globals['_STOPREPLICARESPONSE']._serialized_start=850
-  _globals['_STOPREPLICARESPONSE']._serialized_end=961
-  _globals['_TOPICINFO']._serialized_start=963
-  _globals['_TOPICINFO']._serialized_end=1006
-  _globals['_UPDATEMETADATAREQUEST']._serialized_start=1009
-  _globals['_UPDATEMETADATAREQUEST']._serialized_end=1251
-  _globals['_UPDATEMETADATARESPONSE']._serialized_start=1253
-  _globals['_UPDATEMETADATARESPONSE']._serialized_end=1317
-  _globals['_CONTROLLEDSHUTDOWNREQUEST']._serialized_start=1319
-  _globals['_CONTROLLEDSHUTDOWNREQUEST']._serialized_end=1387
-  _globals['_CONTROLLEDSHUTDOWNRESPONSE']._serialized_start=1390
-  _globals['_CONTROLLEDSHUTDOWNRESPONSE']._serialized_end=1541
-  _globals['_CONTROL']._serialized_start=1544
-  _globals['_CONTROL']._serialized_end=1922
+  _globals['_PARTITIONSTATE']._serialized_end=297
+  _globals['_LEADERANDISRREQUEST']._serialized_start=300
+  _globals['_LEADERANDISRREQUEST']._serialized_end=496
+  _globals['_LEADERANDISRRESPONSE']._serialized_start=498
+  _globals['_LEADERANDISRRESPONSE']._serialized_end=610
+  _globals['_STOPREPLICAPARTITION']._serialized_start=612
+  _globals['_STOPREPLICAPARTITION']._serialized_end=716
+  _globals['_STOPREPLICAREQUEST']._serialized_start=719
+  _globals['_STOPREPLICAREQUEST']._serialized_end=866
+  _globals['_STOPREPLICARESPONSE']._serialized_start=868
+  _globals['_STOPREPLICARESPONSE']._serialized_end=979
+  _globals['_TOPICINFO']._serialized_start=981
+  _globals['_TOPICINFO']._serialized_end=1024
+  _globals['_UPDATEMETADATAREQUEST']._serialized_start=1027
+  _globals['_UPDATEMETADATAREQUEST']._serialized_end=1269
+  _globals['_UPDATEMETADATARESPONSE']._serialized_start=1271
+  _globals['_UPDATEMETADATARESPONSE']._serialized_end=1335
+  _globals['_CONTROLLEDSHUTDOWNREQUEST']._serialized_start=1337
+  _globals['_CONTROLLEDSHUTDOWNREQUEST']._serialized_end=1405
+  _globals['_CONTROLLEDSHUTDOWNRESPONSE']._serialized_start=1408
+  _globals['_CONTROLLEDSHUTDOWNRESPONSE']._serialized_end=1559
+  _globals['_CONTROL']._serialized_start=1562
+  _globals['_CONTROL']._serialized_end=1940
 # @@protoc_insertion_point(module_scope)

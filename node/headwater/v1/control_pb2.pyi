@@ -36,6 +36,7 @@ class PartitionState(_message.Message):
     REPLICAS_FIELD_NUMBER: _builtins.int
     IS_NEW_FIELD_NUMBER: _builtins.int
     OFFLINE_REPLICAS_FIELD_NUMBER: _builtins.int
+    TOPIC_ID_FIELD_NUMBER: _builtins.int
     topic: _builtins.str
     partition: _builtins.int
     controller_epoch: _builtins.int
@@ -44,6 +45,8 @@ class PartitionState(_message.Message):
     zk_version: _builtins.int
     """the state znode's version (partition epoch)"""
     is_new: _builtins.bool
+    topic_id: _builtins.str
+    """the topic's id (Kafka's base64 form), drawn at creation"""
     @_builtins.property
     def isr(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
     @_builtins.property
@@ -63,10 +66,11 @@ class PartitionState(_message.Message):
         replicas: _abc.Iterable[_builtins.int] | None = ...,
         is_new: _builtins.bool = ...,
         offline_replicas: _abc.Iterable[_builtins.int] | None = ...,
+        topic_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["controller_epoch", b"controller_epoch", "is_new", b"is_new", "isr", b"isr", "leader", b"leader", "leader_epoch", b"leader_epoch", "offline_replicas", b"offline_replicas", "partition", b"partition", "replicas", b"replicas", "topic", b"topic", "zk_version", b"zk_version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["controller_epoch", b"controller_epoch", "is_new", b"is_new", "isr", b"isr", "leader", b"leader", "leader_epoch", b"leader_epoch", "offline_replicas", b"offline_replicas", "partition", b"partition", "replicas", b"replicas", "topic", b"topic", "topic_id", b"topic_id", "zk_version", b"zk_version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

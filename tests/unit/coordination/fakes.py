@@ -14,6 +14,7 @@ from headwater.coordination.model import (
     ControllerEpochZk,
     LeaderAndIsr,
     TopicAssignment,
+    new_topic_id,
 )
 
 TopicPartition = tuple[str, int]
@@ -42,6 +43,9 @@ class FakeZk:
         self.writes: list[tuple[Any, ...]] = []
         self._races: dict[TopicPartition, list[LeaderAndIsr]] = {}
         self.reassignments: dict[TopicPartition, Any] = {}
+        self.topic_ids: dict[str, str] = {}
+        """A topic's id; one not here gets one when first read (set "" for a topic
+        created before ids)."""
 
     # -- test controls ---------------------------------------------------------------
 
@@ -105,7 +109,19 @@ class FakeZk:
         if parts is None:
             return None
         moving = {p: m for (t, p), m in self.reassignments.items() if t == topic}
-        return TopicAssignment(topic, dict(parts), moving)
+        return TopicAssignment(topic, dict(parts), moving, self._id(topic))
+
+    def _id(self, topic: str) -> str:
+        return self.topic_ids.setdefault(topic, new_topic_id())
+
+    def ensure_topic_id(self, topic: str, fence: ControllerEpochZk) -> str | None:
+        self._check(fence)
+        if topic not in self.topics:
+            return None
+        if not self.topic_ids.get(topic):
+            self.topic_ids[topic] = new_topic_id()
+            self.writes.append(("topic_id", topic))
+        return self.topic_ids[topic]
 
     def write_partition_reassignment(
         self,
@@ -179,6 +195,7 @@ class FakeZk:
     def delete_topic_znodes(self, topic: str, fence: ControllerEpochZk) -> None:
         self._check(fence)
         self.topics.pop(topic, None)
+        self.topic_ids.pop(topic, None)
         for tp in [tp for tp in self.states if tp[0] == topic]:
             del self.states[tp]
         if topic in self.deletions:
@@ -233,10 +250,11 @@ class FakeAdminZk(FakeZk):
         self.configs: dict[str, dict[str, str]] = {}
         self.assignment_versions: dict[str, int] = {}
 
-    def create_topic(self, topic: str, partitions: Any, config: Any) -> None:
+    def create_topic(self, topic: str, partitions: Any, config: Any, *, topic_id: str) -> None:
         if topic in self.topics:
             raise errors.TopicAlreadyExistsError(f"Topic '{topic}' already exists.")
         self.topics[topic] = {p: tuple(r) for p, r in partitions.items()}
+        self.topic_ids[topic] = topic_id
         self.configs[topic] = dict(config)
         self.assignment_versions[topic] = 0
         self.writes.append(("create_topic", topic))
@@ -246,13 +264,16 @@ class FakeAdminZk(FakeZk):
             return None
         moving = {p: m for (t, p), m in self.reassignments.items() if t == topic}
         return TopicAssignment(
-            topic, dict(self.topics[topic]), moving
+            topic, dict(self.topics[topic]), moving, self._id(topic)
         ), self.assignment_versions.get(topic, 0)
 
-    def set_assignment(self, topic: str, partitions: Any, *, expected_version: int) -> bool:
+    def set_assignment(
+        self, topic: str, partitions: Any, *, expected_version: int, topic_id: str
+    ) -> bool:
         if self.assignment_versions.get(topic, 0) != expected_version:
             return False
         self.topics[topic] = {p: tuple(r) for p, r in partitions.items()}
+        self.topic_ids[topic] = topic_id
         self.assignment_versions[topic] = expected_version + 1
         self.writes.append(("set_assignment", topic))
         return True

@@ -26,8 +26,10 @@ def admin(**settings: Any) -> tuple[TopicAdmin, FakeAdminZk]:
 
 def test_increase_places_new_partitions_after_the_first_leader() -> None:
     a, zk = admin()
+    tid = zk.topic_ids["t"]
     grown = a.create_partitions("t", 4)
     assert grown.num_partitions == 4
+    assert tid and zk.topic_ids["t"] == tid == grown.topic_id  # adding partitions keeps the id
     assert zk.topics["t"][0] == (2, 3) and zk.topics["t"][1] == (3, 1)
     assert [len(r) for r in zk.topics["t"].values()] == [2, 2, 2, 2]
     # Placement continues from the first partition's leader (broker 2, index 1) with that
@@ -77,11 +79,15 @@ class Racing(FakeAdminZk):
 
     races = 0
 
-    def set_assignment(self, topic: str, partitions: Any, *, expected_version: int) -> bool:
+    def set_assignment(
+        self, topic: str, partitions: Any, *, expected_version: int, topic_id: str
+    ) -> bool:
         if self.races > 0:
             self.races -= 1
             self.assignment_versions[topic] = self.assignment_versions.get(topic, 0) + 1
-        return super().set_assignment(topic, partitions, expected_version=expected_version)
+        return super().set_assignment(
+            topic, partitions, expected_version=expected_version, topic_id=topic_id
+        )
 
 
 def racing(races: int) -> tuple[TopicAdmin, Racing]:

@@ -5,11 +5,13 @@ configs validated, validate_only writing nothing, and per-topic errors."""
 from __future__ import annotations
 
 import random
+import uuid
 from collections.abc import Mapping
 
 import pytest
 from headwater import errors
 from headwater.coordination.admin import NewTopic, TopicAdmin
+from headwater.coordination.model import decode_topic_id
 from headwater.coordination.settings import CoordinationSettings
 
 from .fakes import FakeAdminZk
@@ -48,7 +50,20 @@ def test_placement_is_reproducible_with_the_same_randomness() -> None:
     a1, _ = admin()
     a2, _ = admin()
     t = NewTopic("t", num_partitions=6, replication_factor=3)
-    assert a1.create_topic(t) == a2.create_topic(t)
+    assert a1.create_topic(t).partitions == a2.create_topic(t).partitions
+
+
+def test_each_creation_draws_a_new_id_into_the_znode() -> None:
+    a, zk = admin()
+    first = a.create_topic(NewTopic("t", num_partitions=1, replication_factor=1))
+    assert first.topic_id and zk.topic_ids["t"] == first.topic_id
+    assert decode_topic_id(first.topic_id) not in (None, uuid.UUID(int=0), uuid.UUID(int=1))
+    del zk.topics["t"]  # the controller deleted it
+    again = a.create_topic(NewTopic("t", num_partitions=1, replication_factor=1))
+    assert again.topic_id not in ("", first.topic_id) and zk.topic_ids["t"] == again.topic_id
+    [result] = a.create_topics([NewTopic("u", num_partitions=1, replication_factor=1)])
+    assert result.topic_id == zk.topic_ids["u"]
+    assert a.create_topic(NewTopic("v", 1, 1), validate_only=True).topic_id == ""
 
 
 def test_manual_assignment() -> None:

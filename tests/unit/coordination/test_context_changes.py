@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 from headwater.coordination import results as r
 from headwater.coordination.context import ControllerContext
+from headwater.coordination.model import LeaderAndIsr
+from headwater.values import TopicPartition
 
 from .helpers import EPOCH, ORDERS, lai, reg, view
 
@@ -86,3 +88,16 @@ def test_reset_forgets_the_term() -> None:
 
 def test_views_built_by_helpers_are_active() -> None:
     assert view().epoch == EPOCH
+
+
+def test_a_topics_id_is_kept_with_its_assignment_and_forgotten_with_it() -> None:
+    ctx = ControllerContext()
+    ctx.apply(r.AddPartitions("t", {0: (1, 2)}, "AAAAAAAAAAAAAAAAAAAAAg"))
+    ctx.apply(r.AddPartitions("t", {1: (2, 3)}))  # added partitions: the id stays
+    ctx.apply(r.LoadStates({TopicPartition("t", 1): LeaderAndIsr(2, 0, (2, 3), 0)}))
+    assert ctx.topic_ids == {"t": "AAAAAAAAAAAAAAAAAAAAAg"}
+    state = ctx.partition_state(TopicPartition("t", 1))
+    assert state is not None and state.topic_id == "AAAAAAAAAAAAAAAAAAAAAg"
+    assert ctx.copy().topic_ids == ctx.topic_ids
+    ctx.apply(r.ForgetTopic("t"))
+    assert ctx.topic_ids == {}

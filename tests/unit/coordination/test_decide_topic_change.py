@@ -68,3 +68,15 @@ def test_forget_and_create_in_one_event() -> None:
     result = on_topic_change(view(topics=ORDERS), ["new"], {"new": TopicSnapshot({0: (3,)})})
     assert result.effects[0] == r.ForgetTopic("orders")
     assert result.effects[-1] == r.Announce((("new", 0),))
+
+
+def test_a_topic_created_again_is_forgotten_then_loaded_with_its_new_id() -> None:
+    """Deleting forgets the topic (and its id); its next znode is a new topic, new id."""
+    ctx = view()
+    ctx.apply(r.AddPartitions("t", {0: (1, 2)}, "AAAAAAAAAAAAAAAAAAAAAg"))
+    assert on_topic_change(ctx, [], {}).effects == (r.ForgetTopic("t"),)
+    ctx.apply(r.ForgetTopic("t"))
+    assert ctx.topic_ids == {}
+    again = TopicSnapshot({0: (1, 2)}, topic_id="AAAAAAAAAAAAAAAAAAAAAw")
+    result = on_topic_change(ctx, ["t"], {"t": again})
+    assert result.effects[0] == r.AddPartitions("t", {0: (1, 2)}, "AAAAAAAAAAAAAAAAAAAAAw")

@@ -6,7 +6,7 @@ shutdown and preferred elections."""
 from __future__ import annotations
 
 from headwater.coordination import requests
-from headwater.coordination.model import NO_LEADER, LeaderAndIsr
+from headwater.coordination.model import NO_LEADER, LeaderAndIsr, new_topic_id
 from headwater.errors import ErrorCode
 
 from .executor_harness import Harness, harness
@@ -110,6 +110,52 @@ def test_new_topic() -> None:
     assert h.zk.watched == ["topics", "topic:t"]
     assert leaders(h) == {("t", 0): 1, ("t", 1): 2}
     assert {b for b, _ in h.sender.sent(requests.LeaderAndIsrRequest)} == {1, 2, 3}
+
+
+def _ids_sent(h: Harness, kind: type) -> set[tuple[str, str]]:
+    return {(s.topic, s.topic_id) for _, req in h.sender.sent(kind) for s in req.states}
+
+
+def test_every_broker_is_sent_the_id_in_the_topic_znode() -> None:
+    h = harness(topics=ORDERS)
+    h.zk.topic_ids["orders"] = tid = new_topic_id()
+    h.executor.on_failover()
+    assert h.ctx.topic_ids == {"orders": tid}
+    assert _ids_sent(h, requests.UpdateMetadataRequest) == {("orders", tid)}
+    assert _ids_sent(h, requests.LeaderAndIsrRequest) == {("orders", tid)}
+    assert ("topic_id", "orders") not in h.zk.writes  # it had one: nothing written
+
+
+def test_a_topic_created_before_ids_is_given_one_once_on_failover() -> None:
+    h = harness(topics=ORDERS)
+    h.zk.topic_ids["orders"] = ""
+    h.executor.on_failover()
+    tid = h.zk.topic_ids["orders"]
+    assert tid and h.ctx.topic_ids == {"orders": tid}
+    assert h.zk.writes.count(("topic_id", "orders")) == 1
+    assert _ids_sent(h, requests.UpdateMetadataRequest) == {("orders", tid)}
+    h.executor.on_failover()  # a later controller reads the id written
+    assert h.zk.topic_ids["orders"] == tid and h.zk.writes.count(("topic_id", "orders")) == 1
+
+
+def test_a_topic_created_again_is_announced_with_its_new_id() -> None:
+    h = active(topics=ORDERS)
+    old = h.zk.topic_ids["orders"]
+    h.zk.deletions = ["orders"]
+    h.executor.on_topic_deletion()
+    assert "orders" not in h.ctx.topic_ids
+    h.executor.on_topic_change()
+    h.zk.topics["orders"] = {0: (1, 2)}
+    h.zk.topic_ids["orders"] = new = new_topic_id()
+    h.sender.log.clear()
+    h.executor.on_topic_change()
+    assert new != old and h.ctx.topic_ids == {"orders": new}
+    assert _ids_sent(h, requests.UpdateMetadataRequest) == {("orders", new)}
+    # the added partitions of a known topic keep its id
+    h.zk.topics["orders"][1] = (2, 3)
+    h.sender.log.clear()
+    h.executor.on_partition_modifications("orders")
+    assert _ids_sent(h, requests.LeaderAndIsrRequest) == {("orders", new)}
 
 
 def test_topic_znode_gone_before_it_was_read() -> None:

@@ -22,12 +22,17 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 import pytest
-from headwater.coordination.model import BrokerRegistration, LeaderAndIsr, PartitionState
+from headwater.coordination.model import (
+    BrokerRegistration,
+    LeaderAndIsr,
+    PartitionState,
+    decode_topic_id,
+    new_topic_id,
+)
 from headwater.errors import ErrorCode
 from headwater.kafka import protocol
 from headwater.kafka.admin_apis import topics_to_delete
 from headwater.kafka.apis import KafkaApis
-from headwater.kafka.topic_ids import topic_id
 from headwater.server.auth.authorization import ALLOW_ALL
 from headwater.server.metrics import BrokerMetrics
 from headwater.server.runtime.hosted import FetchResult, FetchSpec, ProduceResult
@@ -40,7 +45,8 @@ from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
 CLUSTER = "cluster-1"
-ORDERS, MOVED = topic_id(CLUSTER, "orders"), topic_id(CLUSTER, "moved")
+ORDERS_ID, MOVED_ID = new_topic_id(), new_topic_id()  # as the controller sends them
+ORDERS, MOVED = decode_topic_id(ORDERS_ID), decode_topic_id(MOVED_ID)
 STRANGER = uuid.UUID("00000000-0000-4000-8000-000000000001")
 ZERO = uuid.UUID(int=0)
 HW = 5
@@ -99,9 +105,9 @@ def new_apis() -> KafkaApis:
         controller_id=0,
         controller_epoch=1,
         states=[
-            PartitionState("orders", 0, LeaderAndIsr(0, 4, (0, 1), 1), (0, 1)),
-            PartitionState("orders", 1, LeaderAndIsr(0, 4, (0, 1), 1), (0, 1)),
-            PartitionState("moved", 0, LeaderAndIsr(1, 9, (1, 0), 1), (1, 0)),
+            PartitionState("orders", 0, LeaderAndIsr(0, 4, (0, 1), 1), (0, 1), ORDERS_ID),
+            PartitionState("orders", 1, LeaderAndIsr(0, 4, (0, 1), 1), (0, 1), ORDERS_ID),
+            PartitionState("moved", 0, LeaderAndIsr(1, 9, (1, 0), 1), (1, 0), MOVED_ID),
         ],
         live_brokers=[registration(0), registration(1)],
         cluster_id=CLUSTER,
@@ -243,6 +249,27 @@ def test_an_unknown_or_zero_topic_id_is_unknown_topic_id_and_the_rest_is_served(
     zero = got.get((None, 3)) or got[(ZERO, 3)]
     assert int(zero.error_code) == ErrorCode.UNKNOWN_TOPIC_ID
     assert got[(STRANGER, 0)].high_watermark == -1
+
+
+@pytest.mark.parametrize("version", BY_ID)
+def test_the_old_id_of_a_recreated_topic_is_unknown_topic_id(apis: KafkaApis, version: int) -> None:
+    """``orders`` deleted and created again: the controller sends its new id."""
+    cache = apis._metadata  # the broker's cache, as UpdateMetadata changes it
+    again = new_topic_id()
+    cache.update(
+        controller_id=0, controller_epoch=1, states=[], live_brokers=None, deleted_topics=["orders"]
+    )
+    cache.update(
+        controller_id=0,
+        controller_epoch=1,
+        states=[PartitionState("orders", 0, LeaderAndIsr(0, 0, (0, 1), 1), (0, 1), again)],
+        live_brokers=None,
+    )
+    answer = exchange(apis, fetch(version, [("orders", ORDERS, [(0, 0)])]))
+    assert int(partitions(answer)[(ORDERS, 0)].error_code) == ErrorCode.UNKNOWN_TOPIC_ID
+    new = decode_topic_id(again)
+    answer = exchange(apis, fetch(version, [("orders", new, [(0, 0)])]))
+    assert int(partitions(answer)[(new, 0)].error_code) == 0
 
 
 @pytest.mark.parametrize("version", BY_ID)

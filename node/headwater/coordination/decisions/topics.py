@@ -24,11 +24,15 @@ log = logging.getLogger(__name__)
 
 @dataclasses.dataclass(frozen=True)
 class TopicSnapshot:
-    """What ZooKeeper holds for one topic: its assignment and the partition states it has."""
+    """What ZooKeeper holds for one topic: its assignment, id and the partition states it has.
+
+    ``topic_id`` is "" only for a topic whose znode has no id and could not be given one.
+    """
 
     partitions: Mapping[int, tuple[int, ...]]
     states: Mapping[int, LeaderAndIsr] = dataclasses.field(default_factory=dict)
     reassignments: Mapping[int, ReplicaReassignment] = dataclasses.field(default_factory=dict)
+    topic_id: str = ""
 
 
 def topics_to_load(ctx: ControllerContext, topics: Collection[str]) -> list[str]:
@@ -37,8 +41,8 @@ def topics_to_load(ctx: ControllerContext, topics: Collection[str]) -> list[str]
 
 
 def load_topic(plan: Plan, topic: str, snapshot: TopicSnapshot) -> None:
-    """Add a topic read from ZooKeeper to the view (assignment and existing states)."""
-    plan.add(r.AddPartitions(topic, dict(snapshot.partitions)))
+    """Add a topic read from ZooKeeper to the view (assignment, id and existing states)."""
+    plan.add(r.AddPartitions(topic, dict(snapshot.partitions), snapshot.topic_id))
     for p, move in snapshot.reassignments.items():
         replicas = snapshot.partitions.get(p)
         if replicas is not None:

@@ -4,6 +4,11 @@ Kafka's ``MetadataCache``: every broker answers Metadata requests from this
 copy rather than from ZooKeeper, so clients see one consistent snapshot per
 controller update.  ``version`` increases on each update; the runtime pairs it
 with an :class:`asyncio.Condition` so admin calls can wait for a topic's leaders.
+
+Topic ids come with the partition states (``PartitionState.topic_id``, drawn once when
+the topic was created and kept in its znode), so every broker holds the same id for a
+topic.  A state carrying a different id than the one held means the topic was deleted
+and created again (this broker may have missed the deletion): its old partitions go.
 """
 
 from __future__ import annotations
@@ -20,6 +25,9 @@ class MetadataCache:
     def __init__(self) -> None:
         self.brokers: dict[int, BrokerRegistration] = {}
         self.topics: dict[str, dict[int, PartitionState]] = {}
+        self.topic_ids: dict[str, str] = {}
+        """Topic -> id (Kafka's base64 form); a topic of ``topics`` from a controller
+        that sent no id has none here."""
         self.controller_id = -1
         self.controller_epoch = -1
         self.cluster_id = ""
@@ -51,7 +59,12 @@ class MetadataCache:
             self.brokers = {b.broker_id: b for b in live_brokers}
         for topic in deleted_topics:
             self.topics.pop(topic, None)
+            self.topic_ids.pop(topic, None)
         for ps in states:
+            if ps.topic_id and self.topic_ids.get(ps.topic) != ps.topic_id:
+                if ps.topic in self.topic_ids:  # re-created: the old topic's partitions go
+                    self.topics.pop(ps.topic, None)
+                self.topic_ids[ps.topic] = ps.topic_id
             self.topics.setdefault(ps.topic, {})[ps.partition] = ps
         self.version += 1
         return True
