@@ -46,10 +46,15 @@ brokers, so a client must follow Metadata to each broker's advertised Kafka addr
   new one (its old id: UNKNOWN_TOPIC_ID); DeleteTopics v6 deletes by id;
 * KIP-951: Fetch v16+ and Produce v10+ sent to a broker that does not lead the partition
   name the leader and its Kafka address;
+* KIP-320: OffsetForLeaderEpoch v2 and v4 on the wire (the leader's end offset of the
+  epoch Metadata advertises, UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER), and a
+  librdkafka consumer that checks its position with it after a leader change (replicas
+  reordered and a preferred election) and reads every record once;
 * bad input: a produce of garbage records is refused with an error and nothing is
   written; negative and huge sizes, a truncated frame, an unknown API key or garbage
   close that connection with the reason in the broker's log, and the broker keeps
-  serving other clients.
+  serving other clients; ApiVersions above v3 is answered at v0 with UNSUPPORTED_VERSION
+  and ApiVersions' own range alone (KIP-511).
 """
 
 from __future__ import annotations
@@ -1451,6 +1456,211 @@ def test_a_produce_of_garbage_records_is_refused_and_nothing_is_written(cluster:
         consumer.close()
 
 
+# -- OffsetForLeaderEpoch (KIP-320) -----------------------------------------------------------
+
+
+def _exchange_any(sock: socket.socket, correlation_id: int, request: Any) -> Any:
+    """Send ``request`` (a kio entity) with the header its version uses and read its
+    response with the header that version uses (flexible or not)."""
+    from kio.index import load_response_schema
+    from kio.serial import entity_reader, entity_writer
+
+    out = io.BytesIO()
+    header_type = type(request).__header_schema__
+    entity_writer(header_type)(
+        out,
+        header_type(
+            request_api_key=request.__api_key__,
+            request_api_version=request.__version__,
+            correlation_id=correlation_id,
+            client_id="epoch-test",
+        ),
+    )
+    entity_writer(type(request))(out, request)
+    sock.sendall(struct.pack(">i", out.tell()) + out.getvalue())
+    (size,) = struct.unpack(">i", _recv_exactly(sock, 4))
+    frame = _recv_exactly(sock, size)
+    schema = load_response_schema(request.__api_key__, request.__version__)
+    header, used = entity_reader(schema.__header_schema__)(frame, 0)
+    assert header.correlation_id == correlation_id
+    body, body_used = entity_reader(schema)(frame, used)
+    assert used + body_used == len(frame)
+    return body
+
+
+def _leader_and_epoch(port: int, topic: str) -> tuple[int, int]:
+    """Partition 0's leader and leader epoch as Metadata v12 on ``port`` advertises them."""
+    from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
+
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        answer = _exchange_any(
+            sock,
+            1,
+            MetadataRequest(
+                topics=(MetadataRequestTopic(topic_id=None, name=topic),),
+                allow_auto_topic_creation=False,
+                include_topic_authorized_operations=False,
+            ),
+        )
+    (found,) = answer.topics
+    (partition,) = found.partitions
+    return int(partition.leader_id), int(partition.leader_epoch)
+
+
+def _offset_for_leader_epoch(
+    port: int, version: int, topic: str, current_epoch: int, epoch: int
+) -> tuple[int, int, int]:
+    """``(error, leader epoch, end offset)`` of partition 0 from OffsetForLeaderEpoch."""
+    from kio.index import load_request_schema
+
+    request_type = load_request_schema(23, version)
+    m = __import__(request_type.__module__, fromlist=["_"])
+    from headwater.kafka.protocol import build
+
+    request = build(
+        request_type,
+        replica_id=-1,
+        topics=(
+            m.OffsetForLeaderTopic(
+                topic=topic,
+                partitions=(
+                    m.OffsetForLeaderPartition(
+                        partition=0, current_leader_epoch=current_epoch, leader_epoch=epoch
+                    ),
+                ),
+            ),
+        ),
+    )
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        answer = _exchange_any(sock, 2, request)
+    ((t, (p,)),) = [(t.topic, t.partitions) for t in answer.topics]
+    assert t == topic and p.partition == 0
+    return p.error_code.value, int(p.leader_epoch), int(p.end_offset)
+
+
+@pytest.mark.parametrize("version", [2, 4])
+def test_offset_for_leader_epoch_on_the_wire(cluster: Cluster, version: int) -> None:
+    """Key 23 at its lowest and highest version: the leader answers the end offset of its
+    epoch as Metadata advertises it; a newer epoch, an older one and the broker that
+    does not lead answer Kafka's errors."""
+    topic = new_topic(cluster, partitions=1)
+    with Producer(cluster.bootstrap) as producer:
+        for i in range(5):
+            producer.send(topic, b"v%d" % i, partition=0)
+        producer.flush()
+    ports = cluster.kafka_ports  # type: ignore[attr-defined]
+    leader = cluster.leader_for(topic, 0)
+    assert leader is not None
+    cluster.wait_for(lambda: _leader_and_epoch(ports[leader], topic)[0] == leader, what="metadata")
+    _, epoch = _leader_and_epoch(ports[leader], topic)
+    assert epoch >= 0  # a real epoch: what clients fence their position with
+    assert _offset_for_leader_epoch(ports[leader], version, topic, epoch, epoch) == (0, epoch, 5)
+    assert _offset_for_leader_epoch(ports[leader], version, topic, -1, epoch) == (0, epoch, 5)
+    assert _offset_for_leader_epoch(ports[leader], version, topic, epoch + 1, epoch)[0] == 75
+    # 75: UNKNOWN_LEADER_EPOCH; 6: NOT_LEADER_OR_FOLLOWER; 3: UNKNOWN_TOPIC_OR_PARTITION
+    assert _offset_for_leader_epoch(ports[1 - leader], version, topic, epoch, epoch)[0] == 6
+    assert _offset_for_leader_epoch(ports[leader], version, f"{topic}-no", -1, 0)[0] == 3
+
+
+def _move_leader(cluster: Cluster, topic: str) -> int:
+    """Partition 0 (replicas on both brokers) led by the other broker: its replicas
+    reordered (AlterPartitionReassignments) and a preferred election (ElectLeaders),
+    both through kafka-python over the Kafka listener; the new leader's id."""
+    kafka = pytest.importorskip("kafka")
+    from kafka.admin import KafkaAdminClient
+
+    tp = kafka.TopicPartition(topic, 0)
+    leader = cluster.leader_for(topic, 0)
+    assert leader is not None
+    other = 1 - leader
+    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap(cluster))
+    try:
+        assert admin.alter_partition_reassignments({tp: [other, leader]}, timeout_ms=30000) == {
+            tp: None
+        }
+        cluster.wait_for(
+            lambda: (
+                (a := cluster.zk.get_assignment(topic)) is not None
+                and a.partitions[0] == (other, leader)
+                and not a.reassignments
+            ),
+            timeout_s=60,
+            what="the replicas reordered",
+        )
+        cluster.wait_for(
+            lambda: set(cluster.isr_for(topic, 0)) == {0, 1}, timeout_s=60, what="both in sync"
+        )
+        if cluster.leader_for(topic, 0) != other:
+            admin.elect_leaders(0, {topic: [0]}, timeout_ms=30000, raise_errors=False)
+        cluster.wait_for(lambda: cluster.leader_for(topic, 0) == other, what="the new leader")
+    finally:
+        admin.close()
+    return other
+
+
+def test_librdkafka_validates_its_position_after_a_leader_change(cluster: Cluster) -> None:
+    """KIP-320: a librdkafka consumer that sees a new leader epoch in Metadata checks its
+    position with OffsetForLeaderEpoch before it fetches on; it reads every record once,
+    in order, across the change, and the brokers counted the requests."""
+    ck = pytest.importorskip("confluent_kafka")
+    name = f"k-{uuid.uuid4().hex[:10]}"
+    with Admin(cluster.bootstrap) as admin:
+        admin.create_topics([NewTopic(name, 1, 2)], timeout_ms=15000)
+    cluster.wait_for(lambda: cluster.leader_for(name, 0) is not None, what="a leader")
+    cluster.wait_for(lambda: set(cluster.isr_for(name, 0)) == {0, 1}, what="both in sync")
+    producer = ck.Producer({"bootstrap.servers": kafka_bootstrap(cluster), "acks": "all"})
+    consumer = ck.Consumer(
+        {
+            "bootstrap.servers": kafka_bootstrap(cluster),
+            "group.id": f"g-{uuid.uuid4().hex[:8]}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "topic.metadata.refresh.interval.ms": 1000,
+        }
+    )
+    got: list[tuple[int, bytes]] = []
+
+    def consume_until(n: int) -> None:
+        deadline = time.monotonic() + 60
+        while len(got) < n and time.monotonic() < deadline:
+            m = consumer.poll(0.5)
+            if m is not None and m.error() is None:
+                got.append((m.offset(), m.value()))
+
+    def produce(first: int, last: int) -> None:
+        for i in range(first, last):
+            producer.produce(name, value=b"v%d" % i, partition=0)
+        assert producer.flush(60) == 0
+
+    try:
+        with versions_used(cluster, "OffsetForLeaderEpoch") as used:
+            consumer.subscribe([name])
+            produce(0, 50)
+            consume_until(50)
+            assert len(got) == 50
+            port = cluster.kafka_ports  # type: ignore[attr-defined]
+            _, epoch_before = _leader_and_epoch(port[0], name)
+            new_leader = _move_leader(cluster, name)
+            cluster.wait_for(
+                lambda: _leader_and_epoch(port[new_leader], name)[0] == new_leader,
+                what="metadata naming the new leader",
+            )
+            assert _leader_and_epoch(port[new_leader], name)[1] > epoch_before
+            produce(50, 100)
+            consume_until(100)
+            # Let librdkafka's validation finish if it is still in flight.
+            cluster.wait_for(
+                lambda: sum((request_versions(cluster, "OffsetForLeaderEpoch")).values()) > 0,
+                timeout_s=30,
+                what="an OffsetForLeaderEpoch request",
+            )
+        assert got == [(i, b"v%d" % i) for i in range(100)]  # nothing skipped or repeated
+        assert sum(used.values()) > 0, used  # the position was checked on the new leader
+        assert set(used) <= {2, 3, 4}, used  # librdkafka 2.16: one v2 request
+    finally:
+        consumer.close()
+
+
 # -- bad input -------------------------------------------------------------------------------
 
 
@@ -1562,7 +1772,7 @@ def test_api_versions_above_v3_answers_v0_with_unsupported_version(cluster: Clus
         size, correlation_id, error, count = struct.unpack(">iihi", _recv_exactly(sock, 14))
         assert (correlation_id, error) == (1234, 35)
         ranges = [struct.unpack(">hhh", _recv_exactly(sock, 6)) for _ in range(count)]
-        assert (18, 0, 3) in ranges and (0, 3, 12) in ranges
+        assert ranges == [(18, 0, 3)]  # KIP-511: ApiVersions' own range alone, as Kafka's
         assert size == 4 + 2 + 4 + 6 * count + 0  # v0: no throttle time
         # The connection stays open: the client retries at a version both speak.
         sock.sendall(_api_versions_v0(1235))

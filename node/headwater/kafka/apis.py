@@ -177,6 +177,7 @@ class KafkaApis:
             17: self._sasl_out_of_place,
             18: self._api_versions,
             21: self._delete_records,
+            23: self._offset_for_leader_epoch,
             36: self._sasl_out_of_place,
             22: self._init_producer_id,
             60: self._describe_cluster,
@@ -680,6 +681,55 @@ class KafkaApis:
             )
         timer.done()
         return build(module.ListOffsetsResponse, throttle_time=_NO_THROTTLE, topics=tuple(topics))
+
+    # -- OffsetForLeaderEpoch ---------------------------------------------------------------
+
+    async def _offset_for_leader_epoch(self, request: Request) -> Any:
+        """Each partition's end offset of the asked leader epoch, on its leader: what a
+        consumer checks its position against after a leader change (KIP-320), the gRPC
+        door's OffsetsForLeaderEpoch.  Kafka's ACLs: CLUSTER_ACTION allows every topic,
+        else DESCRIBE on each (a consumer's); ``replica_id`` (v3+) changes nothing, as in
+        Kafka's broker, which answers a follower's request from the leader as it answers
+        a consumer's.  A stale or newer ``current_leader_epoch`` is FENCED_LEADER_EPOCH
+        or UNKNOWN_LEADER_EPOCH, a partition not led here NOT_LEADER_OR_FOLLOWER."""
+        timer = Timer(self._metrics, "OffsetsForLeaderEpoch")
+        body = request.body
+        module = response_module(23, request.api_version)
+        refused = (
+            None
+            if self._authz.cluster(_NO_GRPC_CONTEXT, Op.CLUSTER_ACTION)
+            else self._authz.topics(_NO_GRPC_CONTEXT, Op.DESCRIBE, (t.topic for t in body.topics))
+        )
+        topics = []
+        for t in body.topics:
+            partitions = []
+            for p in t.partitions:
+                if refused is not None and t.topic in refused:
+                    code, epoch, end = ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1, -1
+                else:
+                    code, epoch, end = self._replicas.offset_for_leader_epoch(
+                        TopicPartition(t.topic, p.partition),
+                        current_leader_epoch=p.current_leader_epoch,
+                        leader_epoch=p.leader_epoch,
+                    )
+                partitions.append(
+                    build(
+                        module.EpochEndOffset,
+                        error_code=error_code(code),
+                        partition=p.partition,
+                        leader_epoch=epoch,
+                        end_offset=end,
+                    )
+                )
+            topics.append(
+                build(
+                    module.OffsetForLeaderTopicResult, topic=t.topic, partitions=tuple(partitions)
+                )
+            )
+        timer.done()
+        return build(
+            module.OffsetForLeaderEpochResponse, throttle_time=_NO_THROTTLE, topics=tuple(topics)
+        )
 
     # -- DeleteRecords ----------------------------------------------------------------------
 

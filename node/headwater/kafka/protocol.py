@@ -18,8 +18,8 @@ Decisions, as Kafka's ``SocketServer`` and ``KafkaApis`` make them:
   (:class:`FrameError`), as does a frame whose header or body does not decode or
   leaves bytes over;
 * ApiVersions at a version above the highest supported is answered, at version 0,
-  with UNSUPPORTED_VERSION and the supported ranges (so the client can retry with a
-  version both speak);
+  with UNSUPPORTED_VERSION and ApiVersions' own range (KIP-511: the client retries at
+  the highest version both speak);
 * any other API key or version outside :data:`SUPPORTED` closes the connection
   (Kafka: "Unsupported API key" / InvalidRequestException), since no response of
   that API at that version can be written; clients only send what ApiVersions
@@ -72,6 +72,7 @@ API_NAMES: Final = {
     20: "DeleteTopics",
     21: "DeleteRecords",
     22: "InitProducerId",
+    23: "OffsetForLeaderEpoch",
     24: "AddPartitionsToTxn",
     25: "AddOffsetsToTxn",
     26: "EndTxn",
@@ -122,6 +123,7 @@ SUPPORTED: Final[Mapping[int, tuple[int, int]]] = {
     20: (1, 6),  # DeleteTopics: v6 names topics by name or by id
     21: (0, 2),  # DeleteRecords
     22: (0, 5),  # InitProducerId: v5 is transaction version 2 (KIP-890); v6 is 2PC (KIP-939)
+    23: (2, 4),  # OffsetForLeaderEpoch: v0-v1 are gone from Kafka 4 (KIP-896); v3 replica_id
     24: (0, 5),  # AddPartitionsToTxn: v0-v3 clients, v4+ brokers
     25: (0, 4),  # AddOffsetsToTxn
     26: (0, 5),  # EndTxn: v5 bumps the epoch (transaction version 2)
@@ -384,7 +386,7 @@ def encode_raw(token: bytes) -> bytes:
     return _PREFIX.pack(len(token)) + token
 
 
-def api_versions_response(api_version: int, *, error: int = 0) -> Any:
+def api_versions_response(api_version: int) -> Any:
     """ApiVersions' answer at ``api_version``: every key of :data:`SUPPORTED` and its range."""
     module = response_module(API_VERSIONS, api_version)
     keys = tuple(
@@ -393,7 +395,7 @@ def api_versions_response(api_version: int, *, error: int = 0) -> Any:
     )
     return build(
         load_response_schema(API_VERSIONS, api_version),
-        error_code=error_code(error),
+        error_code=error_code(0),
         api_keys=keys,
         throttle_time=_ZERO,
         **_features(module, api_version),
@@ -427,5 +429,16 @@ def _features(module: ModuleType, api_version: int) -> dict[str, Any]:
 
 
 def unsupported_api_versions_response() -> Any:
-    """Kafka's answer to an ApiVersions version it does not speak: v0, UNSUPPORTED_VERSION."""
-    return api_versions_response(0, error=UNSUPPORTED_VERSION)
+    """Kafka's answer to an ApiVersions version it does not speak (KIP-511): v0,
+    UNSUPPORTED_VERSION and the ApiVersions key's range alone, from which the client picks
+    the version to retry with (Kafka's ``ApiVersionsRequest.getErrorResponse``)."""
+    module = response_module(API_VERSIONS, 0)
+    low, high = SUPPORTED[API_VERSIONS]
+    return build(
+        module.ApiVersionsResponse,
+        error_code=error_code(UNSUPPORTED_VERSION),
+        api_keys=(
+            build(module.ApiVersion, api_key=API_VERSIONS, min_version=low, max_version=high),
+        ),
+        throttle_time=_ZERO,
+    )

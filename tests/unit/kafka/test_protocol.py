@@ -77,7 +77,10 @@ def test_api_versions_above_the_range_falls_back_to_v0_with_unsupported_version(
     assert size == len(response) - 4 and correlation_id == 41
     body, _ = entity_reader(ApiVersionsResponseV0)(response, 8)
     assert body.error_code.value == p.UNSUPPORTED_VERSION
-    assert {k.api_key: (k.min_version, k.max_version) for k in body.api_keys} == dict(p.SUPPORTED)
+    # KIP-511: only ApiVersions' own range, as Kafka's ApiVersionsRequest.getErrorResponse.
+    assert [(k.api_key, k.min_version, k.max_version) for k in body.api_keys] == [
+        (18, *p.SUPPORTED[18])
+    ]
 
 
 def test_api_versions_v3_answers_with_response_header_v0() -> None:
@@ -206,7 +209,44 @@ def _fetch_by_id(version: int) -> bytes:
     )
 
 
-VALID_FRAMES = [_metadata_v12(), *(_fetch_by_id(v) for v in range(13, 18))]
+def _offset_for_leader_epoch(version: int) -> bytes:
+    """An OffsetForLeaderEpoch request (v3+ carries the replica id, v4 is flexible)."""
+    request_type = load_request_schema(23, version)
+    m = sys.modules[request_type.__module__]
+    body = p.build(
+        request_type,
+        replica_id=-1,
+        topics=(
+            m.OffsetForLeaderTopic(
+                topic="orders",
+                partitions=(
+                    m.OffsetForLeaderPartition(partition=0, current_leader_epoch=3, leader_epoch=2),
+                ),
+            ),
+        ),
+    )
+    return _frame(
+        type(body).__header_schema__(
+            request_api_key=23, request_api_version=version, correlation_id=5, client_id="c"
+        ),
+        body,
+    )
+
+
+@pytest.mark.parametrize("version", range(2, 5))
+def test_offset_for_leader_epoch_decodes_at_each_version(version: int) -> None:
+    request = p.parse_request(_offset_for_leader_epoch(version))
+    assert (request.api_key, request.api_version) == (23, version)
+    (part,) = request.body.topics[0].partitions
+    assert (part.partition, part.current_leader_epoch, part.leader_epoch) == (0, 3, 2)
+    assert getattr(request.body, "replica_id", None) == (-1 if version >= 3 else None)
+
+
+VALID_FRAMES = [
+    _metadata_v12(),
+    *(_fetch_by_id(v) for v in range(13, 18)),
+    *(_offset_for_leader_epoch(v) for v in range(2, 5)),
+]
 
 
 @pytest.mark.parametrize("version", range(13, 18))
