@@ -21,7 +21,10 @@ system CPU per record steps up (at least twice that of its first 2 s), at most
 costs about 0.2 s of system CPU per GB for the first few GB and about 2.2 s per GB after
 them (``bench/ceiling.py`` prints it), for any program, and how many GB are cheap
 depends on what ran before: without the warm-up the phases before that step run at the
-cheap price, so whichever mode goes first looks faster.
+cheap price, so whichever mode goes first looks faster.  The price also falls again
+later in a run (the VM reclaims cold page cache in the background, and pages freed that
+way are cheap again), so ``--drop-caches`` (root) frees the page cache before each phase
+instead: every phase then writes into memory just freed.
 
     .venv/bin/python bench/transactions.py [--seconds 10] [--transaction-ms 100] [--alternate]
 """
@@ -180,6 +183,14 @@ def produce_plain(bootstrap: str, topic: str, seconds: float, counter: RequestCo
     return sent
 
 
+def drop_page_cache() -> None:
+    """Drops the clean page cache (what ``sync`` has written back); needs root."""
+    try:
+        Path("/proc/sys/vm/drop_caches").write_text("1\n")
+    except OSError as e:
+        raise SystemExit(f"--drop-caches: cannot write /proc/sys/vm/drop_caches ({e})") from e
+
+
 def warm_up(bootstrap: str, topic: str, limit_s: float, cpu: CpuMeter) -> str:
     """Plain produce in 2 s slices until a slice costs the brokers at least twice the
     system CPU per record of the first, or ``limit_s`` has passed; says which."""
@@ -335,6 +346,13 @@ def main() -> None:
         "phases before wrote then runs between phases, not during the next one",
     )
     parser.add_argument(
+        "--drop-caches",
+        action="store_true",
+        help="sync(2) and drop the page cache (root: /proc/sys/vm/drop_caches) before each "
+        "produce phase, so that every phase writes into memory just freed, the cheap kind "
+        "on this VM",
+    )
+    parser.add_argument(
         "--alternate",
         action="store_true",
         help="produce plain, transactional, transactional, plain (each on a topic of its "
@@ -370,8 +388,10 @@ def main() -> None:
         if args.warmup_seconds:
             print(warm_up(c.bootstrap, make_topic(admin), args.warmup_seconds, cpu), flush=True)
         for mode in order:
-            if args.sync:
+            if args.sync or args.drop_caches:
                 os.sync()
+            if args.drop_caches:
+                drop_page_cache()
             topic = make_topic(admin)
             counter.start()
             cpu.start()
