@@ -26,8 +26,8 @@ goes first alternates by round):
   linger 5 ms, record batches of up to 1 MiB, no compression, 5 requests in flight;
   consume from the earliest offset, fetches of up to 50 MiB, 1 MiB per partition as
   ``headwater perf consume``'s, ``--partition-fetch-bytes`` to change that; run with
-  ``GOGC=400``, ``--gogc`` to change that: at Go's default of 100 the client spends half
-  its CPU in the garbage collector at 100 B per record);
+  ``GOGC=400``, ``--gogc`` to change that: at Go's default of 100 the client took twice
+  the CPU to consume 100 B records);
 * gRPC door: ``headwater perf produce`` (``--batch-size 1048576 --linger-ms 5``, the same
   acks) then ``headwater perf consume``, as bench/kafka_side_by_side.sh calls them.
 
@@ -430,9 +430,9 @@ def main() -> int:
         "--gogc",
         type=int,
         default=400,
-        help="door-go's GOGC (Go's garbage collector target; Go's default is 100): at 100 B "
-        "per record franz-go allocates per record and, at GOGC=100, spends about half its "
-        "CPU collecting (default 400)",
+        help="door-go's GOGC (Go's garbage collector target; Go's default is 100): franz-go "
+        "allocates per record, and at GOGC=100 it took twice the CPU to consume 100 B "
+        "records (default 400)",
     )
     parser.add_argument("--output", choices=("text", "json"), default="text")
     args = parser.parse_args()
