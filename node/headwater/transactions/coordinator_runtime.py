@@ -36,7 +36,7 @@ import contextlib
 import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from headwater.clock import WallClock, wall_ms
 from headwater.errors import ErrorCode, HeadwaterError
@@ -52,6 +52,7 @@ from headwater.transactions.state import TransactionResult
 from headwater.values import TopicPartition
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 AppendRecords = Callable[[int, bytes], Awaitable[None]]
 """``append(partition, batch_bytes)``: append to ``__transaction_state`` as leader, wait
@@ -242,7 +243,19 @@ class TransactionCoordinatorRuntime:
     ) -> Answer:
         """Run one decision on the id's current state; write its record before answering.
         A CONCURRENT_TRANSACTIONS refusal while the id's markers are being written waits
-        for them (see :data:`COMPLETION_WAIT_S`) and is decided once more."""
+        for them (see :data:`COMPLETION_WAIT_S`) and is decided once more.
+
+        The decision runs as a task of its own that the caller's cancellation does not
+        stop (a client that disconnects cancels its RPC): once a transition's record is
+        being appended, the append's outcome is always recorded and its markers always
+        started, so no transition stays pending for want of a caller."""
+        return await asyncio.shield(self._spawn(self._decide_now(transactional_id, decide)))
+
+    async def _decide_now(
+        self,
+        transactional_id: str,
+        decide: Callable[[TransactionMetadata | None, int], Decision],
+    ) -> Answer:
         waited = False
         while True:
             try:
@@ -361,10 +374,11 @@ class TransactionCoordinatorRuntime:
 
         self._spawn(complete())
 
-    def _spawn(self, coro: Awaitable[Any]) -> None:
+    def _spawn(self, coro: Awaitable[_T]) -> asyncio.Future[_T]:
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     # -- the RPCs -------------------------------------------------------------------------
 

@@ -30,8 +30,12 @@ class FakeLog:
         self.fail: Exception | None = None
         self.read_failures = 0
         """How many reads fail (NotLeaderOrFollowerError) before they succeed again."""
+        self.gate: asyncio.Event | None = None
+        """When set, appends wait for it (an acks=all append waiting for followers)."""
 
     async def append(self, partition: int, data: bytes) -> None:
+        if self.gate is not None:
+            await self.gate.wait()
         if self.fail is not None:
             raise self.fail
         buf = bytearray(data)
@@ -364,4 +368,38 @@ async def test_delayed_messages_of_an_ended_transaction_change_nothing_later() -
     assert len(log.batches) == written  # nothing written for any of them
     description = rt.describe("x")
     assert description.state == "Ongoing" and description.partitions == (T1,)
+    await rt.close()
+
+
+@pytest.mark.asyncio
+async def test_a_caller_gone_mid_append_leaves_no_transition_pending() -> None:
+    """A producer killed while its AddPartitionsToTxn is being appended: its RPC is
+    cancelled, the append still ends and is recorded, so the next producer's
+    InitProducerId fences and aborts the open transaction instead of being answered
+    CONCURRENT_TRANSACTIONS until the coordinator moves."""
+    log, markers, now = FakeLog(), FakeMarkers(), [1_000]
+    rt = runtime(log, markers, now)
+    await rt.on_become_leader(0, 1)
+    init = await rt.init_producer_id("x", transaction_timeout_ms=10_000)
+    log.gate = asyncio.Event()
+    call = asyncio.ensure_future(
+        rt.add_partitions("x", producer_id=init.producer_id, producer_epoch=0, partitions=[T0])
+    )
+    await asyncio.sleep(0.01)
+    assert not call.done()  # its record is being appended
+    call.cancel()  # the client went away
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    log.gate.set()
+    answers = []
+    for _ in range(50):
+        answer = await rt.init_producer_id("x", transaction_timeout_ms=10_000)
+        answers.append(answer.error)
+        if answer.error is ErrorCode.NONE:
+            break
+        await asyncio.sleep(0.005)
+    assert answers[-1] is ErrorCode.NONE, answers
+    assert set(answers[:-1]) <= {ErrorCode.CONCURRENT_TRANSACTIONS}
+    assert {tp for tp, r in markers.written if r.result is TransactionResult.ABORT} == {T0}
+    assert rt.describe("x").state == "Empty"
     await rt.close()
