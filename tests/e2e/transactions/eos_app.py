@@ -43,7 +43,7 @@ def main(bootstrap: str, group: str, source: str, sink: str, tid: str) -> None:
     print("initialized", flush=True)
     consumer.subscribe([source])
     while True:
-        got = consumer.poll(500, max_records=15)
+        got = consumer.poll(500, max_records=5)
         if not got:
             continue
         producer.begin_transaction()
