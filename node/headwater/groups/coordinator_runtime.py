@@ -68,6 +68,7 @@ from headwater.records.control import ControlRecordType, read_marker, set_batch_
 from headwater.values import TopicPartition
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 AppendRecords = Callable[[int, bytes], Awaitable[None]]
 """``append(partition, batch_bytes)``: append to ``__consumer_offsets`` as leader, wait
@@ -249,14 +250,26 @@ class GroupCoordinatorRuntime:
         future: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
         self._waiting[rid] = (partition, future)
         try:
-            async with shard.lock:
-                if self._shards.get(partition) is not shard or shard.loading:
-                    raise NotCoordinator(ErrorCode.NOT_COORDINATOR)
-                decision = op(shard.coordinator, rid, self._clock())
-                await self._apply(partition, shard, decision)
+            await asyncio.shield(self._spawn(self._decide(partition, shard, op, rid)))
             return await future
         finally:
             self._waiting.pop(rid, None)
+
+    async def _decide(
+        self,
+        partition: int,
+        shard: _Shard,
+        op: Callable[[GroupCoordinator, int, int], Decision],
+        rid: int,
+    ) -> None:
+        """Decide ``op`` under the shard's lock and apply it.  A task of its own, which the
+        caller's cancellation (a client that disconnects) does not stop: a decision made in
+        memory is always appended, and its replies (other members' too) always sent."""
+        async with shard.lock:
+            if self._shards.get(partition) is not shard or shard.loading:
+                raise NotCoordinator(ErrorCode.NOT_COORDINATOR)
+            decision = op(shard.coordinator, rid, self._clock())
+            await self._apply(partition, shard, decision)
 
     async def _apply(self, partition: int, shard: _Shard, decision: Decision) -> None:
         """Append the decision's records, then complete its replies (caller holds the lock)."""
@@ -291,10 +304,11 @@ class GroupCoordinatorRuntime:
             self._shards[partition] = fresh
             self._spawn(self._load(partition, fresh))
 
-    def _spawn(self, coro: Awaitable[Any]) -> None:
+    def _spawn(self, coro: Awaitable[_T]) -> asyncio.Future[_T]:
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     async def join_group(self, req: JoinGroupRequest) -> JoinGroupResponse:
         try:

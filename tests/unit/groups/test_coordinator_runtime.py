@@ -30,8 +30,12 @@ class FakeLog:
         self.batches: list[bytes] = []
         self.next_offset = 0
         self.fail: Exception | None = None
+        self.gate: asyncio.Event | None = None
+        """When set, appends wait for it (an acks=all append waiting for followers)."""
 
     async def append(self, partition: int, data: bytes) -> None:
+        if self.gate is not None:
+            await self.gate.wait()
         if self.fail is not None:
             raise self.fail
         buf = bytearray(data)
@@ -125,6 +129,32 @@ async def test_append_failure_answers_error_and_reloads() -> None:
 
 
 @pytest.mark.asyncio
+async def test_a_caller_gone_mid_append_still_has_its_outcome_applied() -> None:
+    """A client that disconnects while its commit is being appended cancels its call; the
+    append's outcome still counts: here it fails, and memory is rebuilt from the log."""
+    log, now = FakeLog(), [1_000]
+    rt = _runtime(log, now)
+    await rt.on_become_leader(0, leader_epoch=1)
+    ok = await rt.commit_offsets(OffsetCommitRequest("g", (OffsetCommit("t", 0, 1),)))
+    assert ok.error_code is ErrorCode.NONE
+    log.gate, log.fail = asyncio.Event(), NotEnoughReplicasError()
+    call = asyncio.ensure_future(
+        rt.commit_offsets(OffsetCommitRequest("g", (OffsetCommit("t", 0, 2),)))
+    )
+    await asyncio.sleep(0.01)
+    assert not call.done()  # its record is being appended
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    log.gate.set()
+    for _ in range(20):
+        await asyncio.sleep(0)
+    found = rt.fetch_offsets("g", [TopicPartition("t", 0)]).offsets[TopicPartition("t", 0)]
+    assert found is not None and found.offset == 1  # the failed append did not count
+    await rt.close()
+
+
+@pytest.mark.asyncio
 async def test_parked_join_answered_by_timer_and_resign() -> None:
     log, now = FakeLog(), [1_000]
     rt = _runtime(log, now)
@@ -135,7 +165,8 @@ async def test_parked_join_answered_by_timer_and_resign() -> None:
     parked = asyncio.ensure_future(
         rt.join_group(JoinGroupRequest(**{**JOIN.__dict__, "member_id": b}))
     )
-    await asyncio.sleep(0)
+    for _ in range(5):  # the join runs as a task of its own: let it park
+        await asyncio.sleep(0)
     assert not parked.done()
     now[0] += 30_000  # a never rejoins: the rebalance timeout completes the join
     await rt.tick()
