@@ -1120,29 +1120,31 @@ def test_librdkafka_group_subscribes_and_commits(cluster: Cluster) -> None:
 
 
 def _exchange(sock: socket.socket, correlation_id: int, request: Any) -> Any:
-    """Send ``request`` (a kio entity, header v2) and read its response (header v1)."""
+    """Send ``request`` (a kio entity) with the header its version uses and read its
+    response with the header that version uses (flexible or not)."""
     kio_serial = pytest.importorskip("kio.serial")
     from kio.index import load_response_schema
-    from kio.schema.request_header.v2 import RequestHeader
 
     out = io.BytesIO()
-    kio_serial.entity_writer(RequestHeader)(
+    header_type = type(request).__header_schema__
+    kio_serial.entity_writer(header_type)(
         out,
-        RequestHeader(
+        header_type(
             request_api_key=request.__api_key__,
             request_api_version=request.__version__,
             correlation_id=correlation_id,
-            client_id="sessions-test",
+            client_id="interop-test",
         ),
     )
     kio_serial.entity_writer(type(request))(out, request)
     sock.sendall(struct.pack(">i", out.tell()) + out.getvalue())
     (size,) = struct.unpack(">i", _recv_exactly(sock, 4))
     frame = _recv_exactly(sock, size)
-    assert struct.unpack_from(">i", frame)[0] == correlation_id
     schema = load_response_schema(request.__api_key__, request.__version__)
-    body, used = kio_serial.entity_reader(schema)(frame, 5)  # correlation id, no tagged fields
-    assert 5 + used == len(frame)
+    header, used = kio_serial.entity_reader(schema.__header_schema__)(frame, 0)
+    assert header.correlation_id == correlation_id
+    body, body_used = kio_serial.entity_reader(schema)(frame, used)
+    assert used + body_used == len(frame)
     return body
 
 
@@ -1198,7 +1200,8 @@ def test_fetch_sessions_answer_only_what_changed(cluster: Cluster) -> None:
     producer.close(10)
 
 
-def _metadata_topic_id(port: int, topic: str) -> uuid.UUID:
+def _metadata_topic(port: int, topic: str) -> Any:
+    """``topic``'s entry in a Metadata v12 answer from the broker at ``port``."""
     from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
@@ -1212,6 +1215,11 @@ def _metadata_topic_id(port: int, topic: str) -> uuid.UUID:
             ),
         )
     (found,) = answer.topics
+    return found
+
+
+def _metadata_topic_id(port: int, topic: str) -> uuid.UUID:
+    found = _metadata_topic(port, topic)
     assert found.error_code.value == 0 and found.topic_id not in (None, uuid.UUID(int=0))
     tid: uuid.UUID = found.topic_id
     return tid
@@ -1459,51 +1467,9 @@ def test_a_produce_of_garbage_records_is_refused_and_nothing_is_written(cluster:
 # -- OffsetForLeaderEpoch (KIP-320) -----------------------------------------------------------
 
 
-def _exchange_any(sock: socket.socket, correlation_id: int, request: Any) -> Any:
-    """Send ``request`` (a kio entity) with the header its version uses and read its
-    response with the header that version uses (flexible or not)."""
-    from kio.index import load_response_schema
-    from kio.serial import entity_reader, entity_writer
-
-    out = io.BytesIO()
-    header_type = type(request).__header_schema__
-    entity_writer(header_type)(
-        out,
-        header_type(
-            request_api_key=request.__api_key__,
-            request_api_version=request.__version__,
-            correlation_id=correlation_id,
-            client_id="epoch-test",
-        ),
-    )
-    entity_writer(type(request))(out, request)
-    sock.sendall(struct.pack(">i", out.tell()) + out.getvalue())
-    (size,) = struct.unpack(">i", _recv_exactly(sock, 4))
-    frame = _recv_exactly(sock, size)
-    schema = load_response_schema(request.__api_key__, request.__version__)
-    header, used = entity_reader(schema.__header_schema__)(frame, 0)
-    assert header.correlation_id == correlation_id
-    body, body_used = entity_reader(schema)(frame, used)
-    assert used + body_used == len(frame)
-    return body
-
-
 def _leader_and_epoch(port: int, topic: str) -> tuple[int, int]:
     """Partition 0's leader and leader epoch as Metadata v12 on ``port`` advertises them."""
-    from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
-
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-        answer = _exchange_any(
-            sock,
-            1,
-            MetadataRequest(
-                topics=(MetadataRequestTopic(topic_id=None, name=topic),),
-                allow_auto_topic_creation=False,
-                include_topic_authorized_operations=False,
-            ),
-        )
-    (found,) = answer.topics
-    (partition,) = found.partitions
+    (partition,) = _metadata_topic(port, topic).partitions
     return int(partition.leader_id), int(partition.leader_epoch)
 
 
@@ -1532,7 +1498,7 @@ def _offset_for_leader_epoch(
         ),
     )
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-        answer = _exchange_any(sock, 2, request)
+        answer = _exchange(sock, 2, request)
     ((t, (p,)),) = [(t.topic, t.partitions) for t in answer.topics]
     assert t == topic and p.partition == 0
     return p.error_code.value, int(p.leader_epoch), int(p.end_offset)
