@@ -170,17 +170,22 @@ def make_topic(admin: headwater.Admin) -> str:
     raise SystemExit(f"{name} has no leaders after 60 s")
 
 
-def produce_plain(bootstrap: str, topic: str, seconds: float, counter: RequestCounter) -> int:
+def send_for(p: headwater.Producer, topic: str, seconds: float) -> int:
+    """Sends RECORD to ``topic`` for ``seconds``, then flushes; how many were sent."""
     sent = 0
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        for _ in range(1000):
+            p.send(topic, RECORD)
+        sent += 1000
+    p.flush(120)
+    return sent
+
+
+def produce_plain(bootstrap: str, topic: str, seconds: float, counter: RequestCounter) -> int:
     with headwater.Producer(bootstrap, linger_ms=5, batch_size=256 * 1024) as p:
         counter.wrap(p)
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            for _ in range(1000):
-                p.send(topic, RECORD)
-            sent += 1000
-        p.flush(120)
-    return sent
+        return send_for(p, topic, seconds)
 
 
 def drop_page_cache() -> None:
@@ -199,13 +204,8 @@ def warm_up(bootstrap: str, topic: str, limit_s: float, cpu: CpuMeter) -> str:
     start = time.monotonic()
     with headwater.Producer(bootstrap, linger_ms=5, batch_size=256 * 1024) as p:
         while time.monotonic() - start < limit_s:
-            system0, sent = cpu.broker_seconds()[1], 0
-            end = time.monotonic() + 2.0
-            while time.monotonic() < end:
-                for _ in range(1000):
-                    p.send(topic, RECORD)
-                sent += 1000
-            p.flush(120)
+            system0 = cpu.broker_seconds()[1]
+            sent = send_for(p, topic, 2.0)
             records += sent
             last = (cpu.broker_seconds()[1] - system0) * 1e6 / sent
             if not first:
