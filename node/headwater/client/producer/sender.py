@@ -214,7 +214,8 @@ class Sender:
     def _add_to_transaction(self, ready: Any, now: float) -> list[TopicPartition]:
         """The ready partitions the coordinator has added to the open transaction, after
         adding the new ones, with every other partition that has records waiting
-        (AddPartitionsToTxn); a refusal fails their batches."""
+        (AddPartitionsToTxn); a refusal that fails the transaction fails their batches
+        with its cause."""
         txn = self._transactions
         assert txn is not None
         new = txn.needs_adding(ready)
@@ -225,17 +226,16 @@ class Sender:
         # Every partition with records waiting goes in the same call: each call is a
         # coordinator round trip (and a __transaction_state append) this thread waits for.
         new = txn.needs_adding({*ready, *self._acc.queued_partitions()})
-        code = txn.maybe_add_partitions(new)
-        if code is errors.ErrorCode.NONE:
+        added = txn.maybe_add_partitions(new)
+        if added.added:
             return list(ready)
-        if errors.for_code(code).retriable or code is errors.ErrorCode.CONCURRENT_TRANSACTIONS:
+        if added.error is None:
             self._add_retry_after_ms = now + txn.add_retry_backoff_ms(
-                code, self._settings.retry.retry_backoff_ms
+                added.code, self._settings.retry.retry_backoff_ms
             )
         else:
-            error = errors.for_code(code, "the partition could not be added to the transaction")
             for batch in self._acc.drain(new):
-                self._fail(batch, error)
+                self._fail(batch, added.error)
         return [tp for tp in ready if tp not in new]
 
     # -- producing ------------------------------------------------------------------

@@ -38,7 +38,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from headwater import errors
 from headwater.client.producer.idempotence import ProducerIdAndEpoch
@@ -107,6 +107,67 @@ _SENDING = frozenset(
 )
 """States in which the sender still sends the transaction's batches."""
 
+_RETRY_ADD = frozenset(
+    {
+        ErrorCode.CONCURRENT_TRANSACTIONS,
+        # The coordinator's metadata has not caught up with a new topic yet.
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    }
+)
+"""AddPartitionsToTxn answers asked again of the same coordinator (Kafka's)."""
+
+
+class AddVerdict(enum.Enum):
+    """What an AddPartitionsToTxn answer means for the open transaction."""
+
+    ADDED = "added"
+    RETRY = "retry"
+    RETRY_ELSEWHERE = "find the coordinator, then retry"
+    ABORTABLE = "abortable"
+    FATAL = "fatal"
+
+
+_ADD_KINDS = (
+    (AddVerdict.FATAL, _FATAL),
+    (AddVerdict.RETRY_ELSEWHERE, _RETRY_ELSEWHERE),
+    (AddVerdict.RETRY, _RETRY_ADD),
+)
+
+
+def judge_add(codes: Iterable[ErrorCode]) -> tuple[AddVerdict, ErrorCode]:
+    """The verdict on an AddPartitionsToTxn answer (its error, then its partitions'),
+    with the code that decided it.
+
+    The gravest kind among the codes decides, in this order: a fatal code; a coordinator
+    error (find the coordinator again); a code asked again as it is (:data:`_RETRY_ADD`);
+    any other error makes the transaction abortable, for the first error that is not
+    OPERATION_NOT_ATTEMPTED (the cause).  As in Kafka's ``AddPartitionsToTxnHandler``, a
+    retriable partition error wins over TOPIC_AUTHORIZATION_FAILED.  Nothing is added
+    unless every code is NONE.
+    """
+    failed = [c for c in codes if c is not ErrorCode.NONE]
+    if not failed:
+        return AddVerdict.ADDED, ErrorCode.NONE
+    for verdict, kind in _ADD_KINDS:
+        for code in failed:
+            if code in kind:
+                return verdict, code
+    causes = [c for c in failed if c is not ErrorCode.OPERATION_NOT_ATTEMPTED]
+    return AddVerdict.ABORTABLE, (causes or failed)[0]
+
+
+class AddResult(NamedTuple):
+    """What :meth:`TransactionManager.maybe_add_partitions` tells the sender."""
+
+    code: ErrorCode
+    error: errors.HeadwaterError | None = None
+    """Set: the transaction has failed, and the partitions' batches fail with this.
+    None while ``code`` is an error: ask again after a backoff."""
+
+    @property
+    def added(self) -> bool:
+        return self.code is ErrorCode.NONE
+
 
 class TransactionManager:
     """See the module docstring."""
@@ -169,12 +230,17 @@ class TransactionManager:
             return min(retry_backoff_ms, ADD_PARTITIONS_RETRY_BACKOFF_MS)
         return retry_backoff_ms
 
-    def maybe_add_partitions(self, tps: list[TopicPartition]) -> ErrorCode:
-        """Sender thread: AddPartitionsToTxn for ``tps``.  NONE: added; a retriable code:
-        try again later; anything else: the transaction (or producer) is failed."""
+    def maybe_add_partitions(self, tps: list[TopicPartition]) -> AddResult:
+        """Sender thread: AddPartitionsToTxn for ``tps``, judged by :func:`judge_add`.
+
+        Outside a sending state nothing is asked: the batches fail with the error that
+        ended the transaction (or INVALID_TXN_STATE)."""
         with self._lock:
             if self._state not in _SENDING:
-                return ErrorCode.INVALID_TXN_STATE
+                error = self._error or errors.InvalidTxnStateError(
+                    f"cannot add partitions in state {self._state.value}"
+                )
+                return AddResult(error.code, error)
             producer = self._producer
         request = transaction_pb2.AddPartitionsToTxnRequest(
             transactional_id=self.transactional_id,
@@ -187,25 +253,25 @@ class TransactionManager:
         try:
             resp = self._coordinator_rpc("AddPartitionsToTxn", request)
         except errors.HeadwaterError as exc:
-            log.debug("AddPartitionsToTxn %s failed, retrying: %s", tps, exc)
-            self._coordinator = None
-            return exc.code
-        code = ErrorCode(resp.error)
-        if code is ErrorCode.NONE:
-            failed = [p for p in resp.partitions if p.error]
-            if failed:
-                code = ErrorCode(failed[0].error)
-        if code is ErrorCode.NONE:
+            verdict, code = judge_add([exc.code])
+            message = str(exc)
+        else:
+            verdict, code = judge_add(
+                [ErrorCode(resp.error), *(ErrorCode(p.error) for p in resp.partitions)]
+            )
+            message = resp.error_message or f"AddPartitionsToTxn {tps}"
+        if verdict is AddVerdict.ADDED:
             with self._lock:
                 self._added.update(tps)
-            return code
-        if code in _RETRY_ELSEWHERE or code is ErrorCode.CONCURRENT_TRANSACTIONS:
+            return AddResult(ErrorCode.NONE)
+        if verdict in (AddVerdict.RETRY, AddVerdict.RETRY_ELSEWHERE):
             log.debug("AddPartitionsToTxn %s: %s, retrying", tps, code.name)
-            if code is not ErrorCode.CONCURRENT_TRANSACTIONS:
+            if verdict is AddVerdict.RETRY_ELSEWHERE:
                 self._coordinator = None
-            return code
-        self._fail(errors.for_code(code, resp.error_message or "AddPartitionsToTxn"))
-        return code
+            return AddResult(code)
+        error = errors.for_code(code, message)
+        self._fail(error)
+        return AddResult(code, self._error or error)
 
     def batch_failed(self, error: BaseException) -> None:
         """A batch of the open transaction failed for good: the transaction must abort."""
@@ -219,6 +285,8 @@ class TransactionManager:
             if self._state is TransactionState.FATAL_ERROR:
                 return
             fatal = error.code in _FATAL
+            if self._state is TransactionState.ABORTABLE_ERROR and not fatal:
+                return  # the first failure is the reason the transaction must abort
             self._state = (
                 TransactionState.FATAL_ERROR if fatal else TransactionState.ABORTABLE_ERROR
             )
