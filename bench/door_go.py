@@ -67,7 +67,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from headwater.client import Admin, Consumer, NewTopic, TopicPartition
 from headwater.testing import Cluster
-from headwater.testing.zookeeper import free_port
 
 from bench.proc_cpu import HW, PROJECT, group_cpu_s
 
@@ -310,16 +309,9 @@ def bench_cluster(
 ) -> tuple[float, list[dict[str, Any]]]:
     """Starts a cluster of ``brokers`` and runs ``loads`` in it; the idle brokers' CPU
     rate and one result per workload and kind."""
-    ports = {b: free_port() for b in range(brokers)}
     progress(f"starting {brokers} broker(s) with Kafka listeners...")
-    with Cluster(
-        brokers=brokers,
-        overrides={"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,KAFKA:PLAINTEXT"},
-        broker_overrides={
-            b: {"kafka.listeners": f"KAFKA://127.0.0.1:{p}"} for b, p in ports.items()
-        },
-    ) as cluster:
-        bench = Bench(cluster, ",".join(f"127.0.0.1:{p}" for p in ports.values()), binary, args)
+    with Cluster(brokers=brokers, kafka_listener=True) as cluster:
+        bench = Bench(cluster, cluster.kafka_bootstrap, binary, args)
         progress("warming up both doors (untimed)...")
         for w in loads:
             bench.warm(w)

@@ -38,7 +38,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import confluent_kafka as ck
 from headwater.client import Admin, Consumer, NewTopic, Producer, TopicPartition
 from headwater.testing import Cluster
-from headwater.testing.zookeeper import free_port
 
 MIB = 1024 * 1024
 
@@ -196,15 +195,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     value = b"x" * args.size
-    ports = {b: free_port() for b in range(args.brokers)}
-    with Cluster(
-        brokers=args.brokers,
-        overrides={"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,KAFKA:PLAINTEXT"},
-        broker_overrides={
-            b: {"kafka.listeners": f"KAFKA://127.0.0.1:{p}"} for b, p in ports.items()
-        },
-    ) as cluster:
-        kafka = ",".join(f"127.0.0.1:{p}" for p in ports.values())
+    with Cluster(brokers=args.brokers, kafka_listener=True) as cluster:
+        kafka = cluster.kafka_bootstrap
         rf = min(args.brokers, 3)
         print(
             f"{args.brokers} broker(s), RF={rf}, acks={args.acks}, {args.records:,} records "

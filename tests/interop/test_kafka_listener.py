@@ -98,27 +98,22 @@ BASE_TS = 1_700_000_000_000
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    ports = {b: free_port() for b in range(2)}
     with Cluster(
         brokers=2,
         data_dir=tmp_path_factory.mktemp("kafka-listener"),
+        kafka_listener=True,
         overrides={
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,KAFKA:PLAINTEXT",
             # ACLs are stored and served (CreateAcls ...); every client here is a super user.
             "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
             "super.users": "User:ANONYMOUS",
         },
-        broker_overrides={
-            b: {"kafka.listeners": f"KAFKA://127.0.0.1:{port}", "metrics.port": str(free_port())}
-            for b, port in ports.items()
-        },
+        broker_overrides={b: {"metrics.port": str(free_port())} for b in range(2)},
     ) as c:
-        c.kafka_ports = ports  # type: ignore[attr-defined]
         yield c
 
 
 def kafka_bootstrap(cluster: Cluster) -> str:
-    return ",".join(f"127.0.0.1:{p}" for p in cluster.kafka_ports.values())  # type: ignore[attr-defined]
+    return cluster.kafka_bootstrap
 
 
 def request_versions(cluster: Cluster, request: str = "Fetch") -> collections.Counter[int]:
@@ -442,7 +437,7 @@ def wait_for_every_kafka_listener_to_list(cluster: Cluster, topic: str, partitio
             and all(p.error_code.value == 0 and p.leader_id >= 0 for p in answer.partitions)
         )
 
-    ports = cluster.kafka_ports.values()  # type: ignore[attr-defined]
+    ports = cluster.kafka_ports.values()
     cluster.wait_for(
         lambda: all(listed(port) for port in ports),
         timeout_s=30,
@@ -463,7 +458,7 @@ def test_kcat_lists_metadata_produces_and_consumes(cluster: Cluster) -> None:
     )
     assert listing.returncode == 0, listing.stderr
     assert "2 brokers:" in listing.stdout
-    for broker_id, port in cluster.kafka_ports.items():  # type: ignore[attr-defined]
+    for broker_id, port in cluster.kafka_ports.items():
         assert f"broker {broker_id} at 127.0.0.1:{port}" in listing.stdout
     assert f'topic "{topic}" with 2 partitions' in listing.stdout
     produced = subprocess.run(
@@ -943,7 +938,7 @@ def test_kafka_python_log_dirs_reassignment_and_election(cluster: Cluster) -> No
 def test_describe_cluster_names_every_broker_on_its_kafka_listener(cluster: Cluster) -> None:
     from kio.schema.describe_cluster.v1 import DescribeClusterRequest
 
-    port = cluster.kafka_ports[0]  # type: ignore[attr-defined]
+    port = cluster.kafka_ports[0]
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
         answer = _exchange(
             sock, 1, DescribeClusterRequest(include_cluster_authorized_operations=False)
@@ -956,8 +951,7 @@ def test_describe_cluster_names_every_broker_on_its_kafka_listener(cluster: Clus
     assert answer.error_code.value == 0
     assert answer.cluster_id and answer.controller_id in cluster.brokers
     assert {(b.broker_id, b.host, b.port) for b in answer.brokers} == {
-        (b, "127.0.0.1", p)
-        for b, p in cluster.kafka_ports.items()  # type: ignore[attr-defined]
+        (b, "127.0.0.1", p) for b, p in cluster.kafka_ports.items()
     }
     assert refused.error_code.value == 42 and refused.brokers == ()  # INVALID_REQUEST
 
@@ -1178,7 +1172,7 @@ def test_fetch_sessions_answer_only_what_changed(cluster: Cluster) -> None:
             forgotten_topics_data=(),
         )
 
-    port = cluster.kafka_ports[leader]  # type: ignore[attr-defined]
+    port = cluster.kafka_ports[leader]
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
         full = _exchange(sock, 1, fetch(0, 0, 0))
         session = full.session_id
@@ -1310,7 +1304,7 @@ def test_fetch_by_topic_id_sessions_unknown_ids_and_the_current_leader(
     leader = cluster.leader_for(topic, 0)
     assert leader is not None
     other = 1 - leader
-    ports = cluster.kafka_ports  # type: ignore[attr-defined]
+    ports = cluster.kafka_ports
     tid = _topic_id_when_known(cluster, ports[leader], topic)
     assert _topic_id_when_known(cluster, ports[other], topic) == tid
     stranger = uuid.uuid4()
@@ -1375,7 +1369,7 @@ def test_produce_to_a_broker_that_does_not_lead_names_the_leader(cluster: Cluste
     topic = new_topic(cluster, partitions=1)
     leader = cluster.leader_for(topic, 0)
     assert leader is not None
-    ports = cluster.kafka_ports  # type: ignore[attr-defined]
+    ports = cluster.kafka_ports
     batch = records.build_batch([records.Record(b"k", b"v", (), BASE_TS)], base_offset=0)
     request = ProduceRequest(
         acks=-1,
@@ -1405,7 +1399,7 @@ def test_delete_topics_v6_by_topic_id(cluster: Cluster) -> None:
     from kio.schema.delete_topics.v6.request import DeleteTopicsRequest, DeleteTopicState
 
     topic = new_topic(cluster, partitions=1)
-    port = cluster.kafka_ports[0]  # type: ignore[attr-defined]
+    port = cluster.kafka_ports[0]
     tid = _topic_id_when_known(cluster, port, topic)
     stranger = uuid.uuid4()
     with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
@@ -1439,7 +1433,7 @@ def test_a_produce_of_garbage_records_is_refused_and_nothing_is_written(cluster:
     topic = new_topic(cluster, partitions=1)
     leader = cluster.leader_for(topic, 0)
     assert leader is not None
-    port = cluster.kafka_ports[leader]  # type: ignore[attr-defined]
+    port = cluster.kafka_ports[leader]
     request = ProduceRequest(
         acks=-1,
         timeout=datetime.timedelta(seconds=10),
@@ -1514,7 +1508,7 @@ def test_offset_for_leader_epoch_on_the_wire(cluster: Cluster, version: int) -> 
         for i in range(5):
             producer.send(topic, b"v%d" % i, partition=0)
         producer.flush()
-    ports = cluster.kafka_ports  # type: ignore[attr-defined]
+    ports = cluster.kafka_ports
     leader = cluster.leader_for(topic, 0)
     assert leader is not None
     cluster.wait_for(lambda: _leader_and_epoch(ports[leader], topic)[0] == leader, what="metadata")
@@ -1604,7 +1598,7 @@ def test_librdkafka_validates_its_position_after_a_leader_change(cluster: Cluste
             produce(0, 50)
             consume_until(50)
             assert len(got) == 50
-            port = cluster.kafka_ports  # type: ignore[attr-defined]
+            port = cluster.kafka_ports
             _, epoch_before = _leader_and_epoch(port[0], name)
             new_leader = _move_leader(cluster, name)
             cluster.wait_for(
@@ -1682,7 +1676,7 @@ def _recv_exactly(sock: socket.socket, n: int) -> bytes:
 def test_bad_frames_close_that_connection_and_the_broker_serves_on(
     cluster: Cluster, payload: bytes, reason: str
 ) -> None:
-    port = cluster.kafka_ports[0]  # type: ignore[attr-defined]
+    port = cluster.kafka_ports[0]
     with socket.create_connection(("127.0.0.1", port), timeout=10) as bystander:
         with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
             sock.sendall(payload)
@@ -1709,7 +1703,7 @@ def test_bad_frames_close_that_connection_and_the_broker_serves_on(
     )
 )
 def test_fuzz_random_bytes_never_stop_the_listener(cluster: Cluster, payload: bytes) -> None:
-    port = cluster.kafka_ports[1]  # type: ignore[attr-defined]
+    port = cluster.kafka_ports[1]
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
         sock.sendall(payload)
         sock.shutdown(socket.SHUT_WR)
@@ -1721,7 +1715,7 @@ def test_fuzz_random_bytes_never_stop_the_listener(cluster: Cluster, payload: by
 
 
 def test_a_truncated_frame_closes_the_connection(cluster: Cluster) -> None:
-    port = cluster.kafka_ports[0]  # type: ignore[attr-defined]
+    port = cluster.kafka_ports[0]
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
         sock.sendall(struct.pack(">i", 100) + b"\x00\x12\x00\x00")
         sock.shutdown(socket.SHUT_WR)
@@ -1731,7 +1725,7 @@ def test_a_truncated_frame_closes_the_connection(cluster: Cluster) -> None:
 
 
 def test_api_versions_above_v3_answers_v0_with_unsupported_version(cluster: Cluster) -> None:
-    port = cluster.kafka_ports[1]  # type: ignore[attr-defined]
+    port = cluster.kafka_ports[1]
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
         body = struct.pack(">hhih", 18, 9, 1234, -1) + b"\x00"
         sock.sendall(struct.pack(">i", len(body)) + body)
@@ -1778,7 +1772,7 @@ def _coordinator_port(cluster: Cluster, group: str) -> int:
     from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 
     deadline = time.monotonic() + 30
-    port = cluster.kafka_ports[0]  # type: ignore[attr-defined]
+    port = cluster.kafka_ports[0]
     while time.monotonic() < deadline:
         with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
             answer = _exchange(
@@ -1901,7 +1895,7 @@ def test_fuzz_consumer_group_heartbeats_are_answered(
         if owned is None
         else tuple(TopicPartitions(topic_id=t, partitions=ps) for t, ps in owned),
     )
-    for port in cluster.kafka_ports.values():  # type: ignore[attr-defined]
+    for port in cluster.kafka_ports.values():
         with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
             answer = _exchange(sock, 1, request)  # one of them coordinates the group
         assert answer.error_code.value >= 0
@@ -1914,16 +1908,8 @@ def test_topic_ids_are_drawn_per_creation_and_kept_by_restarts_and_failover(
     controller's broker is killed (the id is kept in the topic's znode); a topic deleted
     and created again under its name gets a new id on every broker, and a Fetch by the
     old id answers UNKNOWN_TOPIC_ID.  A cluster of its own: the module's stays up."""
-    ports = {b: free_port() for b in range(2)}
-    with Cluster(
-        brokers=2,
-        data_dir=tmp_path,
-        overrides={"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,KAFKA:PLAINTEXT"},
-        broker_overrides={
-            b: {"kafka.listeners": f"KAFKA://127.0.0.1:{p}"} for b, p in ports.items()
-        },
-    ) as own:
-        own.kafka_ports = ports  # type: ignore[attr-defined]
+    with Cluster(brokers=2, data_dir=tmp_path, kafka_listener=True) as own:
+        ports = own.kafka_ports
         topic = f"k-{uuid.uuid4().hex[:10]}"
 
         def create() -> None:

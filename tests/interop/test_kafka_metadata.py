@@ -28,7 +28,6 @@ from typing import Any
 import pytest
 from headwater.client import Admin, NewTopic
 from headwater.testing import Cluster
-from headwater.testing.zookeeper import free_ports
 
 pytestmark = pytest.mark.e2e
 
@@ -39,27 +38,16 @@ ADVERTISED_HOST = "localhost"
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    ports = dict(enumerate(free_ports(BROKERS)))
-    with Cluster(
-        brokers=BROKERS,
-        data_dir=tmp_path_factory.mktemp("kafka-metadata"),
-        overrides={"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,KAFKA:PLAINTEXT"},
-        broker_overrides={
-            b: {
-                "kafka.listeners": f"KAFKA://127.0.0.1:{port}",
-                "kafka.advertised.listeners": f"KAFKA://{ADVERTISED_HOST}:{port}",
-                "broker.rack": RACKS[b],
-            }
-            for b, port in ports.items()
-        },
-    ) as c:
-        c.kafka_ports = ports  # type: ignore[attr-defined]
+    cluster = Cluster(
+        brokers=BROKERS, data_dir=tmp_path_factory.mktemp("kafka-metadata"), kafka_listener=True
+    )
+    for b, port in cluster.kafka_ports.items():
+        cluster.broker_overrides[b] = {
+            "kafka.advertised.listeners": f"KAFKA://{ADVERTISED_HOST}:{port}",
+            "broker.rack": RACKS[b],
+        }
+    with cluster as c:
         yield c
-
-
-def kafka_ports(cluster: Cluster) -> dict[int, int]:
-    ports: dict[int, int] = cluster.kafka_ports  # type: ignore[attr-defined]
-    return ports
 
 
 def _recv_exactly(sock: socket.socket, n: int) -> bytes:
@@ -107,7 +95,7 @@ def metadata(port: int, version: int) -> Any:
 def wait_for_every_broker(cluster: Cluster, brokers: set[int]) -> None:
     """Every broker's metadata cache holds exactly ``brokers`` (registrations reach the
     brokers through the controller, a moment after ZooKeeper has them)."""
-    ports = kafka_ports(cluster)
+    ports = cluster.kafka_ports
     cluster.wait_for(
         lambda: all(
             {b.node_id for b in metadata(ports[asked], 1).brokers} == brokers for asked in brokers
@@ -120,7 +108,7 @@ def wait_for_every_broker(cluster: Cluster, brokers: set[int]) -> None:
 def test_metadata_advertises_each_brokers_kafka_address_rack_and_the_controller(
     cluster: Cluster, version: int
 ) -> None:
-    ports = kafka_ports(cluster)
+    ports = cluster.kafka_ports
     wait_for_every_broker(cluster, set(ports))
     controller = cluster.controller_id()
     assert controller in ports
@@ -138,7 +126,7 @@ def test_metadata_advertises_each_brokers_kafka_address_rack_and_the_controller(
 def test_kafka_clients_see_the_advertised_addresses_racks_and_controller(
     cluster: Cluster,
 ) -> None:
-    ports = kafka_ports(cluster)
+    ports = cluster.kafka_ports
     wait_for_every_broker(cluster, set(ports))
     bootstrap = f"127.0.0.1:{ports[0]}"
     kafka = pytest.importorskip("kafka")
@@ -176,7 +164,7 @@ def test_librdkafka_lists_the_advertised_brokers_and_controller(cluster: Cluster
     pytest.importorskip("confluent_kafka")
     from confluent_kafka.admin import AdminClient
 
-    ports = kafka_ports(cluster)
+    ports = cluster.kafka_ports
     wait_for_every_broker(cluster, set(ports))
     admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{ports[0]}"})
     listing = admin.list_topics(timeout=10)
@@ -187,7 +175,7 @@ def test_librdkafka_lists_the_advertised_brokers_and_controller(cluster: Cluster
 
 
 def test_after_the_controller_dies_metadata_names_the_new_one(cluster: Cluster) -> None:
-    ports = kafka_ports(cluster)
+    ports = cluster.kafka_ports
     wait_for_every_broker(cluster, set(ports))
     old = cluster.controller_id()
     assert old is not None

@@ -53,7 +53,6 @@ import pytest
 from headwater.client import Admin, Consumer, NewTopic, Producer, TopicPartition
 from headwater.security import acls
 from headwater.testing import Cluster
-from headwater.testing.zookeeper import free_port
 
 pytestmark = pytest.mark.e2e
 
@@ -156,12 +155,11 @@ def tools(tmp_path_factory: pytest.TempPathFactory) -> KafkaTools:
 
 
 def _kafka_cluster(brokers: int, data_dir: Path, **overrides: str) -> Cluster:
-    ports = {b: free_port() for b in range(brokers)}
-    cluster = Cluster(
+    return Cluster(
         brokers=brokers,
         data_dir=data_dir,
+        kafka_listener=True,
         overrides={
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,KAFKA:PLAINTEXT",
             # ACLs are stored and served (kafka-acls); every client here is a super user.
             "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
             "super.users": "User:ANONYMOUS",
@@ -169,12 +167,7 @@ def _kafka_cluster(brokers: int, data_dir: Path, **overrides: str) -> Cluster:
             "group.initial.rebalance.delay.ms": "0",
             **overrides,
         },
-        broker_overrides={
-            b: {"kafka.listeners": f"KAFKA://127.0.0.1:{port}"} for b, port in ports.items()
-        },
     )
-    cluster.kafka_ports = ports  # type: ignore[attr-defined]
-    return cluster
 
 
 @pytest.fixture(scope="module")
@@ -185,7 +178,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 def bootstrap(cluster: Cluster) -> str:
     """The brokers' Kafka listeners, ``host:port,...``."""
-    return ",".join(f"127.0.0.1:{p}" for p in cluster.kafka_ports.values())  # type: ignore[attr-defined]
+    return cluster.kafka_bootstrap
 
 
 def unique(prefix: str) -> str:

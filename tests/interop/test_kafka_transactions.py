@@ -39,7 +39,6 @@ import pytest
 from headwater.client import Admin, Consumer, NewTopic, Producer, TopicPartition
 from headwater.errors import ErrorCode
 from headwater.testing import Cluster
-from headwater.testing.zookeeper import free_port
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -53,12 +52,11 @@ TIMEOUT_S = 30
 def two_broker_cluster(data_dir: Any, **overrides: str) -> Iterator[Cluster]:
     """Two brokers, each with a plaintext Kafka listener (``kafka_ports``: broker -> port),
     and a small replicated transaction log and offsets topic."""
-    ports = {b: free_port() for b in range(2)}
     with Cluster(
         brokers=2,
         data_dir=data_dir,
+        kafka_listener=True,
         overrides={
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,KAFKA:PLAINTEXT",
             "transaction.state.log.num.partitions": "3",
             "transaction.state.log.replication.factor": "2",
             "transaction.state.log.min.isr": "1",
@@ -66,11 +64,7 @@ def two_broker_cluster(data_dir: Any, **overrides: str) -> Iterator[Cluster]:
             "group.initial.rebalance.delay.ms": "0",
             **overrides,
         },
-        broker_overrides={
-            b: {"kafka.listeners": f"KAFKA://127.0.0.1:{port}"} for b, port in ports.items()
-        },
     ) as c:
-        c.kafka_ports = ports  # type: ignore[attr-defined]
         yield c
 
 
@@ -82,7 +76,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 
 def kafka_bootstrap(cluster: Cluster) -> str:
-    return ",".join(f"127.0.0.1:{p}" for p in cluster.kafka_ports.values())  # type: ignore[attr-defined]
+    return cluster.kafka_bootstrap
 
 
 def unique(prefix: str) -> str:
@@ -412,7 +406,7 @@ def coordinator_connection(cluster: Cluster, tid: str, key_type: int = 1) -> Raw
     coordinator of group ``tid``), found with FindCoordinator v4."""
     from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 
-    first = Raw(next(iter(cluster.kafka_ports.values())))  # type: ignore[attr-defined]
+    first = Raw(next(iter(cluster.kafka_ports.values())))
     try:
         deadline = time.monotonic() + TIMEOUT_S
         while True:
@@ -617,7 +611,7 @@ def test_read_committed_fetch_and_list_offsets_on_the_wire(cluster: Cluster) -> 
         p.produce(topic, f"open-{i}".encode(), partition=0)
     p.flush(TIMEOUT_S)
     leader = cluster.leader_for(topic, 0)
-    raw = Raw(cluster.kafka_ports[leader])  # type: ignore[attr-defined]
+    raw = Raw(cluster.kafka_ports[leader])
     try:
 
         def latest(isolation: int) -> int:
@@ -758,7 +752,7 @@ def _requests() -> st.SearchStrategy[Any]:
 def test_fuzz_transaction_requests_are_answered_and_the_listener_serves_on(
     cluster: Cluster, requests: list[Any]
 ) -> None:
-    raw = Raw(cluster.kafka_ports[1])  # type: ignore[attr-defined]
+    raw = Raw(cluster.kafka_ports[1])
     try:
         for request in requests:
             answer = raw(request)  # a response at the request's version, nothing else

@@ -81,7 +81,7 @@ def kafka4_classpath() -> str:
 
 
 def kafka_bootstrap(cluster: Cluster) -> str:
-    return ",".join(f"127.0.0.1:{p}" for p in cluster.kafka_ports.values())  # type: ignore[attr-defined]
+    return cluster.kafka_bootstrap
 
 
 class JavaRun:
@@ -141,7 +141,7 @@ def _connect(port: int) -> socket.socket:
 def _leader_port(cluster: Cluster, topic: str, partition: int) -> int:
     leader = cluster.leader_for(topic, partition)
     assert leader is not None
-    return int(cluster.kafka_ports[leader])  # type: ignore[attr-defined]
+    return int(cluster.kafka_ports[leader])
 
 
 def _txn_batch(value: bytes, pid: int, epoch: int, seq: int) -> bytes:
@@ -190,7 +190,7 @@ def _coordinator_port(cluster: Cluster, tid: str) -> int:
 
     deadline = time.monotonic() + TIMEOUT_S
     while True:
-        with _connect(next(iter(cluster.kafka_ports.values()))) as sock:  # type: ignore[attr-defined]
+        with _connect(next(iter(cluster.kafka_ports.values()))) as sock:
             r = _exchange(sock, 1, FindCoordinatorRequest(key=tid, key_type=1))
         if r.error_code == 0:
             return int(r.port)

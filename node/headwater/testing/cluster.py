@@ -51,6 +51,9 @@ DEFAULT_OVERRIDES: Mapping[str, str] = {
 }
 """Settings that keep failure detection fast in tests (Kafka's defaults are minutes)."""
 
+KAFKA_LISTENER = "KAFKA"
+"""The name of the Kafka-protocol listener ``Cluster(kafka_listener=True)`` gives brokers."""
+
 
 def _wait(
     predicate: Callable[[], bool], *, timeout_s: float, what: str, progress: bool = False
@@ -120,9 +123,11 @@ def broker_command(
     overrides: Mapping[str, str],
     listeners: Mapping[str, int] | None = None,
     protocols: Mapping[str, str] | None = None,
+    kafka_port: int | None = None,
 ) -> list[str]:
     """The command line of one test broker (``listeners``: name -> port, ``protocols``:
-    name -> security protocol; default one PLAINTEXT listener on ``port``)."""
+    name -> security protocol; default one PLAINTEXT listener on ``port``;
+    ``kafka_port``: a PLAINTEXT Kafka-protocol listener named KAFKA there)."""
     named: dict[str, str] = {"listeners": f"PLAINTEXT://127.0.0.1:{port}"}
     if listeners:
         named = {
@@ -139,6 +144,12 @@ def broker_command(
         "log.dirs": str(log_dir),
         "zookeeper.connect": zookeeper_connect,
     }
+    if kafka_port is not None:
+        settings["kafka.listeners"] = f"{KAFKA_LISTENER}://127.0.0.1:{kafka_port}"
+        protocol_map = settings.get("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT")
+        if KAFKA_LISTENER not in {entry.split(":")[0] for entry in protocol_map.split(",")}:
+            protocol_map += f",{KAFKA_LISTENER}:PLAINTEXT"
+        settings["listener.security.protocol.map"] = protocol_map
     cmd = [sys.executable, "-m", "headwater.cli.main", "broker", "--test-hooks"]
     for key, value in settings.items():
         cmd += ["--override", f"{key}={value}"]
@@ -182,6 +193,10 @@ class Cluster:
     :attr:`bootstrap`; :meth:`bootstrap_for` names another) and the protocol map; the
     TLS settings go in ``overrides`` and ``probe_credentials`` are the health probe's
     (a client certificate when the first listener requires one).
+
+    ``kafka_listener=True`` gives every broker a PLAINTEXT Kafka-protocol listener too
+    (:attr:`kafka_ports`, :attr:`kafka_bootstrap`); a ``kafka.listeners`` of its own in
+    ``broker_overrides`` is the other way, for other protocols.
     """
 
     def __init__(
@@ -195,6 +210,7 @@ class Cluster:
         broker_overrides: Mapping[int, Mapping[str, str]] | None = None,
         listeners: Mapping[str, str] | None = None,
         probe_credentials: grpc.ChannelCredentials | None = None,
+        kafka_listener: bool = False,
     ) -> None:
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
@@ -220,6 +236,10 @@ class Cluster:
                 data_dir=self.data_dir / f"broker-{i}",
                 ports=ports,
             )
+        self.kafka_ports: dict[int, int] = (
+            {i: free_port() for i in self.brokers} if kafka_listener else {}
+        )
+        """broker id -> its Kafka-protocol port (``kafka_listener=True``)."""
         self._zk: ZkStore | None = None
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -241,6 +261,13 @@ class Cluster:
     def bootstrap(self) -> str:
         """``host:port,...`` of the brokers, for clients."""
         return ",".join(b.address for b in self.brokers.values())
+
+    @property
+    def kafka_bootstrap(self) -> str:
+        """``host:port,...`` of the brokers' Kafka-protocol listeners, for Kafka clients."""
+        if not self.kafka_ports:
+            raise RuntimeError("the cluster has no Kafka listener: Cluster(kafka_listener=True)")
+        return ",".join(f"127.0.0.1:{p}" for p in self.kafka_ports.values())
 
     def bootstrap_for(self, listener: str) -> str:
         """``host:port,...`` of the brokers' named listener."""
@@ -305,6 +332,7 @@ class Cluster:
             overrides={**self.overrides, **self.broker_overrides.get(broker_id, {})},
             listeners=broker.ports or None,
             protocols=self.listeners,
+            kafka_port=self.kafka_ports.get(broker_id),
         )
         with open(broker.log_path, "ab") as log:
             broker.process = subprocess.Popen(
