@@ -163,7 +163,7 @@ def make_topic(admin: headwater.Admin) -> str:
         try:
             parts = admin.describe_topics([name])[name].partitions
         except headwater.errors.UnknownTopicOrPartitionError:
-            parts = []  # created, not yet in the metadata this broker answers from
+            parts = ()  # created, not yet in the metadata this broker answers from
         if parts and len(parts) == PARTITIONS and all(p.leader >= 0 for p in parts):
             return name
         time.sleep(0.1)
