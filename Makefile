@@ -10,8 +10,9 @@ PYTEST_ARGS ?=
 
 .PHONY: test-pure-python e2e-slow console-browser interop-slow interop-slow-tools e2e-k8s e2e-k8s-short k8s-up k8s-down k8s-images docs-check test install system-deps venv check lint typecheck layers proto proto-check up down unit e2e bench clean
 
+# --durations: the slowest tests in the output, to keep the suite inside its ~20 minutes.
 test: install check
-	$(BIN)/pytest -m "not slow and not k8s" $(PYTEST_ARGS)
+	$(BIN)/pytest -m "not slow and not k8s" --durations=15 $(PYTEST_ARGS)
 
 # The same suite with the C record code turned off in every process (the client's and the
 # brokers'): the pure-Python record path must behave the same.  Not in CI (as long again).
