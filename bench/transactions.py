@@ -241,13 +241,13 @@ class Phases:
         def timed_add(tps: Any) -> Any:
             self._calls += 1
             start = time.monotonic()
-            code = add(tps)
+            result = add(tps)
             self.ms["add_call"].append((time.monotonic() - start) * 1000)
-            if self._first_pending and code == 0:
+            if self._first_pending and result.added:
                 self.ms["first_add"].append((time.monotonic() - self._begun) * 1000)
                 self.add_calls.append(self._calls)
                 self._first_pending = False
-            return code
+            return result
 
         def timed_end_or_add(method: str, request: Any) -> Any:
             start = time.monotonic()
